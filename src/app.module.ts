@@ -1,0 +1,62 @@
+import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_CONFIG, type AppConfig } from './config/config';
+import { DbModule } from './common/db.module';
+import { BodyCheckInterceptor } from './common/http/body';
+import { ErrorFilter } from './common/http/error.filter';
+import { DtoPipe } from './common/http/validation';
+import { RedisModule } from './common/redis/redis.module';
+import { RateLimitModule } from './common/rate-limit/rate-limit.module';
+import { AdminModule } from './modules/admin/admin.module';
+import { AuthModule } from './modules/auth/auth.module';
+import { ChainModule } from './modules/chain/chain.module';
+import { MerchantsModule } from './modules/merchants/merchants.module';
+import { RatesModule } from './modules/rates/rates.module';
+import { RequestsModule } from './modules/requests/requests.module';
+import { WebhooksModule } from './modules/webhooks/webhooks.module';
+
+export interface Roles {
+  /** Serve HTTP: partner API, pages, admin. */
+  http: boolean;
+  /** Run the queue processors and repeating jobs. */
+  worker: boolean;
+}
+
+@Module({})
+class ConfigHolder {}
+
+/** One module graph for both entry points; the roles decide what is mounted (DESIGN §1). */
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig, roles: Roles, overrides: Provider[] = []): DynamicModule {
+    const configModule: DynamicModule = {
+      module: ConfigHolder,
+      global: true,
+      providers: [{ provide: APP_CONFIG, useValue: config }],
+      exports: [APP_CONFIG],
+    };
+    const http = roles.http
+      ? [
+          RateLimitModule,
+          AuthModule,
+          MerchantsModule,
+          RequestsModule,
+          AdminModule,
+        ]
+      : [];
+    return {
+      module: AppModule,
+      imports: [configModule, DbModule, RedisModule, ChainModule, WebhooksModule, RatesModule, ...http],
+      providers: [
+        ...(roles.http
+          ? [
+              { provide: APP_PIPE, useClass: DtoPipe },
+              { provide: APP_FILTER, useClass: ErrorFilter },
+              { provide: APP_INTERCEPTOR, useClass: BodyCheckInterceptor },
+            ]
+          : []),
+        ...overrides,
+      ],
+    };
+  }
+}

@@ -1,0 +1,95 @@
+import 'reflect-metadata';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type INestApplication, type INestApplicationContext, type LoggerService, type Provider } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import { AppModule, type Roles } from './app.module';
+import type { AppConfig } from './config/config';
+import { jsonBody } from './common/http/body';
+
+export interface Running {
+  app: INestApplication | INestApplicationContext;
+  publicUrl?: string;
+  adminUrl?: string;
+  publicServer?: Server;
+  adminServer?: Server;
+  close(): Promise<void>;
+}
+
+interface ListenerTagged extends IncomingMessage {
+  adminListener?: boolean;
+}
+
+/** Paths each listener serves: /admin only on ADMIN_PORT; pages only on PORT; the partner API on both. */
+function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFunction): void {
+  const path = req.path.toLowerCase();
+  const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
+  const publicOnly = path.startsWith('/pay') || path.startsWith('/onboarding') || path.startsWith('/portal') || path.startsWith('/assets/');
+  if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
+    res.status(404).json({ ok: false, error: 'not_found' });
+    return;
+  }
+  next();
+}
+
+function listen(server: Server, port: number, host?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const addr = server.address() as AddressInfo;
+      const h = addr.family === 'IPv6' ? (host && host !== '::' ? `[${host}]` : 'localhost') : addr.address === '0.0.0.0' ? 'localhost' : addr.address;
+      resolve(`http://${h}:${addr.port}`);
+    });
+  });
+}
+
+/**
+ * Starts the service with the given roles. HTTP mode serves two listeners over one Express app: PORT
+ * (partner API, pay and onboarding pages) and ADMIN_PORT on ADMIN_HOST (the same partner API plus /admin).
+ */
+export async function start(
+  config: AppConfig,
+  roles: Roles,
+  opts: { logger?: LoggerService | false; overrides?: Provider[] } = {},
+): Promise<Running> {
+  const module = AppModule.forRoot(config, roles, opts.overrides);
+  if (!roles.http) {
+    const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger });
+    ctx.enableShutdownHooks();
+    return { app: ctx, close: () => ctx.close() };
+  }
+  const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger });
+  const express = app.getHttpAdapter().getInstance();
+  express.disable('x-powered-by');
+  express.set('etag', false);
+  app.use(listenerGate);
+  app.use(jsonBody);
+  await app.init();
+
+  const handler = app.getHttpAdapter().getInstance() as (req: IncomingMessage, res: ServerResponse) => void;
+  const publicServer = app.getHttpServer() as Server;
+  const adminServer = createServer((req: ListenerTagged, res) => {
+    req.adminListener = true;
+    handler(req, res);
+  });
+  for (const s of [publicServer, adminServer]) {
+    s.keepAliveTimeout = 65000;
+    s.headersTimeout = 66000;
+  }
+  const publicUrl = await listen(publicServer, config.port);
+  const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
+  return {
+    app,
+    publicUrl,
+    adminUrl,
+    publicServer,
+    adminServer,
+    close: async () => {
+      adminServer.closeAllConnections();
+      await new Promise<void>((r) => adminServer.close(() => r()));
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,49 @@
+import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync, type ValidationError } from 'class-validator';
+import { AppError, type ErrorCode, type FieldError } from '../errors';
+import { hasForbiddenKey } from './body';
+
+/** Field errors, flattened to dotted paths. */
+export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const e of errors) {
+    const field = parent ? `${parent}.${e.property}` : e.property;
+    for (const message of Object.values(e.constraints ?? {})) out.push({ field, message });
+    if (e.children?.length) out.push(...flatten(e.children, field));
+  }
+  return out;
+}
+
+/** DTO classes can name a specific error code for a failing field (e.g. invalid_idempotency_key). */
+export interface FieldCodes {
+  fieldCodes?: Record<string, ErrorCode | ((dto: any) => ErrorCode | null)>;
+}
+
+/**
+ * Validates bodies and queries into DTO instances: unknown fields rejected, no type coercion of bodies,
+ * one invalid_request listing every bad field — or the spec's own code when that field is the one at fault.
+ */
+@Injectable()
+export class DtoPipe implements PipeTransform {
+  transform(value: unknown, meta: ArgumentMetadata): unknown {
+    const type = meta.metatype as (new () => object) & FieldCodes | undefined;
+    if ((meta.type !== 'body' && meta.type !== 'query') || !type || type === Object || type === String) return value;
+    if (meta.type === 'body' && (value === undefined || value === null)) value = {};
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw AppError.invalid([{ field: '(body)', message: 'must be a JSON object' }]);
+    }
+    if (hasForbiddenKey(value)) {
+      throw AppError.invalid([{ field: '(body)', message: '__proto__, constructor and prototype are not allowed as keys' }]);
+    }
+    const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
+    const errors = flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true }));
+    if (errors.length === 0) return instance;
+    for (const [field, rule] of Object.entries(type.fieldCodes ?? {})) {
+      if (!errors.some((e) => e.field === field)) continue;
+      const code = typeof rule === 'function' ? rule(instance) : rule;
+      if (code) throw new AppError(code, { errors });
+    }
+    throw AppError.invalid(errors);
+  }
+}

@@ -1,0 +1,26 @@
+import { Global, Module } from '@nestjs/common';
+import { ThrottlerModule } from '@nestjs/throttler';
+import { RateLimitGuard } from './rate-limit.guard';
+import { RedisThrottlerStorage } from './redis-throttler.storage';
+
+@Module({ providers: [RedisThrottlerStorage], exports: [RedisThrottlerStorage] })
+class StorageModule {}
+
+/** @nestjs/throttler on Redis counters; controllers opt in with @UseGuards(…, RateLimitGuard) and @RateLimit. */
+@Global()
+@Module({
+  imports: [
+    ThrottlerModule.forRootAsync({
+      imports: [StorageModule],
+      inject: [RedisThrottlerStorage],
+      useFactory: (storage: RedisThrottlerStorage) => ({
+        throttlers: [{ name: 'default', ttl: 60000, limit: 60 }],
+        storage,
+        setHeaders: false,
+      }),
+    }),
+  ],
+  providers: [RateLimitGuard],
+  exports: [ThrottlerModule, RateLimitGuard],
+})
+export class RateLimitModule {}

@@ -1,0 +1,57 @@
+import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import Redis from 'ioredis';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+
+export const REDIS = Symbol('REDIS');
+
+/**
+ * Connections to Redis. `main` fails fast when Redis is away (no offline queue), so the rate limiter can
+ * fail open and the API keeps serving; `subscriber` carries cache invalidations between instances.
+ */
+@Injectable()
+export class RedisConnections implements OnApplicationShutdown {
+  private readonly logger = new Logger('Redis');
+  readonly main: Redis;
+  readonly subscriber: Redis;
+  private readonly handlers = new Map<string, Array<(message: string) => void>>();
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+    this.main = new Redis(config.redisUrl, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: 1000,
+      lazyConnect: false,
+    });
+    this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+    for (const c of [this.main, this.subscriber]) c.on('error', (e) => this.logger.warn(`redis: ${e.message}`));
+    this.subscriber.on('message', (channel: string, message: string) => {
+      for (const h of this.handlers.get(channel) ?? []) h(message);
+    });
+  }
+
+  channel(name: string): string {
+    return `${this.config.redisPrefix}:${name}`;
+  }
+
+  /** Calls handler for every message published on the channel by any instance (this one included). */
+  async subscribe(name: string, handler: (message: string) => void): Promise<void> {
+    const ch = this.channel(name);
+    const list = this.handlers.get(ch) ?? [];
+    list.push(handler);
+    this.handlers.set(ch, list);
+    if (list.length === 1) await this.subscriber.subscribe(ch);
+  }
+
+  async publish(name: string, message: string): Promise<void> {
+    await this.main.publish(this.channel(name), message);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.main.disconnect();
+    this.subscriber.disconnect();
+  }
+}
+
+@Global()
+@Module({ providers: [RedisConnections], exports: [RedisConnections] })
+export class RedisModule {}

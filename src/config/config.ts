@@ -1,0 +1,182 @@
+/**
+ * The whole configuration, parsed once at boot from the environment (DESIGN §2). Nothing else reads
+ * process.env. A bad or missing value stops the process with a message naming the variable.
+ */
+export type Mode = 'test' | 'live';
+export const MODES: readonly Mode[] = ['test', 'live'];
+
+export interface ChainConfig {
+  rpcUrl: string;
+  chainId: bigint;
+  tokenAddress: string;
+  confirmations: number;
+}
+
+export interface AppConfig {
+  production: boolean;
+  databaseUrl: string;
+  redisUrl: string;
+  port: number;
+  adminPort: number;
+  adminHost: string;
+  adminToken: string;
+  publicUrl: string;
+  payUrl: string;
+  keyPrefix: string;
+  chains: Partial<Record<Mode, ChainConfig>>;
+  /** Lower-case fiat code → fiat units per one token, as a decimal string. */
+  rates: Record<string, string>;
+  webhookRetryDelaysMs: number[];
+  webhookMaxAttempts: number;
+  webhookTimeoutMs: number;
+  latePaymentGraceMinutes: number;
+  webhookAllowPrivateUrls: boolean;
+  /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
+  onboardingTokenSecret: string;
+  /** Multiplies every per-minute rate limit; the bench raises it. */
+  rateLimitScale: number;
+  /** Calls per minute per client address on each public page route. */
+  publicRateLimit: number;
+  /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
+  apiKeyCacheMs: number;
+  /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
+  redisPrefix: string;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`Configuration error: ${variable} ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEV_ADMIN_TOKEN = 'dev-admin-token';
+const DEV_ONBOARDING_SECRET = 'dev-onboarding-secret-change-me';
+
+function str(env: Env, name: string, fallback?: string): string {
+  const v = env[name];
+  if (v === undefined || v === '') {
+    if (fallback === undefined) throw new ConfigError(name, 'is required');
+    return fallback;
+  }
+  return v;
+}
+
+function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, fallback: string, protocols = ['http:', 'https:']): string {
+  const v = str(env, name, fallback);
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(name, `must be a URL, got "${v}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${v}"`);
+  }
+  return v.replace(/\/+$/, '');
+}
+
+export function parseRates(raw: string, name = 'RATES'): Record<string, string> {
+  const rates: Record<string, string> = {};
+  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([A-Za-z]{3}):(\d+(?:\.\d+)?)$/.exec(part);
+    if (!m) throw new ConfigError(name, `entries must look like usd:1 or eur:0.92, got "${part}"`);
+    if (/^0+(\.0+)?$/.test(m[2])) throw new ConfigError(name, `rate for ${m[1]} must be positive`);
+    rates[m[1].toLowerCase()] = m[2];
+  }
+  if (Object.keys(rates).length === 0) throw new ConfigError(name, 'must name at least one currency');
+  return rates;
+}
+
+function chain(env: Env, mode: Mode): ChainConfig | undefined {
+  const p = `CHAIN_${mode.toUpperCase()}_`;
+  const rpc = env[`${p}RPC_URL`];
+  if (!rpc) return undefined;
+  const chainIdRaw = str(env, `${p}CHAIN_ID`);
+  if (!/^\d+$/.test(chainIdRaw)) throw new ConfigError(`${p}CHAIN_ID`, `must be a positive integer, got "${chainIdRaw}"`);
+  const token = str(env, `${p}TOKEN_ADDRESS`);
+  if (!/^0x[0-9a-fA-F]{40}$/.test(token)) throw new ConfigError(`${p}TOKEN_ADDRESS`, `must be 0x plus 40 hex characters`);
+  return {
+    rpcUrl: url(env, `${p}RPC_URL`, rpc, ['http:', 'https:', 'ws:', 'wss:']),
+    chainId: BigInt(chainIdRaw),
+    tokenAddress: token.toLowerCase(),
+    confirmations: int(env, `${p}CONFIRMATIONS`, 1, 1, 1000),
+  };
+}
+
+function delays(env: Env): number[] {
+  const raw = str(env, 'WEBHOOK_RETRY_DELAYS_MS', '60000,300000,1800000,7200000,21600000,86400000');
+  const parts = raw.split(',').map((s) => s.trim());
+  if (parts.length === 0 || parts.some((s) => !/^\d+$/.test(s))) {
+    throw new ConfigError('WEBHOOK_RETRY_DELAYS_MS', `must be a comma-separated list of milliseconds, got "${raw}"`);
+  }
+  return parts.map(Number);
+}
+
+export function loadConfig(env: Env = process.env): AppConfig {
+  const production = env.NODE_ENV === 'production';
+  const publicUrl = url(env, 'PUBLIC_URL', 'http://localhost:3000');
+  const adminToken = str(env, 'ADMIN_TOKEN', production ? undefined : DEV_ADMIN_TOKEN);
+  if (adminToken.length < 12) throw new ConfigError('ADMIN_TOKEN', 'must be at least 12 characters');
+  const onboardingTokenSecret = str(env, 'ONBOARDING_TOKEN_SECRET', production ? undefined : DEV_ONBOARDING_SECRET);
+  const keyPrefix = str(env, 'KEY_PREFIX', 'prs');
+  if (!/^[a-z][a-z0-9]{1,15}$/.test(keyPrefix)) throw new ConfigError('KEY_PREFIX', 'must be 2-16 lower-case letters or digits');
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const adminPort = int(env, 'ADMIN_PORT', 3001, 0, 65535);
+  if (port !== 0 && port === adminPort) throw new ConfigError('ADMIN_PORT', 'must differ from PORT');
+  const chains: Partial<Record<Mode, ChainConfig>> = {};
+  for (const mode of MODES) {
+    const c = chain(env, mode);
+    if (c) chains[mode] = c;
+  }
+  const scaleRaw = str(env, 'RATE_LIMIT_SCALE', '1');
+  if (!/^\d+(\.\d+)?$/.test(scaleRaw) || Number(scaleRaw) <= 0) {
+    throw new ConfigError('RATE_LIMIT_SCALE', `must be a positive number, got "${scaleRaw}"`);
+  }
+  return {
+    production,
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/prs', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    port,
+    adminPort,
+    adminHost: str(env, 'ADMIN_HOST', '127.0.0.1'),
+    adminToken,
+    publicUrl,
+    payUrl: url(env, 'PAY_URL', `${publicUrl}/pay`),
+    keyPrefix,
+    chains,
+    rates: parseRates(str(env, 'RATES', 'usd:1')),
+    webhookRetryDelaysMs: delays(env),
+    webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 6, 1, 100),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 120000),
+    latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
+    webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    onboardingTokenSecret,
+    rateLimitScale: Number(scaleRaw),
+    publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
+    apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
+    redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
+    logLevel: str(env, 'LOG_LEVEL', 'info'),
+  };
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');

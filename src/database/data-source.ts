@@ -1,0 +1,52 @@
+import 'reflect-metadata';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+
+/** One DataSource definition for the app and for the migration command. Schema changes are migrations only. */
+export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    synchronize: false,
+    migrationsRun: false,
+    migrations: [join(__dirname, '..', '..', 'migrations', '*.{ts,js}')],
+    migrationsTableName: 'migrations',
+    extra: { max: poolSize },
+    logging: false,
+  });
+}
+
+/** Creates the database named in the URL when it does not exist yet (DESIGN §2). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error(`DATABASE_URL names an unusual database "${name}"`);
+  url.pathname = '/postgres';
+  const client = new Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
+  } catch (e) {
+    // Two processes racing to create the same database: the loser sees duplicate_database.
+    if ((e as { code?: string }).code !== '42P04') throw e;
+  } finally {
+    await client.end();
+  }
+}
+
+export async function migrate(databaseUrl: string): Promise<string[]> {
+  await ensureDatabase(databaseUrl);
+  const ds = createDataSource(databaseUrl, 2);
+  await ds.initialize();
+  try {
+    // A lock so two instances starting together do not run the same migration twice.
+    await ds.query('SELECT pg_advisory_lock(72707301)');
+    const done = await ds.runMigrations({ transaction: 'each' });
+    await ds.query('SELECT pg_advisory_unlock(72707301)');
+    return done.map((m) => m.name);
+  } finally {
+    await ds.destroy();
+  }
+}

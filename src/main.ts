@@ -1,0 +1,28 @@
+import { Logger } from '@nestjs/common';
+import { start } from './bootstrap';
+import { loadConfig } from './config/config';
+
+/**
+ * `start`: the API and the worker in one process (local use). `start:api` / `start:worker` pass a role
+ * (`--api`, `--worker`) so production can scale them separately.
+ */
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const only = args.includes('--api') ? 'api' : args.includes('--worker') ? 'worker' : null;
+  const config = loadConfig();
+  const running = await start(config, { http: only !== 'worker', worker: only !== 'api' });
+  const log = new Logger('Main');
+  if (running.publicUrl) log.log(`public listener ${running.publicUrl}, admin listener ${running.adminUrl}`);
+  if (only !== 'api') log.log('worker running');
+  const stop = async () => {
+    await running.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((e: Error) => {
+  console.error(e.message);
+  process.exit(1);
+});

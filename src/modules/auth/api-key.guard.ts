@@ -1,0 +1,28 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AppError } from '../../common/errors';
+import type { Principal } from './api-key';
+import { ApiKeyService } from './api-key.service';
+import { REQUIRED_SCOPE, type Scope } from './scopes';
+
+export interface AuthedRequest {
+  principal: Principal;
+}
+
+/** Bearer key → principal; one identical 401 whatever was wrong; 403 insufficient_scope (DESIGN §3). */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(private readonly keys: ApiKeyService, private readonly reflector: Reflector) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> } & Partial<AuthedRequest>>();
+    const header = req.headers.authorization;
+    const m = header ? /^Bearer ([^\s]+)$/i.exec(header) : null;
+    const principal = m ? await this.keys.authenticate(m[1]) : null;
+    if (!principal) throw new AppError('unauthorized');
+    const scope = this.reflector.get<Scope | undefined>(REQUIRED_SCOPE, context.getHandler());
+    if (scope && !principal.scopes.has(scope)) throw new AppError('insufficient_scope', { required_scope: scope });
+    req.principal = principal;
+    return true;
+  }
+}

@@ -1,0 +1,32 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Mode } from '../../config/config';
+import type { Scope } from './scopes';
+
+/** What a valid key stands for; cached in process. */
+export interface Principal {
+  keyId: string;
+  partnerId: string;
+  partnerSlug: string;
+  mode: Mode;
+  scopes: ReadonlySet<Scope>;
+  defaultCurrency: string;
+  allowedExpiryMinutes: number[];
+  defaultExpiryMinutes: number;
+}
+
+export function hashApiKey(raw: string): Buffer {
+  return createHash('sha256').update(raw, 'utf8').digest();
+}
+
+/** A new key: `<prefix>_<mode>_<43 chars of base64url = 32 random bytes>`. */
+export function generateApiKey(prefix: string, mode: Mode): { raw: string; hash: Buffer; displayPrefix: string } {
+  const raw = `${prefix}_${mode}_${randomBytes(32).toString('base64url')}`;
+  return { raw, hash: hashApiKey(raw), displayPrefix: raw.slice(0, prefix.length + mode.length + 2 + 6) };
+}
+
+/** The mode the prefix names, or null when the key is not of our form (the prefix is authoritative, §5). */
+export function modeOfKey(prefix: string, raw: string): Mode | null {
+  if (raw.startsWith(`${prefix}_test_`)) return 'test';
+  if (raw.startsWith(`${prefix}_live_`)) return 'live';
+  return null;
+}

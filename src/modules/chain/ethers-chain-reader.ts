@@ -1,0 +1,231 @@
+import { AbiCoder, FetchRequest, JsonRpcProvider, Network, getBytes, toQuantity, toUtf8String } from 'ethers';
+import {
+  type ChainBlock,
+  type ChainLog,
+  type ChainReader,
+  type ChainReceipt,
+  type ChainTransfer,
+  TRANSFER_TOPIC,
+  decodeTransferLog,
+} from './chain-reader';
+
+interface RpcBlock {
+  number: string;
+  hash: string;
+  timestamp: string;
+}
+
+interface RpcLog {
+  address: string;
+  topics: string[];
+  data: string;
+  logIndex: string;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  removed?: boolean;
+}
+
+interface RpcReceipt {
+  transactionHash: string;
+  status?: string;
+  blockNumber: string;
+  blockHash: string;
+  from: string;
+  to: string | null;
+  logs: RpcLog[];
+}
+
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const DECIMALS_SELECTOR = '0x313ce567'; // decimals()
+const SYMBOL_SELECTOR = '0x95d89b41'; // symbol()
+
+/**
+ * ChainReader over JSON-RPC with ethers v6. Every call re-reads the node (no response cache, so confirmations
+ * and reorgs are seen at once) and rejects within `timeoutMs`, whatever the node does, so callers can back off.
+ */
+export class EthersChainReader implements ChainReader {
+  private provider: JsonRpcProvider | null = null;
+  private connecting: Promise<JsonRpcProvider> | null = null;
+  private readonly request: FetchRequest;
+
+  constructor(
+    rpcUrl: string,
+    private readonly timeoutMs = 10_000,
+  ) {
+    this.request = new FetchRequest(rpcUrl);
+    this.request.timeout = timeoutMs;
+  }
+
+  async chainId(): Promise<bigint> {
+    return BigInt(await this.call<string>('eth_chainId', []));
+  }
+
+  async tip(): Promise<number> {
+    return Number(await this.call<string>('eth_blockNumber', []));
+  }
+
+  async block(numberOrHash: number | string): Promise<ChainBlock | null> {
+    let raw: RpcBlock | null;
+    if (typeof numberOrHash === 'number') {
+      if (!Number.isSafeInteger(numberOrHash) || numberOrHash < 0) {
+        throw new TypeError(`invalid block number: ${numberOrHash}`);
+      }
+      raw = await this.call<RpcBlock | null>('eth_getBlockByNumber', [toQuantity(numberOrHash), false]);
+    } else {
+      if (!HASH.test(numberOrHash)) throw new TypeError(`invalid block hash: ${numberOrHash}`);
+      raw = await this.call<RpcBlock | null>('eth_getBlockByHash', [numberOrHash, false]);
+    }
+    if (!raw) return null;
+    return { number: Number(raw.number), hash: raw.hash.toLowerCase(), timestamp: Number(raw.timestamp) };
+  }
+
+  async receipt(txHash: string): Promise<ChainReceipt | null> {
+    if (!HASH.test(txHash)) throw new TypeError(`invalid transaction hash: ${txHash}`);
+    const raw = await this.call<RpcReceipt | null>('eth_getTransactionReceipt', [txHash]);
+    // Some nodes return a receipt for a pending transaction with a null block; it is not mined yet.
+    if (!raw || raw.blockHash == null || raw.blockNumber == null) return null;
+    return {
+      txHash: raw.transactionHash.toLowerCase(),
+      // Receipts from before Byzantium carry a state root instead of a status; never treat them as successful.
+      status: raw.status == null ? 0 : Number(raw.status),
+      blockNumber: Number(raw.blockNumber),
+      blockHash: raw.blockHash.toLowerCase(),
+      from: raw.from.toLowerCase(),
+      to: raw.to ? raw.to.toLowerCase() : null,
+      logs: raw.logs.map(toChainLog),
+    };
+  }
+
+  /** Callers keep [fromBlock, toBlock] within their provider's eth_getLogs range limit. */
+  async transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]> {
+    // An empty recipient list would become a null topic, which matches every recipient.
+    if (q.to.length === 0 || q.fromBlock > q.toBlock) return [];
+    const token = q.token.toLowerCase();
+    const recipients = new Set(q.to.map((address) => address.toLowerCase()));
+    const raw = await this.call<RpcLog[]>('eth_getLogs', [
+      {
+        address: checkedAddress(token),
+        fromBlock: toQuantity(q.fromBlock),
+        toBlock: toQuantity(q.toBlock),
+        topics: [TRANSFER_TOPIC, null, [...recipients].map(addressToTopic)],
+      },
+    ]);
+    const result: ChainTransfer[] = [];
+    for (const log of raw) {
+      if (log.removed) continue;
+      const transfer = decodeTransferLog(toChainLog(log));
+      // Re-checked here rather than trusted: a filter the node ignored must not turn into a payment.
+      if (transfer && transfer.token === token && recipients.has(transfer.to)) result.push(transfer);
+    }
+    return result.sort((a, b) => a.blockNumber - b.blockNumber || a.logIndex - b.logIndex);
+  }
+
+  async tokenInfo(token: string): Promise<{ decimals: number; symbol: string }> {
+    const to = checkedAddress(token);
+    const [decimalsData, symbolData] = await Promise.all([
+      this.call<string>('eth_call', [{ to, data: DECIMALS_SELECTOR }, 'latest']),
+      this.call<string>('eth_call', [{ to, data: SYMBOL_SELECTOR }, 'latest']),
+    ]);
+    return { decimals: decodeDecimals(token, decimalsData), symbol: decodeSymbol(token, symbolData) };
+  }
+
+  /** Releases the underlying provider; later calls reconnect. */
+  destroy(): void {
+    this.provider?.destroy();
+    this.provider = null;
+    this.connecting = null;
+  }
+
+  private async call<T>(method: string, params: unknown[]): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`chain RPC ${method} timed out after ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
+    });
+    try {
+      const response = this.connect().then((provider) => provider.send(method, params) as Promise<T>);
+      return await Promise.race([response, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Without a known network, an ethers provider retries network detection every second forever while the node
+   * is down, and every call waits on it. So the chain id is read once with a plain request, then the provider
+   * is built with that static network; a failed first read is retried on the next call.
+   */
+  private connect(): Promise<JsonRpcProvider> {
+    if (this.provider) return Promise.resolve(this.provider);
+    this.connecting ??= (async () => {
+      try {
+        const request = this.request.clone();
+        request.body = { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] };
+        const response = await request.send();
+        response.assertOk();
+        const body = response.bodyJson as { result?: string; error?: { message?: string } };
+        if (typeof body.result !== 'string') {
+          throw new Error(`eth_chainId failed: ${body.error?.message ?? 'no result'}`);
+        }
+        const network = Network.from(BigInt(body.result));
+        this.provider = new JsonRpcProvider(this.request, network, {
+          staticNetwork: network,
+          cacheTimeout: -1,
+          // One request per call: many hosted RPCs limit or reject JSON-RPC batches, and one slow call must not
+          // hold others back.
+          batchMaxCount: 1,
+        });
+        return this.provider;
+      } finally {
+        this.connecting = null;
+      }
+    })();
+    return this.connecting;
+  }
+}
+
+function toChainLog(log: RpcLog): ChainLog {
+  return {
+    address: log.address.toLowerCase(),
+    topics: log.topics.map((topic) => topic.toLowerCase()),
+    data: log.data.toLowerCase(),
+    logIndex: Number(log.logIndex),
+    blockNumber: Number(log.blockNumber),
+    blockHash: log.blockHash.toLowerCase(),
+    transactionHash: log.transactionHash.toLowerCase(),
+    ...(log.removed !== undefined ? { removed: log.removed } : {}),
+  };
+}
+
+function checkedAddress(address: string): string {
+  if (!ADDRESS.test(address)) throw new TypeError(`invalid address: ${address}`);
+  return address.toLowerCase();
+}
+
+function addressToTopic(address: string): string {
+  return `0x${checkedAddress(address).slice(2).padStart(64, '0')}`;
+}
+
+function decodeDecimals(token: string, data: string): number {
+  // An address without code answers eth_call with empty data.
+  if (data.length < 66) throw new Error(`token ${token} did not answer decimals()`);
+  const [value] = AbiCoder.defaultAbiCoder().decode(['uint256'], data) as unknown as [bigint];
+  if (value > 255n) throw new Error(`token ${token} reports ${value} decimals`);
+  return Number(value);
+}
+
+function decodeSymbol(token: string, data: string): string {
+  if (data.length < 66) throw new Error(`token ${token} did not answer symbol()`);
+  try {
+    return AbiCoder.defaultAbiCoder().decode(['string'], data)[0] as string;
+  } catch {
+    // Some early tokens (MKR, SAI) return symbol() as bytes32, zero-padded on the right.
+    const bytes = getBytes(data).slice(0, 32);
+    const end = bytes.indexOf(0);
+    return toUtf8String(end === -1 ? bytes : bytes.slice(0, end));
+  }
+}

@@ -1,0 +1,32 @@
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+
+const lower = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.toLowerCase() : value);
+
+export class CreateMerchantDto {
+  @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
+  email?: string;
+  @IsOptional() @IsString() @MaxLength(120) display_name?: string;
+  @IsOptional() @IsString() @MaxLength(120) business_name?: string;
+  @IsOptional() @IsString() @Matches(/^[A-Z]{2}$/, { message: 'country must be ISO 3166-1 alpha-2, two upper-case letters' })
+  country?: string;
+  @IsOptional() @IsString() @MaxLength(32) phone?: string;
+  @IsOptional() @IsString() @MaxLength(200) website?: string;
+  @IsOptional() @IsString() @MaxLength(200) instagram?: string;
+  @IsOptional() @IsString() @MaxLength(80) industry?: string;
+  @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'display_currency must be an ISO 4217 code' })
+  display_currency?: string;
+  @IsOptional() @IsIn(['consumer', 'business']) account_type?: 'consumer' | 'business';
+  @IsOptional() @IsString() @Matches(/^0x[0-9a-fA-F]{40}$/, { message: 'wallet_address must be 0x plus 40 hex characters' })
+  @Transform(lower)
+  wallet_address?: string;
+}
+
+const toBool = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
+
+export class ListMerchantsQuery {
+  @IsOptional() @IsIn(['complete', 'incomplete']) onboarding_status?: 'complete' | 'incomplete';
+  @IsOptional() @Transform(toBool) @IsBoolean({ message: 'disabled must be true or false' }) disabled?: boolean;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100) limit?: number;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(2147483647) offset?: number;
+}

@@ -1,0 +1,40 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import type { AuthedRequest } from '../auth/api-key.guard';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { RequireScope } from '../auth/scopes';
+import { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
+import { MerchantsService } from './merchants.service';
+
+/** Spec §4.5–4.8; the accounts paths are the same three operations (and share their rate-limit buckets). */
+@Controller(['api/v1/merchants', 'api/v1/accounts'])
+@UseGuards(ApiKeyGuard, RateLimitGuard)
+export class MerchantsController {
+  constructor(private readonly merchants: MerchantsService) {}
+
+  @Post()
+  @RequireScope('merchants:write')
+  @RateLimit(30)
+  async create(@Req() req: AuthedRequest, @Body() dto: CreateMerchantDto, @Res({ passthrough: true }) res: Response) {
+    const { body, created } = await this.merchants.create(req.principal, dto);
+    res.status(created ? 201 : 200);
+    return body;
+  }
+
+  @Get()
+  @RequireScope('merchants:read')
+  @RateLimit(60)
+  list(@Req() req: AuthedRequest, @Query() q: ListMerchantsQuery) {
+    return this.merchants.list(req.principal, q);
+  }
+
+  @Get(':id')
+  @HttpCode(200)
+  @RequireScope('merchants:read')
+  @RateLimit(60)
+  get(@Req() req: AuthedRequest, @Param('id') id: string) {
+    return this.merchants.get(req.principal, id);
+  }
+}

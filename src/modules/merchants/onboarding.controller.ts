@@ -1,0 +1,30 @@
+import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
+import { CompleteOnboardingDto, WalletProofDto } from './onboarding.dto';
+import { OnboardingService } from './onboarding.service';
+
+/** DESIGN §4 onboarding endpoints (public port, no API key, limited per client address). */
+@Controller('onboarding/api')
+@UseGuards(RateLimitGuard)
+@PublicRateLimit()
+export class OnboardingController {
+  constructor(private readonly onboarding: OnboardingService) {}
+
+  @Get(':token')
+  state(@Param('token') token: string) {
+    return this.onboarding.state(token);
+  }
+
+  @Post(':token/wallet')
+  @HttpCode(200)
+  wallet(@Param('token') token: string, @Body() dto: WalletProofDto) {
+    return this.onboarding.proveWallet(token, dto);
+  }
+
+  @Post(':token/complete')
+  @HttpCode(200)
+  complete(@Param('token') token: string, @Body() dto: CompleteOnboardingDto) {
+    return this.onboarding.complete(token, dto);
+  }
+}

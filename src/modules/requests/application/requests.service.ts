@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../../config/config';
+import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
+import { AppError } from '../../../common/errors';
+import { isUuid } from '../../../common/ids';
+import { Db } from '../../../database/db';
+import type { Principal } from '../../auth/api-key';
+import { AssetRegistry } from '../../chain/asset-registry';
+import { RatesService } from '../../rates/rates.service';
+import { fiatToTokenAmount } from '../domain/amount';
+import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../domain/request-rules';
+import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
+import { toRequestResponse } from '../http/request.mapper';
+import { RequestsRepository } from '../infrastructure/requests.repository';
+
+interface MerchantForCreate {
+  id: string;
+  test_mode: boolean;
+  onboarding_status: string;
+  disabled: boolean;
+  display_currency: string;
+  wallet_address: string | null;
+}
+
+const PAGE_DEFAULT = 50;
+
+/** The partner API's use cases on payment requests (spec §4.1–4.4). */
+@Injectable()
+export class RequestsService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: Db,
+    private readonly repo: RequestsRepository,
+    private readonly assets: AssetRegistry,
+    private readonly rates: RatesService,
+  ) {}
+
+  /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
+  async create(p: Principal, dto: CreateRequestDto): Promise<{ body: Record<string, unknown>; created: boolean }> {
+    const [m] = await this.db.query<MerchantForCreate>(
+      `SELECT id, test_mode, onboarding_status, disabled, display_currency, wallet_address
+         FROM merchants WHERE id = $1 AND partner_id = $2`,
+      [dto.account_id, p.partnerId],
+      'merchant_for_create',
+    );
+    if (!m) throw AppError.notFound();
+    if (m.test_mode !== (p.mode === 'test')) throw new AppError('merchant_mode_mismatch');
+    if (dto.idempotency_key) {
+      const existing = await this.repo.findByKey(p.partnerId, m.id, dto.idempotency_key);
+      if (existing) return { body: this.respond(existing, true), created: false };
+    }
+    if (m.onboarding_status !== 'complete' || !m.wallet_address) throw new AppError('merchant_onboarding_incomplete');
+    if (m.disabled) throw new AppError('merchant_disabled');
+    if (dto.fiat_currency_code !== undefined && normalizeCurrency(dto.fiat_currency_code) !== m.display_currency) {
+      throw new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
+    }
+    const mode = dto.payment_mode ?? 'pos';
+    let expiry = mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes;
+    if (dto.expiry_minutes !== undefined) {
+      if (!p.allowedExpiryMinutes.includes(dto.expiry_minutes)) {
+        throw new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
+      }
+      expiry = dto.expiry_minutes;
+    }
+    const asset = this.assets.asset(p.mode);
+    if (!asset) throw new AppError('asset_unavailable');
+    const rate = this.rates.rate(m.display_currency);
+    if (!rate) throw new AppError('unsupported_currency', { expected_fiat_code: m.display_currency });
+    const { request, created } = await this.repo.insertOrFind({
+      id: randomUUID(),
+      partnerId: p.partnerId,
+      merchantId: m.id,
+      testMode: m.test_mode,
+      idempotencyKey: dto.idempotency_key ?? internalIdempotencyKey(randomUUID()),
+      fiatAmount: dto.fiat_amount_int,
+      fiatCurrency: m.display_currency,
+      rate,
+      baseAmount: fiatToTokenAmount(dto.fiat_amount_int, fiatExponent(m.display_currency), asset.decimals, rate),
+      chainId: asset.chainId,
+      tokenAddress: asset.token,
+      recipient: m.wallet_address,
+      memo: dto.memo ?? null,
+      paymentMode: mode,
+      customerName: dto.customer_name ?? null,
+      customerEmail: dto.customer_email ?? null,
+      customerPhone: dto.customer_phone ?? null,
+      metadata: dto.metadata ?? {},
+      expiryMinutes: expiry,
+      graceMinutes: this.config.latePaymentGraceMinutes,
+    });
+    return { body: this.respond(request, !created), created };
+  }
+
+  async get(p: Principal, id: string): Promise<Record<string, unknown>> {
+    const r = isUuid(id) ? await this.repo.findOwned(p.partnerId, p.mode === 'test', id) : null;
+    if (!r) throw AppError.notFound();
+    return this.respond(r);
+  }
+
+  async list(p: Principal, q: ListRequestsQuery): Promise<Record<string, unknown>> {
+    const limit = q.limit ?? PAGE_DEFAULT;
+    const offset = q.offset ?? 0;
+    const { items, hasMore } = await this.repo.list({
+      partnerId: p.partnerId,
+      testMode: p.mode === 'test',
+      status: q.status,
+      proofStatus: q.proof_status,
+      merchantId: q.account_id,
+      since: q.since,
+      until: q.until,
+      limit,
+      offset,
+    });
+    const now = new Date();
+    return { ok: true, requests: items.map((r) => toRequestResponse(r, this.config.payUrl, now)), has_more: hasMore, limit, offset };
+  }
+
+  /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
+  async cancel(p: Principal, id: string): Promise<Record<string, unknown>> {
+    if (!isUuid(id)) throw AppError.notFound();
+    const scope = { partnerId: p.partnerId, testMode: p.mode === 'test' };
+    const voided = await this.repo.applyStatus(this.db, id, 'cancel', scope);
+    if (voided) return this.respond(voided);
+    const current = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
+    if (!current) throw AppError.notFound();
+    throw new AppError('cannot_cancel', { ...this.respond(current), ok: false, error: 'cannot_cancel' });
+  }
+
+  private respond(r: Parameters<typeof toRequestResponse>[0], replay = false): Record<string, unknown> {
+    return toRequestResponse(r, this.config.payUrl, new Date(), replay);
+  }
+}

@@ -1,0 +1,53 @@
+import { Type } from 'class-transformer';
+import {
+  IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, Validate, ValidateIf,
+  ValidatorConstraint, type ValidatorConstraintInterface, type ValidationArguments,
+} from 'class-validator';
+import type { ErrorCode } from '../../../common/errors';
+import { metadataErrors, type PaymentMode } from '../domain/request-rules';
+import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
+
+@ValidatorConstraint({ name: 'metadata' })
+class MetadataRule implements ValidatorConstraintInterface {
+  validate(value: unknown): boolean {
+    return metadataErrors(value).length === 0;
+  }
+  defaultMessage(args: ValidationArguments): string {
+    return metadataErrors(args.value).map((e) => `${e.field} ${e.message}`).join('; ');
+  }
+}
+
+/** Spec §4.1. Field-specific codes win over invalid_request when that field is at fault. */
+export class CreateRequestDto {
+  static fieldCodes: Record<string, ErrorCode | ((dto: CreateRequestDto) => ErrorCode | null)> = {
+    idempotency_key: 'invalid_idempotency_key',
+    customer_name: (dto) => (dto.payment_mode === 'service' && dto.customer_name === undefined ? 'customer_name_required' : null),
+  };
+
+  @IsUUID('all', { message: 'account_id must be a UUID' }) account_id: string;
+  @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
+  @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' })
+  fiat_currency_code?: string;
+  @IsOptional() @IsString() @MaxLength(500) memo?: string;
+  @IsOptional() @IsString({ message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
+  @Matches(/^[A-Za-z0-9_-]{32,64}$/, { message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
+  idempotency_key?: string;
+  @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
+  @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
+  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || o.customer_name !== undefined)
+  @IsString({ message: 'customer_name is required in service mode' }) @MaxLength(200)
+  customer_name?: string;
+  @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
+  @IsOptional() @IsString() @MaxLength(50) customer_phone?: string;
+  @IsOptional() @IsInt() @Min(1) @Max(5256000) expiry_minutes?: number;
+}
+
+export class ListRequestsQuery {
+  @IsOptional() @IsIn(REQUEST_STATUSES as RequestStatus[]) status?: RequestStatus;
+  @IsOptional() @IsIn(PROOF_STATUSES as ProofStatus[]) proof_status?: ProofStatus;
+  @IsOptional() @IsUUID('all', { message: 'account_id must be a UUID' }) account_id?: string;
+  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
+  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) until?: string;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100) limit?: number;
+  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(2147483647) offset?: number;
+}

@@ -1,0 +1,61 @@
+import type { PaymentRequest } from '../domain/payment-request';
+import type { ProofStatus, RequestStatus } from '../domain/transitions';
+
+/** A payment_requests row as pg returns it (numeric as string, timestamptz as Date). */
+export interface RequestRow {
+  id: string;
+  partner_id: string;
+  merchant_id: string;
+  test_mode: boolean;
+  status: RequestStatus;
+  proof_status: ProofStatus;
+  fiat_amount: number;
+  fiat_currency: string;
+  rate: string;
+  amount: string;
+  chain_id: string;
+  token_address: string;
+  recipient: string;
+  memo: string | null;
+  payment_mode: 'pos' | 'service';
+  metadata: Record<string, string>;
+  expires_at: Date;
+  claim_until: Date;
+  created_at: Date;
+  tx_hash: string | null;
+  proof_source: string | null;
+  payer_address: string | null;
+  proof_verified_at: Date | null;
+}
+
+export const REQUEST_COLUMNS = `id, partner_id, merchant_id, test_mode, status, proof_status, fiat_amount, fiat_currency,
+  rate, amount, chain_id, token_address, recipient, memo, payment_mode, metadata, expires_at, claim_until, created_at,
+  tx_hash, proof_source, payer_address, proof_verified_at`;
+
+export function toDomain(r: RequestRow): PaymentRequest {
+  return {
+    id: r.id,
+    partnerId: r.partner_id,
+    merchantId: r.merchant_id,
+    testMode: r.test_mode,
+    status: r.status,
+    proofStatus: r.proof_status,
+    fiatAmount: r.fiat_amount,
+    fiatCurrency: r.fiat_currency,
+    rate: r.rate,
+    amount: BigInt(r.amount),
+    chainId: BigInt(r.chain_id),
+    tokenAddress: r.token_address,
+    recipient: r.recipient,
+    memo: r.memo,
+    paymentMode: r.payment_mode,
+    metadata: r.metadata,
+    expiresAt: r.expires_at,
+    claimUntil: r.claim_until,
+    createdAt: r.created_at,
+    txHash: r.tx_hash,
+    proofSource: r.proof_source,
+    payerAddress: r.payer_address,
+    proofVerifiedAt: r.proof_verified_at,
+  };
+}

@@ -1,0 +1,47 @@
+import type { Provider } from '@nestjs/common';
+import { start, type Running } from '../../src/bootstrap';
+import { loadConfig, type AppConfig } from '../../src/config/config';
+import { testEnv } from './test-env';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** The environment a test service runs with; `env` overrides any variable. */
+export function testConfig(env: Record<string, string> = {}): AppConfig {
+  const t = testEnv();
+  return loadConfig({
+    DATABASE_URL: t.databaseUrl,
+    REDIS_URL: t.redisUrl,
+    REDIS_PREFIX: t.redisPrefix,
+    PORT: '0',
+    ADMIN_PORT: '0',
+    ADMIN_TOKEN,
+    PUBLIC_URL: 'http://localhost:3999',
+    KEY_PREFIX: 'prs',
+    CHAIN_TEST_RPC_URL: t.rpcUrl,
+    CHAIN_TEST_CHAIN_ID: t.chainId,
+    CHAIN_TEST_TOKEN_ADDRESS: t.token,
+    CHAIN_TEST_CONFIRMATIONS: '1',
+    CHAIN_LIVE_RPC_URL: t.rpcUrl,
+    CHAIN_LIVE_CHAIN_ID: t.chainId,
+    CHAIN_LIVE_TOKEN_ADDRESS: t.token,
+    CHAIN_LIVE_CONFIRMATIONS: '1',
+    RATES: 'usd:1,eur:0.92,jpy:150.25,inr:83.2,kwd:0.307',
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    ...env,
+  });
+}
+
+export interface TestService extends Running {
+  config: AppConfig;
+  publicUrl: string;
+  adminUrl: string;
+}
+
+/** A real service (both listeners, optionally the worker) on ephemeral ports against the run's database. */
+export async function startService(
+  opts: { env?: Record<string, string>; worker?: boolean; overrides?: Provider[] } = {},
+): Promise<TestService> {
+  const config = testConfig(opts.env);
+  const running = await start(config, { http: true, worker: opts.worker ?? false }, { logger: false, overrides: opts.overrides });
+  return { ...running, config, publicUrl: running.publicUrl!, adminUrl: running.adminUrl! };
+}
