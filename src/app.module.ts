@@ -5,6 +5,7 @@ import { DbModule } from './common/db.module';
 import { BodyCheckInterceptor } from './common/http/body';
 import { ErrorFilter } from './common/http/error.filter';
 import { DtoPipe } from './common/http/validation';
+import { QueueModule } from './common/queue/queue.module';
 import { RedisModule } from './common/redis/redis.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AdminModule } from './modules/admin/admin.module';
@@ -14,6 +15,7 @@ import { MerchantsModule } from './modules/merchants/merchants.module';
 import { RatesModule } from './modules/rates/rates.module';
 import { RequestsModule } from './modules/requests/requests.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
+import { WorkerModule } from './worker.module';
 
 export interface Roles {
   /** Serve HTTP: partner API, pages, admin. */
@@ -46,7 +48,7 @@ export class AppModule {
       : [];
     return {
       module: AppModule,
-      imports: [configModule, DbModule, RedisModule, ChainModule, WebhooksModule, RatesModule, ...http],
+      imports: [configModule, DbModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
       providers: [
         ...(roles.http
           ? [

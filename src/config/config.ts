@@ -42,6 +42,15 @@ export interface AppConfig {
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
   logLevel: string;
+  /** Bound on every JSON-RPC call, so an unreachable node backs off instead of hanging a job. */
+  chainRpcTimeoutMs: number;
+  /** How often a verification waiting for confirmations or for its transaction looks again. */
+  verifyPollMs: number;
+  /** How often the chain scan and the expiry sweep run. */
+  chainScanIntervalMs: number;
+  expirySweepIntervalMs: number;
+  /** Blocks one eth_getLogs call of the scan covers at most. */
+  chainScanMaxBlocks: number;
 }
 
 export class ConfigError extends Error {
@@ -176,6 +185,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
+    chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
+    verifyPollMs: int(env, 'VERIFY_POLL_MS', 3000, 50, 600000),
+    chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
+    expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
+    chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
   };
 }
 

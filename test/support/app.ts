@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Provider } from '@nestjs/common';
 import { start, type Running } from '../../src/bootstrap';
 import { loadConfig, type AppConfig } from '../../src/config/config';
@@ -11,7 +12,8 @@ export function testConfig(env: Record<string, string> = {}): AppConfig {
   return loadConfig({
     DATABASE_URL: t.databaseUrl,
     REDIS_URL: t.redisUrl,
-    REDIS_PREFIX: t.redisPrefix,
+    // Each service gets its own queues and counters unless a test shares them on purpose (scale-out).
+    REDIS_PREFIX: `${t.redisPrefix}-${randomBytes(3).toString('hex')}`,
     PORT: '0',
     ADMIN_PORT: '0',
     ADMIN_TOKEN,

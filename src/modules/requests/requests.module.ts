@@ -1,14 +1,30 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { RatesModule } from '../rates/rates.module';
+import { AfterCommit } from './application/after-commit';
+import { ChainScanService } from './application/chain-scan.service';
+import { PayService } from './application/pay.service';
 import { RequestsService } from './application/requests.service';
+import { VerificationService } from './application/verification.service';
+import { PayController } from './http/pay.controller';
 import { RequestsController } from './http/requests.controller';
+import { ExpiryProcessor, ScheduledProcessor, VerificationProcessor } from './infrastructure/requests.processors';
 import { RequestsRepository } from './infrastructure/requests.repository';
 
+const core = [RequestsRepository, AfterCommit, VerificationService];
+
+/** The partner API and pay API on payment requests (HTTP role). */
 @Module({
   imports: [AuthModule, RatesModule],
-  controllers: [RequestsController],
-  providers: [RequestsService, RequestsRepository],
-  exports: [RequestsService],
+  controllers: [RequestsController, PayController],
+  providers: [...core, RequestsService, PayService],
+  exports: [RequestsService, PayService],
 })
 export class RequestsModule {}
+
+/** Verification, expiry, chain scan and sweep (worker role). */
+@Module({
+  providers: [...core, ChainScanService, VerificationProcessor, ExpiryProcessor, ScheduledProcessor],
+  exports: [ChainScanService, VerificationService],
+})
+export class RequestsWorkerModule {}

@@ -13,6 +13,7 @@ import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../
 import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
 import { toRequestResponse } from '../http/request.mapper';
 import { RequestsRepository } from '../infrastructure/requests.repository';
+import { AfterCommit } from './after-commit';
 
 interface MerchantForCreate {
   id: string;
@@ -34,6 +35,7 @@ export class RequestsService {
     private readonly repo: RequestsRepository,
     private readonly assets: AssetRegistry,
     private readonly rates: RatesService,
+    private readonly afterCommit: AfterCommit,
   ) {}
 
   /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
@@ -89,6 +91,7 @@ export class RequestsService {
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
     });
+    if (created) void this.afterCommit.requestCreated(request.id, request.expiresAt);
     return { body: this.respond(request, !created), created };
   }
 

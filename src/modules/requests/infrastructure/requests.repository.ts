@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Db, isUniqueViolation, type Queryable } from '../../../database/db';
 import type { PaymentRequest } from '../domain/payment-request';
-import { STATUS_TRANSITIONS, type ProofStatus, type RequestStatus, type StatusTrigger } from '../domain/transitions';
+import { PROOF_TRANSITIONS, STATUS_TRANSITIONS, type ProofStatus, type RequestStatus, type StatusTrigger } from '../domain/transitions';
 import { REQUEST_COLUMNS, toDomain, type RequestRow } from './request.row';
 
 export interface NewRequest {
@@ -143,6 +143,28 @@ export class RequestsRepository {
     return { items: rows.slice(0, f.limit).map(toDomain), hasMore: rows.length > f.limit };
   }
 
+  /** Every lapsed request (no proof, past expires_at) becomes expired; returns how many did. */
+  async expireLapsed(limit = 1000): Promise<number> {
+    const rule = STATUS_TRANSITIONS.expire;
+    const rows = await this.db.query(
+      `UPDATE payment_requests SET status = $1, expired_at = now(), updated_at = now()
+        WHERE id IN (SELECT id FROM payment_requests
+                      WHERE status = ANY($2) AND proof_status = ANY($3) AND expires_at <= now() LIMIT $4)
+          AND status = ANY($2) AND proof_status = ANY($3)
+        RETURNING id`,
+      [rule.to, rule.from, rule.whenProof, limit],
+    );
+    return rows.length;
+  }
+
+  /** Frees the amounts of requests whose claim window has closed: no transfer can pay them any more. */
+  async releaseClosedAmounts(): Promise<number> {
+    const rows = await this.db.query(
+      `UPDATE payment_requests SET amount_locked = false WHERE amount_locked AND claim_until < now() RETURNING id`,
+    );
+    return rows.length;
+  }
+
   /**
    * Applies a status trigger as one conditional UPDATE built from the transition table, so two racing
    * writers (cancel against expiry against open) cannot both win. Returns the updated request, or null when
@@ -171,6 +193,9 @@ export class RequestsRepository {
     return row ? toDomain(row) : null;
   }
 }
+
+/** The proof_status values a verification may start from (the verify rule of the table). */
+export const VERIFIABLE_FROM = PROOF_TRANSITIONS.verify.from;
 
 /** A status filter as shown to partners: a lapsed request with no proof reads as expired. */
 function statusCondition(status: RequestStatus): string {

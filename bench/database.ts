@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { Client } from 'pg';
+import { runNode } from './children';
+
+export const ROOT = path.resolve(__dirname, '..');
+export const SWC = ['-r', '@swc-node/register'];
+
+/** The bench's own database: never the development or test one. */
+export function benchDatabaseUrl(): string {
+  return process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench';
+}
+
+function databaseName(url: string): string {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error(`unusual database name "${name}"`);
+  return name;
+}
+
+/** Drops the bench database (so every run starts from the same empty tables); migrations recreate it. */
+export async function dropDatabase(url: string): Promise<void> {
+  const name = databaseName(url);
+  if (!/bench/.test(name)) throw new Error(`refusing to drop "${name}": the bench only drops a database named *bench*`);
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The project's own migration command, as production runs it (it creates the database when missing). */
+export async function migrate(url: string): Promise<void> {
+  await runNode('migrate', [...SWC, 'scripts/migrate.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: url },
+  });
+}
+
+export interface BareFixture {
+  partnerId: string;
+  merchantId: string;
+  recipient: string;
+}
+
+/**
+ * bench_bare_requests: payment_requests' columns, defaults, checks, primary key, unique constraint and every
+ * index (partial ones included), copied by LIKE … INCLUDING ALL so it follows the migrations, plus the same two
+ * foreign keys (LIKE does not copy those, and the service's INSERT pays for their checks). The bare server's
+ * rows reference a partner and merchant inserted here directly.
+ */
+export async function prepareBareTable(url: string): Promise<BareFixture> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('DROP TABLE IF EXISTS bench_bare_requests');
+    await client.query('CREATE TABLE bench_bare_requests (LIKE payment_requests INCLUDING ALL)');
+    await client.query(`ALTER TABLE bench_bare_requests
+      ADD FOREIGN KEY (partner_id) REFERENCES partners(id),
+      ADD FOREIGN KEY (merchant_id) REFERENCES merchants(id)`);
+    const slug = `bench-bare-${randomBytes(5).toString('hex')}`;
+    const [partner] = (await client.query<{ id: string }>(
+      `INSERT INTO partners (slug, name, default_currency, allowed_expiry_minutes, default_expiry_minutes)
+       VALUES ($1, 'Bench bare baseline', 'usd', '{60}', 60) RETURNING id`,
+      [slug],
+    )).rows;
+    const recipient = `0x${randomBytes(20).toString('hex')}`;
+    const [merchant] = (await client.query<{ id: string }>(
+      `INSERT INTO merchants (partner_id, test_mode, display_currency, wallet_address, onboarding_status,
+         onboarding_token_salt, onboarding_token_hash, wallet_verified_at, terms_version, terms_accepted_at)
+       VALUES ($1, true, 'usd', $2, 'complete', $3, $4, now(), 'bench', now()) RETURNING id`,
+      [partner.id, recipient, randomBytes(16), randomBytes(32)],
+    )).rows;
+    return { partnerId: partner.id, merchantId: merchant.id, recipient };
+  } finally {
+    await client.end();
+  }
+}
+
+/** Row counts, to tell how big the tables were when a case ran. */
+export async function rowCounts(url: string): Promise<{ service: number; bare: number }> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const r = await client.query<{ service: string; bare: string }>(
+      `SELECT (SELECT count(*) FROM payment_requests) AS service, (SELECT count(*) FROM bench_bare_requests) AS bare`,
+    );
+    return { service: Number(r.rows[0].service), bare: Number(r.rows[0].bare) };
+  } finally {
+    await client.end();
+  }
+}

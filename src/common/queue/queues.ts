@@ -1,0 +1,42 @@
+/**
+ * Every BullMQ queue of the service and what its jobs carry. Jobs carry ids only and re-read state
+ * (STYLE rule 7); job ids are deterministic wherever a duplicate would hurt.
+ */
+export const QUEUES = {
+  /** Check a submitted transaction hash against the pay rule. */
+  verification: 'verification',
+  /** Expire one request at its expires_at. */
+  expiry: 'expiry',
+  /** One webhook delivery attempt. */
+  webhooks: 'webhooks',
+  /** Repeating singleton work of the webhooks module: the outbox re-drive. */
+  maintenance: 'maintenance',
+  /** Repeating singleton work of the chain side: the chain scan and the expiry sweep. */
+  scheduled: 'scheduled',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+export const ALL_QUEUES: QueueName[] = Object.values(QUEUES);
+
+export interface VerificationJob {
+  requestId: string;
+  txHash: string;
+}
+
+export interface ExpiryJob {
+  requestId: string;
+}
+
+export interface WebhookJob {
+  eventId: string;
+  attempt: number;
+}
+
+export const MAINTENANCE_JOBS = {
+  outboxRedrive: 'outbox-redrive',
+} as const;
+
+export const SCHEDULED_JOBS = {
+  chainScan: 'chain-scan',
+  expirySweep: 'expiry-sweep',
+} as const;

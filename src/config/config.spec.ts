@@ -1,0 +1,137 @@
+import { ConfigError, loadConfig, parseRates, type AppConfig } from './config';
+
+/** loadConfig on exactly this environment (never process.env), returning the error it stops with. */
+function failure(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return e as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
+const CHAIN = { CHAIN_TEST_RPC_URL: 'http://127.0.0.1:8545', CHAIN_TEST_CHAIN_ID: '31337', CHAIN_TEST_TOKEN_ADDRESS: TOKEN };
+const PRODUCTION = { NODE_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token', ONBOARDING_TOKEN_SECRET: 'a-secret-for-onboarding' };
+
+describe('loadConfig defaults (DESIGN §2)', () => {
+  let c: AppConfig;
+  beforeAll(() => {
+    c = loadConfig({});
+  });
+
+  it('uses the documented defaults', () => {
+    expect(c).toMatchObject({
+      production: false,
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/prs',
+      redisUrl: 'redis://127.0.0.1:6379',
+      port: 3000,
+      adminPort: 3001,
+      adminHost: '127.0.0.1',
+      publicUrl: 'http://localhost:3000',
+      payUrl: 'http://localhost:3000/pay',
+      keyPrefix: 'prs',
+      chains: {},
+      rates: { usd: '1' },
+      webhookRetryDelaysMs: [60000, 300000, 1800000, 7200000, 21600000, 86400000],
+      webhookMaxAttempts: 6,
+      webhookTimeoutMs: 8000,
+      latePaymentGraceMinutes: 60,
+      webhookAllowPrivateUrls: false,
+      rateLimitScale: 1,
+    });
+  });
+
+  it('has a development admin token outside production', () => {
+    expect(typeof c.adminToken).toBe('string');
+    expect(c.adminToken.length).toBeGreaterThanOrEqual(12);
+  });
+
+  it('derives PAY_URL from PUBLIC_URL and drops trailing slashes', () => {
+    const x = loadConfig({ PUBLIC_URL: 'https://pay.example.com/' });
+    expect(x.publicUrl).toBe('https://pay.example.com');
+    expect(x.payUrl).toBe('https://pay.example.com/pay');
+    expect(loadConfig({ PAY_URL: 'https://p.example.com/x/' }).payUrl).toBe('https://p.example.com/x');
+  });
+
+  it('reads a chain per mode, token address lower-cased', () => {
+    const x = loadConfig({ ...CHAIN, CHAIN_TEST_CONFIRMATIONS: '3' });
+    expect(x.chains.test).toEqual({ rpcUrl: 'http://127.0.0.1:8545', chainId: 31337n, tokenAddress: TOKEN.toLowerCase(), confirmations: 3 });
+    expect(x.chains.live).toBeUndefined();
+    expect(loadConfig(CHAIN).chains.test!.confirmations).toBe(1);
+  });
+
+  it('reads RATES in any case, codes lower-cased, rates kept as decimal strings', () => {
+    expect(loadConfig({ RATES: 'USD:1,eur:0.92, JPY:150.25 ,inr:83.2,kwd:0.307' }).rates).toEqual({
+      usd: '1', eur: '0.92', jpy: '150.25', inr: '83.2', kwd: '0.307',
+    });
+  });
+
+  it('reads WEBHOOK_RETRY_DELAYS_MS as a list', () => {
+    expect(loadConfig({ WEBHOOK_RETRY_DELAYS_MS: '10,20, 30' }).webhookRetryDelaysMs).toEqual([10, 20, 30]);
+  });
+
+  it('starts in production with the required secrets', () => {
+    const x = loadConfig(PRODUCTION);
+    expect(x.production).toBe(true);
+    expect(x.adminToken).toBe(PRODUCTION.ADMIN_TOKEN);
+  });
+
+  it('allows PORT and ADMIN_PORT both 0 (ephemeral ports, as the tests use)', () => {
+    const x = loadConfig({ PORT: '0', ADMIN_PORT: '0' });
+    expect([x.port, x.adminPort]).toEqual([0, 0]);
+  });
+});
+
+describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', () => {
+  it.each([
+    ['PORT not a number', { PORT: 'abc' }, 'PORT'],
+    ['PORT negative', { PORT: '-1' }, 'PORT'],
+    ['PORT too large', { PORT: '70000' }, 'PORT'],
+    ['ADMIN_PORT not a number', { ADMIN_PORT: '30x' }, 'ADMIN_PORT'],
+    ['RATES without a rate', { RATES: 'usd' }, 'RATES'],
+    ['RATES with a zero rate', { RATES: 'usd:0' }, 'RATES'],
+    ['RATES with a zero decimal rate', { RATES: 'usd:1,eur:0.00' }, 'RATES'],
+    ['RATES with a negative rate', { RATES: 'usd:-1' }, 'RATES'],
+    ['RATES with a bad code', { RATES: 'us:1' }, 'RATES'],
+    ['RATES with exponent notation', { RATES: 'usd:1e2' }, 'RATES'],
+    ['RATES empty list', { RATES: ',' }, 'RATES'],
+    ['CHAIN_TEST_TOKEN_ADDRESS too short', { ...CHAIN, CHAIN_TEST_TOKEN_ADDRESS: '0x1234' }, 'CHAIN_TEST_TOKEN_ADDRESS'],
+    ['CHAIN_TEST_TOKEN_ADDRESS not hex', { ...CHAIN, CHAIN_TEST_TOKEN_ADDRESS: `0x${'g'.repeat(40)}` }, 'CHAIN_TEST_TOKEN_ADDRESS'],
+    ['CHAIN_TEST_TOKEN_ADDRESS without 0x', { ...CHAIN, CHAIN_TEST_TOKEN_ADDRESS: 'a'.repeat(40) }, 'CHAIN_TEST_TOKEN_ADDRESS'],
+    ['CHAIN_TEST_TOKEN_ADDRESS missing', { CHAIN_TEST_RPC_URL: CHAIN.CHAIN_TEST_RPC_URL, CHAIN_TEST_CHAIN_ID: '31337' }, 'CHAIN_TEST_TOKEN_ADDRESS'],
+    ['CHAIN_TEST_CHAIN_ID not a number', { ...CHAIN, CHAIN_TEST_CHAIN_ID: 'mainnet' }, 'CHAIN_TEST_CHAIN_ID'],
+    ['CHAIN_LIVE_TOKEN_ADDRESS bad', { CHAIN_LIVE_RPC_URL: 'https://rpc.example', CHAIN_LIVE_CHAIN_ID: '1', CHAIN_LIVE_TOKEN_ADDRESS: 'x' }, 'CHAIN_LIVE_TOKEN_ADDRESS'],
+    ['NODE_ENV=production without ADMIN_TOKEN', { NODE_ENV: 'production', ONBOARDING_TOKEN_SECRET: 'a-secret-for-onboarding' }, 'ADMIN_TOKEN'],
+    ['NODE_ENV=production with an empty ADMIN_TOKEN', { ...PRODUCTION, ADMIN_TOKEN: '' }, 'ADMIN_TOKEN'],
+    ['NODE_ENV=production without ONBOARDING_TOKEN_SECRET', { NODE_ENV: 'production', ADMIN_TOKEN: PRODUCTION.ADMIN_TOKEN }, 'ONBOARDING_TOKEN_SECRET'],
+    ['ADMIN_TOKEN too short', { ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    ['PORT equal to ADMIN_PORT', { PORT: '4000', ADMIN_PORT: '4000' }, 'ADMIN_PORT'],
+    ['PORT equal to the default ADMIN_PORT', { PORT: '3001' }, 'ADMIN_PORT'],
+    ['WEBHOOK_RETRY_DELAYS_MS with a non-number', { WEBHOOK_RETRY_DELAYS_MS: '1,x' }, 'WEBHOOK_RETRY_DELAYS_MS'],
+    ['WEBHOOK_RETRY_DELAYS_MS with an empty entry', { WEBHOOK_RETRY_DELAYS_MS: '1,,2' }, 'WEBHOOK_RETRY_DELAYS_MS'],
+    ['WEBHOOK_MAX_ATTEMPTS zero', { WEBHOOK_MAX_ATTEMPTS: '0' }, 'WEBHOOK_MAX_ATTEMPTS'],
+    ['WEBHOOK_ALLOW_PRIVATE_URLS not a boolean', { WEBHOOK_ALLOW_PRIVATE_URLS: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE_URLS'],
+    ['PUBLIC_URL not a URL', { PUBLIC_URL: 'localhost:3000' }, 'PUBLIC_URL'],
+    ['PUBLIC_URL of another protocol', { PUBLIC_URL: 'ftp://example.com' }, 'PUBLIC_URL'],
+    ['DATABASE_URL not postgres', { DATABASE_URL: 'mysql://localhost/db' }, 'DATABASE_URL'],
+    ['REDIS_URL not redis', { REDIS_URL: 'http://localhost:6379' }, 'REDIS_URL'],
+    ['KEY_PREFIX with upper case', { KEY_PREFIX: 'PRS' }, 'KEY_PREFIX'],
+    ['KEY_PREFIX with an underscore', { KEY_PREFIX: 'p_s' }, 'KEY_PREFIX'],
+    ['RATE_LIMIT_SCALE zero', { RATE_LIMIT_SCALE: '0' }, 'RATE_LIMIT_SCALE'],
+  ] as const)('%s', (_label, env, variable) => {
+    const e = failure({ ...env });
+    expect(e.variable).toBe(variable);
+    expect(e.message).toContain(variable);
+  });
+});
+
+describe('parseRates', () => {
+  it('parses a list', () => {
+    expect(parseRates('usd:1,eur:0.92')).toEqual({ usd: '1', eur: '0.92' });
+  });
+  it('names the variable it was given', () => {
+    expect(() => parseRates('nope', 'RATES_X')).toThrow(/RATES_X/);
+  });
+});

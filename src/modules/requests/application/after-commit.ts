@@ -1,0 +1,58 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { QUEUES, type ExpiryJob, type VerificationJob } from '../../../common/queue/queues';
+
+/**
+ * Work queued once a use case's transaction has committed. Losing one of these is never fatal: the outbox
+ * re-drive, the expiry sweep and the chain scan find what a lost job would have done; queuing right away
+ * only makes it prompt.
+ */
+@Injectable()
+export class AfterCommit {
+  private readonly logger = new Logger('AfterCommit');
+
+  constructor(
+    @InjectQueue(QUEUES.verification) private readonly verification: Queue<VerificationJob>,
+    @InjectQueue(QUEUES.expiry) private readonly expiry: Queue<ExpiryJob>,
+  ) {}
+
+  async verificationRequested(requestId: string, txHash: string): Promise<void> {
+    await this.safely('verification', () =>
+      this.verification.add('verify', { requestId, txHash }, { jobId: `verify-${requestId}-${txHash}`, ...VERIFY_JOB_OPTIONS }),
+    );
+  }
+
+  async requestCreated(requestId: string, expiresAt: Date): Promise<void> {
+    await this.safely('expiry', () =>
+      this.expiry.add('expire', { requestId }, { jobId: `expire-${requestId}`, delay: Math.max(0, expiresAt.getTime() - Date.now()) }),
+    );
+  }
+
+  /** Outbox rows committed: hand them to webhook delivery (wired to the webhooks relay). */
+  async eventsRecorded(eventIds: string[]): Promise<void> {
+    if (this.onEvents) await this.safely('webhook relay', () => this.onEvents!(eventIds));
+  }
+
+  onEvents?: (eventIds: string[]) => Promise<unknown>;
+
+  private async safely(what: string, fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (e) {
+      this.logger.warn(`could not queue ${what} now, the periodic sweep will pick it up: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** RPC failures back off up to 30 s between tries, for as long as a payment could still arrive. */
+export const VERIFY_JOB_OPTIONS = {
+  attempts: 5000,
+  backoff: { type: 'capped' },
+  removeOnComplete: 1000,
+  removeOnFail: 5000,
+} as const;
+
+export function cappedBackoff(attemptsMade: number): number {
+  return Math.min(30000, 500 * 2 ** Math.min(attemptsMade, 10));
+}

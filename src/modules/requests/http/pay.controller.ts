@@ -1,0 +1,30 @@
+import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { PublicRateLimit } from '../../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
+import { PayService } from '../application/pay.service';
+
+/** The pay page's JSON API (DESIGN §4): public, no key, limited per client address. */
+@Controller('pay/api')
+@UseGuards(RateLimitGuard)
+@PublicRateLimit()
+export class PayController {
+  constructor(private readonly pay: PayService) {}
+
+  @Get(':id')
+  view(@Param('id') id: string) {
+    return this.pay.view(id);
+  }
+
+  @Post(':id/open')
+  @HttpCode(200)
+  open(@Param('id') id: string) {
+    return this.pay.open(id);
+  }
+
+  @Post(':id/proof')
+  @HttpCode(200)
+  proof(@Param('id') id: string, @Body() body: unknown) {
+    const hash = body && typeof body === 'object' && !Array.isArray(body) ? (body as { tx_hash?: unknown }).tx_hash : undefined;
+    return this.pay.submitProof(id, hash);
+  }
+}

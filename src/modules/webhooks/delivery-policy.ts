@@ -1,0 +1,39 @@
+import type { PostOutcome } from './webhook-poster';
+import { classifyOutcome } from './webhook-poster';
+
+/** What an attempt leaves the delivery in (spec §6.5); also the `outcome` column of webhook_attempts. */
+export type AttemptOutcome = 'delivered' | 'retry' | 'abandoned';
+
+export type NextStep =
+  | { outcome: 'delivered' }
+  | { outcome: 'abandoned' }
+  | { outcome: 'retry'; delayMs: number };
+
+export interface RetrySchedule {
+  /** WEBHOOK_RETRY_DELAYS_MS: the wait after attempt 1, 2, …; the last value repeats. */
+  delaysMs: number[];
+  /** WEBHOOK_MAX_ATTEMPTS: attempts of one series before the delivery is abandoned. */
+  maxAttempts: number;
+}
+
+/** The wait after the n-th attempt of a series (n ≥ 1); past the end of the list the last value repeats. */
+export function retryDelayMs(n: number, delaysMs: number[]): number {
+  return delaysMs[Math.min(Math.max(n, 1), delaysMs.length) - 1];
+}
+
+/**
+ * Spec §6.5 as one pure rule: 2xx delivered; 4xx except 429 abandoned at once; everything else retried after
+ * the configured delay until the series has used its attempts. `attemptInSeries` counts from 1; a manual
+ * redelivery starts a new series (see DeliveryService).
+ */
+export function nextStep(post: PostOutcome, attemptInSeries: number, schedule: RetrySchedule): NextStep {
+  switch (classifyOutcome(post)) {
+    case 'delivered':
+      return { outcome: 'delivered' };
+    case 'abandon':
+      return { outcome: 'abandoned' };
+    case 'retry':
+      if (attemptInSeries >= schedule.maxAttempts) return { outcome: 'abandoned' };
+      return { outcome: 'retry', delayMs: retryDelayMs(attemptInSeries, schedule.delaysMs) };
+  }
+}
