@@ -29,6 +29,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   rate_limited: 429,
   internal_error: 500,
+  rate_source_unavailable: 502,
   asset_unavailable: 503,
 } as const;
 

@@ -42,6 +42,10 @@ export interface AppConfig {
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
   logLevel: string;
+  /** An HTTP JSON rate source (optional) and the dotted path to its currency → rate object. */
+  ratesSourceUrl: string | null;
+  ratesSourcePath: string;
+  ratesRefreshIntervalMs: number;
   /** Bound on every JSON-RPC call, so an unreachable node backs off instead of hanging a job. */
   chainRpcTimeoutMs: number;
   /** How often a verification waiting for confirmations or for its transaction looks again. */
@@ -185,6 +189,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
+    ratesSourceUrl: env.RATES_SOURCE_URL ? url(env, 'RATES_SOURCE_URL', env.RATES_SOURCE_URL) : null,
+    ratesSourcePath: str(env, 'RATES_SOURCE_PATH', 'rates'),
+    ratesRefreshIntervalMs: int(env, 'RATES_REFRESH_INTERVAL_MS', 300000, 1000, 86400000),
     chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
     verifyPollMs: int(env, 'VERIFY_POLL_MS', 3000, 50, 600000),
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),

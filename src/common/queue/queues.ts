@@ -13,6 +13,8 @@ export const QUEUES = {
   maintenance: 'maintenance',
   /** Repeating singleton work of the chain side: the chain scan and the expiry sweep. */
   scheduled: 'scheduled',
+  /** The repeating automatic rate refresh. */
+  rates: 'rates',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { PartnerLimiter } from './partner-limiter';
 import { RateLimitGuard } from './rate-limit.guard';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
@@ -20,7 +21,7 @@ class StorageModule {}
       }),
     }),
   ],
-  providers: [RateLimitGuard],
-  exports: [ThrottlerModule, RateLimitGuard],
+  providers: [RateLimitGuard, PartnerLimiter],
+  exports: [ThrottlerModule, RateLimitGuard, PartnerLimiter],
 })
 export class RateLimitModule {}

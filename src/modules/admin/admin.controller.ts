@@ -1,5 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
+import { iso } from '../../common/time';
 import { MerchantsService } from '../merchants/merchants.service';
+import { RatesService, type RateRow } from '../rates/rates.service';
 import { AdminTokenGuard } from './admin-token.guard';
 import { CreateKeyDto, CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
 import { PartnersService } from './partners.service';
@@ -8,7 +11,12 @@ import { PartnersService } from './partners.service';
 @Controller('admin/api')
 @UseGuards(AdminTokenGuard)
 export class AdminController {
-  constructor(private readonly partners: PartnersService, private readonly merchants: MerchantsService) {}
+  constructor(
+    private readonly partners: PartnersService,
+    private readonly merchants: MerchantsService,
+    private readonly rates: RatesService,
+    private readonly limiter: PartnerLimiter,
+  ) {}
 
   @Post('partners')
   createPartner(@Body() dto: CreatePartnerDto) {
@@ -51,4 +59,25 @@ export class AdminController {
   enable(@Param('id') id: string) {
     return this.merchants.setDisabled(id, false);
   }
+
+  @Get('rates')
+  listRates() {
+    return ratesBody(this.rates.list());
+  }
+
+  /** A manual refresh on a partner's behalf: at most one per minute per partner (spec §8), portal included. */
+  @Post('partners/:id/rates/refresh')
+  @HttpCode(200)
+  async refreshRates(@Param('id') id: string) {
+    await this.partners.get(id);
+    await this.limiter.consume('rates-refresh', id, 1);
+    return ratesBody(await this.rates.refresh());
+  }
+}
+
+export function ratesBody(rows: RateRow[]) {
+  return {
+    ok: true,
+    rates: rows.map((r) => ({ currency: r.currency, rate: r.rate, source: r.source, updated_at: iso(r.updated_at) })),
+  };
 }

@@ -1,5 +1,24 @@
-import { Module } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { HttpRateProvider } from './http-rate.provider';
+import { RATE_PROVIDER } from './rate-provider';
 import { RatesService } from './rates.service';
+import { StaticRateProvider } from './static-rate.provider';
 
-@Module({ providers: [RatesService], exports: [RatesService] })
+/** Rates: the provider port (static RATES, or an HTTP JSON source when RATES_SOURCE_URL is set). */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: RATE_PROVIDER,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) =>
+        config.ratesSourceUrl
+          ? new HttpRateProvider(config.ratesSourceUrl, config.ratesSourcePath)
+          : new StaticRateProvider(config.rates),
+    },
+    RatesService,
+  ],
+  exports: [RatesService],
+})
 export class RatesModule {}

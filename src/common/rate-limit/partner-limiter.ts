@@ -1,0 +1,30 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { AppError } from '../errors';
+import { RedisConnections } from '../redis/redis.module';
+
+/**
+ * Per-partner limits of spec §8 that count every path making the change (portal and admin alike): one
+ * Redis counter per action, partner and clock minute. Over the limit → 429 rate_limited. Fails open, like
+ * the API limiter, when Redis is away.
+ */
+@Injectable()
+export class PartnerLimiter {
+  private readonly logger = new Logger('PartnerLimiter');
+
+  constructor(private readonly redis: RedisConnections) {}
+
+  async consume(action: string, partnerId: string, perMinute: number): Promise<void> {
+    const now = Date.now();
+    const minute = now - (now % 60000);
+    const key = `${this.redis.channel('pl')}:${action}:${partnerId}:${minute}`;
+    let hits: number;
+    try {
+      const res = await this.redis.main.multi().incr(key).pexpireat(key, minute + 61000).exec();
+      hits = Number(res?.[0]?.[1] ?? 0);
+    } catch (e) {
+      this.logger.error(`cannot reach Redis for ${action} limit, allowing: ${(e as Error).message}`);
+      return;
+    }
+    if (hits > perMinute) throw new AppError('rate_limited');
+  }
+}

@@ -1,0 +1,9 @@
+/** Where fiat-per-token rates come from. Replace it by providing RATE_PROVIDER (see README "Extending"). */
+export interface RateProvider {
+  /** A name stored beside each rate, e.g. "static" or the source URL's host. */
+  readonly name: string;
+  /** Lower-case ISO 4217 code → fiat units per one token, as a positive decimal string. */
+  fetchRates(): Promise<Record<string, string>>;
+}
+
+export const RATE_PROVIDER = Symbol('RATE_PROVIDER');

@@ -1,0 +1,29 @@
+import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Module, OnApplicationBootstrap } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { QUEUES } from '../../common/queue/queues';
+import { RatesService } from './rates.service';
+
+/** The automatic refresh: one job scheduler, whatever the number of workers (no per-partner limit). */
+@Processor(QUEUES.rates, { concurrency: 1 })
+export class RatesProcessor extends WorkerHost implements OnApplicationBootstrap {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.rates) private readonly queue: Queue,
+    private readonly rates: RatesService,
+  ) {
+    super();
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.upsertJobScheduler('rates-refresh', { every: this.config.ratesRefreshIntervalMs }, { name: 'rates-refresh' });
+  }
+
+  async process(): Promise<number> {
+    return (await this.rates.refresh()).length;
+  }
+}
+
+@Module({ providers: [RatesProcessor] })
+export class RatesWorkerModule {}
