@@ -41,15 +41,20 @@ export interface AppConfig {
   apiKeyCacheMs: number;
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
+  /** pino level: fatal, error, warn, info, debug, trace or silent. Successful HTTP calls are logged at debug. */
   logLevel: string;
+  /** Worker-only processes serve /health/* and /metrics here, on ADMIN_HOST (the API serves them on its listeners). */
+  workerAdminPort: number;
   /** An HTTP JSON rate source (optional) and the dotted path to its currency → rate object. */
   ratesSourceUrl: string | null;
   ratesSourcePath: string;
   ratesRefreshIntervalMs: number;
   /** Bound on every JSON-RPC call, so an unreachable node backs off instead of hanging a job. */
   chainRpcTimeoutMs: number;
-  /** How often a verification waiting for confirmations or for its transaction looks again. */
+  /** How often a verification waiting for confirmations or for its transaction looks again at the latest. */
   verifyPollMs: number;
+  /** How often the worker reads each chain's tip; a new block re-runs waiting verifications at once. */
+  headPollMs: number;
   /** How often the chain scan and the expiry sweep run. */
   chainScanIntervalMs: number;
   expirySweepIntervalMs: number;
@@ -145,6 +150,14 @@ function delays(env: Env): number[] {
   return parts.map(Number);
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(env: Env): string {
+  const v = str(env, 'LOG_LEVEL', 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(v)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
+  return v;
+}
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const production = env.NODE_ENV === 'production';
   const publicUrl = url(env, 'PUBLIC_URL', 'http://localhost:3000');
@@ -188,12 +201,14 @@ export function loadConfig(env: Env = process.env): AppConfig {
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
-    logLevel: str(env, 'LOG_LEVEL', 'info'),
+    logLevel: logLevel(env),
+    workerAdminPort: int(env, 'WORKER_ADMIN_PORT', 3002, 0, 65535),
     ratesSourceUrl: env.RATES_SOURCE_URL ? url(env, 'RATES_SOURCE_URL', env.RATES_SOURCE_URL) : null,
     ratesSourcePath: str(env, 'RATES_SOURCE_PATH', 'rates'),
     ratesRefreshIntervalMs: int(env, 'RATES_REFRESH_INTERVAL_MS', 300000, 1000, 86400000),
     chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
-    verifyPollMs: int(env, 'VERIFY_POLL_MS', 3000, 50, 600000),
+    verifyPollMs: int(env, 'VERIFY_POLL_MS', 10000, 50, 600000),
+    headPollMs: int(env, 'HEAD_POLL_MS', 500, 50, 600000),
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),

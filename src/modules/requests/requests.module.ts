@@ -8,6 +8,7 @@ import { RequestsService } from './application/requests.service';
 import { VerificationService } from './application/verification.service';
 import { PayController } from './http/pay.controller';
 import { RequestsController } from './http/requests.controller';
+import { HeadWatcher } from './infrastructure/head-watcher';
 import { ExpiryProcessor, ScheduledProcessor, VerificationProcessor } from './infrastructure/requests.processors';
 import { RequestsRepository } from './infrastructure/requests.repository';
 
@@ -24,7 +25,7 @@ export class RequestsModule {}
 
 /** Verification, expiry, chain scan and sweep (worker role). */
 @Module({
-  providers: [...core, ChainScanService, VerificationProcessor, ExpiryProcessor, ScheduledProcessor],
+  providers: [...core, ChainScanService, HeadWatcher, VerificationProcessor, ExpiryProcessor, ScheduledProcessor],
   exports: [ChainScanService, VerificationService],
 })
 export class RequestsWorkerModule {}
