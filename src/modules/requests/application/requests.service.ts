@@ -15,15 +15,6 @@ import { toRequestResponse } from '../http/request.mapper';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 
-interface MerchantForCreate {
-  id: string;
-  test_mode: boolean;
-  onboarding_status: string;
-  disabled: boolean;
-  display_currency: string;
-  wallet_address: string | null;
-}
-
 const PAGE_DEFAULT = 50;
 
 /** The partner API's use cases on payment requests (spec §4.1–4.4). */
@@ -40,18 +31,11 @@ export class RequestsService {
 
   /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
   async create(p: Principal, dto: CreateRequestDto): Promise<{ body: Record<string, unknown>; created: boolean }> {
-    const [m] = await this.db.query<MerchantForCreate>(
-      `SELECT id, test_mode, onboarding_status, disabled, display_currency, wallet_address
-         FROM merchants WHERE id = $1 AND partner_id = $2`,
-      [dto.account_id, p.partnerId],
-      'merchant_for_create',
-    );
+    // One round trip: the merchant (ownership, mode, state) and any request already holding the key.
+    const { merchant: m, existing } = await this.repo.merchantWithReplay(p.partnerId, dto.account_id, dto.idempotency_key ?? null);
     if (!m) throw AppError.notFound();
     if (m.test_mode !== (p.mode === 'test')) throw new AppError('merchant_mode_mismatch');
-    if (dto.idempotency_key) {
-      const existing = await this.repo.findByKey(p.partnerId, m.id, dto.idempotency_key);
-      if (existing) return { body: this.respond(existing, true), created: false };
-    }
+    if (existing) return { body: this.respond(existing, true), created: false };
     if (m.onboarding_status !== 'complete' || !m.wallet_address) throw new AppError('merchant_onboarding_incomplete');
     if (m.disabled) throw new AppError('merchant_disabled');
     if (dto.fiat_currency_code !== undefined && normalizeCurrency(dto.fiat_currency_code) !== m.display_currency) {
