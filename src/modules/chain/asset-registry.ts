@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Mode } from '../../config/config';
 import { Db } from '../../database/db';
 import { assetId } from '../requests/domain/payment-request';
@@ -29,11 +29,12 @@ export type ChainReaderFactory = (mode: Mode, chain: ChainConfig) => ChainReader
  * configured switches the mode off (no requests, no verification) and health says why.
  */
 @Injectable()
-export class AssetRegistry implements OnModuleInit {
+export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Chain');
   private readonly assets = new Map<Mode, Asset>();
   private readonly readers = new Map<Mode, ChainReader>();
   private readonly health = new Map<Mode, ChainHealth>();
+  private retry?: NodeJS.Timeout;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -43,6 +44,14 @@ export class AssetRegistry implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     await Promise.all(MODES.map((mode) => this.connect(mode)));
+    // A mode whose RPC was down at start keeps trying in the background.
+    this.retry = setInterval(() => void Promise.all(MODES.map((m) => this.refresh(m))).catch(() => undefined), 10000);
+    this.retry.unref();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.retry) clearInterval(this.retry);
+    for (const reader of this.readers.values()) (reader as { destroy?: () => void }).destroy?.();
   }
 
   asset(mode: Mode): Asset | null {
