@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { Wallet } from 'ethers';
+import { Db } from '../../src/database/db';
+import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+import { sleep, waitFor } from '../support/wait';
+
+/**
+ * DESIGN §1: two API servers and two workers against one Postgres and one Redis behave like one of each —
+ * no duplicate request, scan, claim or expiry. Both services here share one Redis prefix (so one set of
+ * queues and schedulers) and the run's chain.
+ */
+let a: TestService;
+let b: TestService;
+let db: Db;
+let partner: TestPartner;
+let merchant: { id: string; wallet: Wallet };
+const env = testEnv();
+
+beforeAll(async () => {
+  const shared = {
+    REDIS_PREFIX: `${env.redisPrefix}-scale-${randomBytes(3).toString('hex')}`,
+    CHAIN_SCAN_INTERVAL_MS: '200',
+    EXPIRY_SWEEP_INTERVAL_MS: '200',
+    HEAD_POLL_MS: '100',
+    VERIFY_POLL_MS: '200',
+    RATE_LIMIT_SCALE: '100',
+  };
+  a = await startService({ worker: true, env: shared });
+  b = await startService({ worker: true, env: shared });
+  db = a.app.get(Db);
+  partner = await createPartner(a);
+  merchant = await createOnboardedMerchant(a, partner.testKey);
+  await mint(env.rpcUrl, env.token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
+});
+
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+});
+
+const create = (svc: TestService, body: Record<string, unknown>) =>
+  call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { account_id: merchant.id, ...body } });
+
+it('parallel creates with one key through both servers make one request', async () => {
+  const key = randomBytes(24).toString('hex');
+  const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => create(i % 2 ? a : b, { fiat_amount_int: 4321, idempotency_key: key })));
+  expect(replies.every((r) => r.status === 200 || r.status === 201)).toBe(true);
+  expect(new Set(replies.map((r) => r.body.request_id)).size).toBe(1);
+  expect(replies.filter((r) => !r.body.idempotent_replay)).toHaveLength(1);
+});
+
+it('parallel creates of one price through both servers get distinct amounts', async () => {
+  const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => create(i % 2 ? a : b, { fiat_amount_int: 777 })));
+  expect(replies.every((r) => r.status === 201)).toBe(true);
+  expect(new Set(replies.map((r) => r.body.amount)).size).toBe(20);
+});
+
+it('two workers scanning one chain verify a payment once', async () => {
+  const r = await create(a, { fiat_amount_int: 1999 });
+  const tx = await transferToken(env.rpcUrl, env.token, DEV_KEYS[1], merchant.wallet.address, BigInt(r.body.amount));
+  await mine(env.rpcUrl, 1);
+  await waitFor(async () => (await call(b.publicUrl, 'GET', `/api/v1/requests/${r.body.request_id}`, { key: partner.testKey })).body.proof_status === 'verified');
+  await sleep(800); // more scan rounds on both workers
+  const events = await db.query(`SELECT event FROM webhook_events WHERE request_id = $1`, [r.body.request_id]);
+  expect(events.map((e) => e.event)).toEqual(['payment.proof_verified']);
+  const [row] = await db.query(`SELECT tx_hash FROM payment_requests WHERE id = $1`, [r.body.request_id]);
+  expect(row.tx_hash).toBe(tx.txHash);
+});
+
+it('two workers expire a request once and leave one schedule per repeating job', async () => {
+  const r = await create(b, { fiat_amount_int: 2999 });
+  await db.query(`UPDATE payment_requests SET expires_at = now() + interval '50 milliseconds' WHERE id = $1`, [r.body.request_id]);
+  await waitFor(async () => (await db.query(`SELECT status FROM payment_requests WHERE id = $1`, [r.body.request_id]))[0].status === 'expired');
+  const [row] = await db.query(`SELECT expired_at, updated_at FROM payment_requests WHERE id = $1`, [r.body.request_id]);
+  await sleep(600);
+  const [again] = await db.query(`SELECT expired_at FROM payment_requests WHERE id = $1`, [r.body.request_id]);
+  expect(again.expired_at).toEqual(row.expired_at);
+  const { Queue } = await import('bullmq');
+  const q = new Queue('scheduled', { connection: { host: '127.0.0.1', port: 6379 }, prefix: `${a.config.redisPrefix}:bull` });
+  const schedulers = await q.getJobSchedulers();
+  await q.close();
+  expect(schedulers.map((s) => s.key).sort()).toEqual(['chain-scan', 'expiry-sweep']);
+});
