@@ -47,6 +47,8 @@ export class OnboardingService {
       wallet_verified: m.wallet_verified_at !== null,
       nonce,
       terms_version: TERMS_VERSION,
+      // The network this merchant's payments arrive on: the onboarding page asks the wallet to use it.
+      chain_id: this.config.chains[m.test_mode ? 'test' : 'live']?.chainId.toString() ?? null,
       siwe: { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}` },
       merchant: this.merchants.respond(m),
     };

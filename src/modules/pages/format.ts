@@ -1,0 +1,42 @@
+import { fiatExponent } from '../../common/currencies';
+
+/** Minor units as an exact decimal string: 1234 with exponent 2 → "12.34". */
+function decimalString(minor: bigint, exponent: number): string {
+  const negative = minor < 0n;
+  const digits = (negative ? -minor : minor).toString().padStart(exponent + 1, '0');
+  const whole = digits.slice(0, digits.length - exponent);
+  const fraction = exponent > 0 ? `.${digits.slice(digits.length - exponent)}` : '';
+  return `${negative ? '-' : ''}${whole}${fraction}`;
+}
+
+/**
+ * A fiat amount in minor units for display: "$12.34", "¥1,500", "KWD 1.250". The ISO 4217 exponent decides
+ * the digits; the value reaches Intl as a decimal string, so no floating point is involved.
+ */
+export function formatFiat(minorUnits: number | bigint, currency: string, locale = 'en-US'): string {
+  const exponent = fiatExponent(currency);
+  const format = new Intl.NumberFormat(locale, {
+    style: 'currency',
+    currency: currency.toUpperCase(),
+    minimumFractionDigits: exponent,
+    maximumFractionDigits: exponent,
+  });
+  return format.format(decimalString(BigInt(minorUnits), exponent) as Intl.StringNumericLiteral);
+}
+
+/**
+ * Token base units for display with bigint and string math only: ("12340000", 6) → "12.34",
+ * ("1234500000000000000000", 18) → "1,234.5". Trailing zeros of the fraction are dropped, nothing is rounded.
+ */
+export function formatTokenUnits(baseUnits: string | bigint, decimals: number, group = true): string {
+  const exact = decimalString(BigInt(baseUnits), decimals);
+  const [whole, fraction = ''] = exact.split('.');
+  const grouped = group ? whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',') : whole;
+  const trimmed = fraction.replace(/0+$/, '');
+  return trimmed ? `${grouped}.${trimmed}` : grouped;
+}
+
+/** "0x1234…abcd", for places where the full address follows elsewhere. */
+export function shortAddress(address: string): string {
+  return address.length > 12 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address;
+}

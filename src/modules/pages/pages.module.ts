@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { MerchantsModule } from '../merchants/merchants.module';
+import { RequestsModule } from '../requests/requests.module';
+import { AssetsController } from './assets.controller';
+import { AssetStore } from './asset-store';
+import { PagesController } from './pages.controller';
+
+/** The pay page, the onboarding page, the terms and their bundles (HTTP role, public port). */
+@Module({
+  imports: [RequestsModule, MerchantsModule],
+  controllers: [PagesController, AssetsController],
+  providers: [AssetStore],
+  exports: [AssetStore],
+})
+export class PagesModule {}

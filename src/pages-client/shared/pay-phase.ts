@@ -1,0 +1,64 @@
+import type { ProofStatus, RequestStatus } from '../../modules/requests/domain/transitions';
+
+/**
+ * What the pay page shows, derived from the request's two state axes. One rule for the server's first
+ * render and for the script's updates, so both always agree.
+ */
+export type PayPhase = 'payable' | 'checking' | 'paid' | 'expired' | 'voided';
+
+export function payPhase(status: RequestStatus, proofStatus: ProofStatus): PayPhase {
+  // Money that arrived is reported whatever the status (DESIGN §3): proof wins over expiry and voiding.
+  switch (proofStatus) {
+    case 'verified':
+      return 'paid';
+    case 'attached':
+      return 'checking';
+    case 'none':
+      break;
+  }
+  switch (status) {
+    case 'requested':
+    case 'opened':
+      return 'payable';
+    case 'expired':
+      return 'expired';
+    case 'voided':
+      return 'voided';
+  }
+}
+
+/** The phases in which each part of the page is shown; everything else is `hidden`. */
+export const SHOWN_IN = {
+  // Payment is offered only while the request can still be paid (no QR, address or button afterwards).
+  pay: ['payable'],
+  countdown: ['payable'],
+  // A payer who paid from another device, or paid anyway after expiry, can still prove it (DESIGN §4).
+  proof: ['payable', 'checking', 'expired', 'voided'],
+  paid: ['paid'],
+} as const satisfies Record<string, readonly PayPhase[]>;
+
+export type PayPart = keyof typeof SHOWN_IN;
+
+export function isShown(part: PayPart, phase: PayPhase): boolean {
+  return (SHOWN_IN[part] as readonly PayPhase[]).includes(phase);
+}
+
+export const PHASE_TEXT: Record<PayPhase, { title: string; detail: string }> = {
+  payable: {
+    title: 'Waiting for payment',
+    detail: 'Pay with your browser wallet, or scan the QR code with a wallet app.',
+  },
+  checking: {
+    title: 'Payment submitted',
+    detail: 'Your transaction is being confirmed on the network. This page updates by itself; you can also close it.',
+  },
+  paid: { title: 'Paid', detail: 'The payment is confirmed. Thank you!' },
+  expired: {
+    title: 'This payment request has expired',
+    detail: 'Please do not send a payment for it. Ask the merchant for a new payment link.',
+  },
+  voided: {
+    title: 'This payment request was cancelled',
+    detail: 'The merchant cancelled it. Please do not send a payment for it.',
+  },
+};
