@@ -19,8 +19,7 @@ export class PartnerLimiter {
     const key = `${this.redis.channel('pl')}:${action}:${partnerId}:${minute}`;
     let hits: number;
     try {
-      const res = await this.redis.main.multi().incr(key).pexpireat(key, minute + 61000).exec();
-      hits = Number(res?.[0]?.[1] ?? 0);
+      hits = await this.redis.hitWindow(key, minute + 61000);
     } catch (e) {
       this.logger.error(`cannot reach Redis for ${action} limit, allowing: ${(e as Error).message}`);
       return;

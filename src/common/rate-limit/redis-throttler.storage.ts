@@ -1,12 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ThrottlerStorage } from '@nestjs/throttler';
+import { RedisConnections } from '../redis/redis.module';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
-import { RedisConnections } from '../redis/redis.module';
 
 /**
  * Fixed clock-minute windows (spec §8: "the limit resets at the start of the next minute"): the counter's
- * key carries the minute, and one MULTI of INCR + PEXPIREAT is the only round trip. When Redis is away the
+ * key carries the minute, and one script call (INCR, PEXPIREAT on the first hit) is the only round trip. When Redis is away the
  * call goes through and the outage is logged (DESIGN §3): the API keeps serving.
  */
 @Injectable()
@@ -22,8 +22,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
     const windowEnd = windowStart + ttl;
     const redisKey = `${this.redis.channel('rl')}:${key}:${windowStart}`;
     try {
-      const res = await this.redis.main.multi().incr(redisKey).pexpireat(redisKey, windowEnd + 1000).exec();
-      const totalHits = Number(res?.[0]?.[1] ?? 0);
+      const totalHits = await this.redis.hitWindow(redisKey, windowEnd + 1000);
       const timeToExpire = Math.ceil((windowEnd - now) / 1000);
       const isBlocked = totalHits > limit;
       return { totalHits, timeToExpire, isBlocked, timeToBlockExpire: isBlocked ? timeToExpire : 0 };

@@ -22,11 +22,23 @@ export class RedisConnections implements OnApplicationShutdown {
       commandTimeout: 1000,
       lazyConnect: false,
     });
+    this.main.defineCommand('prsHit', {
+      numberOfKeys: 1,
+      lua: `local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return n`,
+    });
     this.subscriber = new Redis(config.redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
     for (const c of [this.main, this.subscriber]) c.on('error', (e) => this.logger.warn(`redis: ${e.message}`));
     this.subscriber.on('message', (channel: string, message: string) => {
       for (const h of this.handlers.get(channel) ?? []) h(message);
     });
+  }
+
+  /**
+   * Counts one hit in a fixed window: INCR, and on the first hit PEXPIREAT the window's end. One command
+   * (EVALSHA of a script ioredis loads once), so the hot path pays one round trip and one reply to parse.
+   */
+  hitWindow(key: string, expireAtMs: number): Promise<number> {
+    return (this.main as Redis & { prsHit(key: string, at: number): Promise<number> }).prsHit(key, expireAtMs);
   }
 
   channel(name: string): string {
