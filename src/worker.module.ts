@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
+import { RatesWorkerModule } from './modules/rates/rates.processor';
 import { RequestsWorkerModule } from './modules/requests/requests.module';
+import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module';
 
 /**
  * Everything the worker role runs: queue processors and repeating job schedulers. Mounted only when the
  * process has the worker role (`start` and `start:worker`).
  */
 @Module({
-  imports: [RequestsWorkerModule],
+  imports: [RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule],
 })
 export class WorkerModule {}

@@ -1,13 +1,17 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
-import { Inject, Module, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { QUEUES } from '../../common/queue/queues';
+import { keepSchedules } from '../../common/queue/schedules';
 import { RatesService } from './rates.service';
 
 /** The automatic refresh: one job scheduler, whatever the number of workers (no per-partner limit). */
 @Processor(QUEUES.rates, { concurrency: 1 })
-export class RatesProcessor extends WorkerHost implements OnApplicationBootstrap {
+export class RatesProcessor extends WorkerHost implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Rates');
+  private stop?: () => void;
+
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.rates) private readonly queue: Queue,
@@ -17,7 +21,11 @@ export class RatesProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.queue.upsertJobScheduler('rates-refresh', { every: this.config.ratesRefreshIntervalMs }, { name: 'rates-refresh' });
+    this.stop = await keepSchedules([{ queue: this.queue, id: 'rates-refresh', every: this.config.ratesRefreshIntervalMs }], this.logger);
+  }
+
+  onModuleDestroy(): void {
+    this.stop?.();
   }
 
   async process(): Promise<number> {

@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { QUEUES, type ExpiryJob, type VerificationJob } from '../../../common/queue/queues';
+import { WebhookRelay } from '../../webhooks/webhook-relay';
 
 /**
  * Work queued once a use case's transaction has committed. Losing one of these is never fatal: the outbox
@@ -15,6 +16,7 @@ export class AfterCommit {
   constructor(
     @InjectQueue(QUEUES.verification) private readonly verification: Queue<VerificationJob>,
     @InjectQueue(QUEUES.expiry) private readonly expiry: Queue<ExpiryJob>,
+    private readonly relay: WebhookRelay,
   ) {}
 
   async verificationRequested(requestId: string, txHash: string): Promise<void> {
@@ -29,12 +31,10 @@ export class AfterCommit {
     );
   }
 
-  /** Outbox rows committed: hand them to webhook delivery (wired to the webhooks relay). */
+  /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */
   async eventsRecorded(eventIds: string[]): Promise<void> {
-    if (this.onEvents) await this.safely('webhook relay', () => this.onEvents!(eventIds));
+    await this.relay.enqueue(eventIds);
   }
-
-  onEvents?: (eventIds: string[]) => Promise<unknown>;
 
   private async safely(what: string, fn: () => Promise<unknown>): Promise<void> {
     try {

@@ -1,8 +1,9 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
-import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { DelayedError, type Job, type Queue } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { QUEUES, SCHEDULED_JOBS, type ExpiryJob, type VerificationJob } from '../../../common/queue/queues';
+import { keepSchedules } from '../../../common/queue/schedules';
 import { Db } from '../../../database/db';
 import { cappedBackoff } from '../application/after-commit';
 import { ChainScanService } from '../application/chain-scan.service';
@@ -39,10 +40,14 @@ export class ExpiryProcessor extends WorkerHost {
   }
 }
 
-/** The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs). */
+/**
+ * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
+ * BullMQ hands any job of a queue to any of its workers, so the queue has one processor dispatching by name.
+ */
 @Processor(QUEUES.scheduled, { concurrency: 2 })
-export class ScheduledProcessor extends WorkerHost implements OnApplicationBootstrap {
+export class ScheduledProcessor extends WorkerHost implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Scheduled');
+  private stop?: () => void;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -53,10 +58,18 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
     super();
   }
 
-  /** Job schedulers: one schedule per id, whatever the number of workers upserting it. */
   async onApplicationBootstrap(): Promise<void> {
-    await this.queue.upsertJobScheduler(SCHEDULED_JOBS.chainScan, { every: this.config.chainScanIntervalMs }, { name: SCHEDULED_JOBS.chainScan });
-    await this.queue.upsertJobScheduler(SCHEDULED_JOBS.expirySweep, { every: this.config.expirySweepIntervalMs }, { name: SCHEDULED_JOBS.expirySweep });
+    this.stop = await keepSchedules(
+      [
+        { queue: this.queue, id: SCHEDULED_JOBS.chainScan, every: this.config.chainScanIntervalMs },
+        { queue: this.queue, id: SCHEDULED_JOBS.expirySweep, every: this.config.expirySweepIntervalMs },
+      ],
+      this.logger,
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.stop?.();
   }
 
   async process(job: Job): Promise<unknown> {

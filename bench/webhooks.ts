@@ -1,0 +1,286 @@
+/**
+ * Webhook delivery throughput (issue 4): deliveries per second through the real delivery processor (BullMQ
+ * worker, claim and record in Postgres, signing, keep-alive POST) to a local receiver answering 200, against a
+ * bare loop of signed POSTs (http.request + keep-alive agent, 50 in flight) to the same receiver, interleaved
+ * within each repetition; the result is the median of the per-repetition ratios (PERFORMANCE.md's method).
+ *
+ * The receiver is a child process, so neither side shares its event loop with it. The worker runs in this
+ * process on the database prs_bench_webhooks (recreated) with Redis prefix prs-bench-wh. Each repetition
+ * records BENCH_WEBHOOK_EVENTS events (default 3000) with the queue paused, then resumes it and times until
+ * all are recorded as delivered; the bare loop sends four times as many POSTs (it is that much faster, and a
+ * run of a few hundred milliseconds is mostly noise).
+ *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import Redis from 'ioredis';
+import { Client } from 'pg';
+import { signWebhook } from '../sdk/webhook-verify/src/index';
+import { start, type Running } from '../src/bootstrap';
+import { QUEUES } from '../src/common/queue/queues';
+import { loadConfig } from '../src/config/config';
+import { migrate } from '../src/database/data-source';
+import { Db } from '../src/database/db';
+import { WebhookRelay } from '../src/modules/webhooks/webhook-relay';
+import { type Child, cleanup, startNode } from './children';
+import { dropDatabase } from './database';
+
+const DATABASE_URL = process.env.BENCH_WEBHOOKS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_webhooks';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REDIS_PREFIX = 'prs-bench-wh';
+const IN_FLIGHT = 50; // the worker's concurrency, and the bare loop's
+const BARE_FACTOR = 4;
+
+// A receiver that reads each body and answers 200 with an empty body, keep-alive.
+const RECEIVER_SOURCE = `
+const http = require('node:http');
+let n = 0;
+const server = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => { n++; res.writeHead(200, { 'content-length': '0' }); res.end(); });
+});
+server.keepAliveTimeout = 65000;
+server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+process.on('message', (m) => { if (m === 'count') process.send({ count: n }); });
+`;
+
+const log = (msg: string) => console.log(`[bench:webhooks] ${msg}`);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function startReceiver(): Promise<{ child: Child; url: string }> {
+  const child = startNode('webhook receiver', ['-e', RECEIVER_SOURCE]);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.proc.once('message', (m: { port?: number }) => (m.port ? resolve(m.port) : reject(new Error('receiver sent no port'))));
+    void child.exited.then((how) => reject(new Error(`receiver exited (${how}):\n${child.tail()}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}/hook` };
+}
+
+async function clearRedisPrefix(): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+interface Fixture {
+  partnerId: string;
+  requestId: string;
+  secret: string;
+}
+
+/** One partner (webhooks on, pointing at the receiver), one merchant and one request; events reference it. */
+async function seed(client: Client, url: string): Promise<Fixture> {
+  const secret = randomBytes(32).toString('hex');
+  const [partner] = (await client.query<{ id: string }>(
+    `INSERT INTO partners (slug, name, default_currency, allowed_expiry_minutes, default_expiry_minutes,
+       webhook_url, webhook_enabled, webhook_enabled_at, webhook_secret)
+     VALUES ($1, 'Bench webhooks', 'usd', '{60}', 60, $2, true, now(), $3) RETURNING id`,
+    [`bench-wh-${randomBytes(4).toString('hex')}`, url, secret],
+  )).rows;
+  const recipient = `0x${randomBytes(20).toString('hex')}`;
+  const [merchant] = (await client.query<{ id: string }>(
+    `INSERT INTO merchants (partner_id, test_mode, display_currency, wallet_address, onboarding_status,
+       onboarding_token_salt, onboarding_token_hash, wallet_verified_at, terms_version, terms_accepted_at)
+     VALUES ($1, true, 'usd', $2, 'complete', $3, $4, now(), 'bench', now()) RETURNING id`,
+    [partner.id, recipient, randomBytes(16), randomBytes(32)],
+  )).rows;
+  const [request] = (await client.query<{ id: string }>(
+    `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, proof_status, fiat_amount,
+       fiat_currency, rate, amount, chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until,
+       tx_hash, proof_source, payer_address, amount_locked)
+     VALUES (gen_random_uuid(), $1, $2, true, 'bench', 'attached', 1234, 'usd', 1, 12340000, 31337, $3, $4, 'pos',
+       '{"order_id":"A-1001"}', now() + interval '1 hour', now() + interval '2 hours', $5, 'payer', $6, false)
+     RETURNING id`,
+    [partner.id, merchant.id, `0x${'5a'.repeat(20)}`, recipient, `0x${randomBytes(32).toString('hex')}`, `0x${randomBytes(20).toString('hex')}`],
+  )).rows;
+  return { partnerId: partner.id, requestId: request.id, secret };
+}
+
+async function recordEvents(client: Client, f: Fixture, n: number): Promise<string[]> {
+  const rows = await client.query<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
+     SELECT $1, $2, 'payment.proof_attached', true, true, 'pending' FROM generate_series(1, $3)
+     RETURNING id`,
+    [f.partnerId, f.requestId, n],
+  );
+  return rows.rows.map((r) => r.id);
+}
+
+async function deliveredCount(client: Client, ids: string[]): Promise<number> {
+  const r = await client.query<{ n: string }>(`SELECT count(*) AS n FROM webhook_events WHERE id = ANY($1::uuid[]) AND state = 'delivered'`, [ids]);
+  return Number(r.rows[0].n);
+}
+
+function receivedCount(receiver: Child): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (m: { count?: number }) => {
+      if (typeof m.count !== 'number') return;
+      receiver.proc.off('message', onMessage);
+      resolve(m.count);
+    };
+    receiver.proc.on('message', onMessage);
+    receiver.proc.send('count');
+  });
+}
+
+/**
+ * Deliveries per second through the service: events relayed while the queue is paused, then timed from
+ * resuming to the last delivery recorded as delivered. Progress is watched at the receiver (cheap), so the
+ * watching does not load the database the worker is using; the last step checks the stored state.
+ */
+async function serviceRun(running: Running, client: Client, receiver: Child, f: Fixture, n: number): Promise<number> {
+  const queue = running.app.get<Queue>(getQueueToken(QUEUES.webhooks));
+  const relay = running.app.get(WebhookRelay);
+  const ids = await recordEvents(client, f, n);
+  await queue.pause();
+  for (let i = 0; i < ids.length; i += 1000) await relay.enqueue(ids.slice(i, i + 1000));
+  const before = await receivedCount(receiver);
+  const t0 = performance.now();
+  await queue.resume();
+  const overdue = () => {
+    if (performance.now() - t0 > 300_000) throw new Error(`not all of ${n} delivered after 300 s`);
+  };
+  while ((await receivedCount(receiver)) - before < n) {
+    overdue();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  while ((await deliveredCount(client, ids)) < n) {
+    overdue();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return n / ((performance.now() - t0) / 1000);
+}
+
+/** The same number of signed POSTs from a bare loop: http.request, keep-alive agent, IN_FLIGHT at a time. */
+async function bareRun(url: string, f: Fixture, n: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+  const target = new URL(url);
+  let next = 0;
+  let failures = 0;
+  const one = (i: number) =>
+    new Promise<void>((resolve) => {
+      const body = JSON.stringify({
+        event: 'payment.proof_attached', delivery_id: `bare-${i}`, partner_id: f.partnerId, request_id: f.requestId,
+        account_id: f.partnerId, proof_status: 'attached', proof_source: 'payer', tx_hash: null, payer_address: null,
+        metadata: { order_id: 'A-1001' }, timestamp: new Date().toISOString(), test_mode: true,
+      });
+      const req = http.request({
+        host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent,
+        headers: {
+          'content-type': 'application/json', 'content-length': Buffer.byteLength(body),
+          'x-service-signature': signWebhook(body, [f.secret], Math.floor(Date.now() / 1000)),
+          'x-service-event': 'payment.proof_attached', 'x-service-delivery': `bare-${i}`, 'user-agent': 'Service-Webhook/1.0',
+        },
+      });
+      req.on('response', (res) => {
+        if (res.statusCode !== 200) failures++;
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', () => {
+        failures++;
+        resolve();
+      });
+      req.end(body);
+    });
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < n) await one(next++);
+    }),
+  );
+  const rate = n / ((performance.now() - t0) / 1000);
+  agent.destroy();
+  if (failures) throw new Error(`bare loop: ${failures} failed POSTs`);
+  return rate;
+}
+
+export interface WebhookBenchResult {
+  /** Deliveries per second through the service (median of the repetitions). */
+  service: number;
+  /** Signed POSTs per second from the bare loop (median). */
+  bare: number;
+  /** Median of the per-repetition service / bare ratios. */
+  ratio: number;
+  events: number;
+  reps: Array<{ service: number; bare: number; ratio: number }>;
+}
+
+export async function benchWebhooks(context: { reps?: number } = {}): Promise<WebhookBenchResult> {
+  const reps = context.reps ?? Number(process.env.BENCH_REPS ?? 3);
+  const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000);
+  log(`database ${DATABASE_URL}: recreating and migrating`);
+  await dropDatabase(DATABASE_URL);
+  await migrate(DATABASE_URL);
+  await clearRedisPrefix();
+  const receiver = await startReceiver();
+  const client = new Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  let running: Running | undefined;
+  try {
+    const f = await seed(client, receiver.url);
+    const config = loadConfig({
+      DATABASE_URL,
+      REDIS_URL,
+      REDIS_PREFIX,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      LOG_LEVEL: 'warn',
+    });
+    running = await start(config, { http: false, worker: true }, { logger: process.env.BENCH_LOGS ? undefined : false });
+    log(`warm-up: ${Math.min(events, 500)} deliveries and as many bare POSTs`);
+    await serviceRun(running, client, receiver.child, f, Math.min(events, 500));
+    await bareRun(receiver.url, f, Math.min(events, 500));
+    const results: WebhookBenchResult['reps'] = [];
+    for (let i = 0; i < reps; i++) {
+      const service = await serviceRun(running, client, receiver.child, f, events);
+      // The bare loop is an order of magnitude faster: more POSTs keep its timing out of the noise.
+      const bare = await bareRun(receiver.url, f, events * BARE_FACTOR);
+      results.push({ service: Math.round(service), bare: Math.round(bare), ratio: Number((service / bare).toFixed(3)) });
+      log(`rep ${i + 1}: service ${service.toFixed(0)}/s, bare ${bare.toFixed(0)}/s, ratio ${(service / bare).toFixed(2)}`);
+    }
+    return {
+      service: Math.round(median(results.map((r) => r.service))),
+      bare: Math.round(median(results.map((r) => r.bare))),
+      ratio: Number(median(results.map((r) => r.ratio)).toFixed(3)),
+      events,
+      reps: results,
+    };
+  } finally {
+    await running?.close();
+    await client.end();
+    await receiver.child.stop();
+    await clearRedisPrefix();
+  }
+}
+
+if (require.main === module) {
+  benchWebhooks()
+    .then(async (r) => {
+      console.log(JSON.stringify(r));
+      await cleanup();
+      process.exit(0);
+    })
+    .catch(async (e) => {
+      console.error(e);
+      await cleanup();
+      process.exit(1);
+    });
+}

@@ -1,0 +1,71 @@
+import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { Job, Queue } from 'bullmq';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { MAINTENANCE_JOBS, QUEUES } from '../../common/queue/queues';
+import { keepSchedules } from '../../common/queue/schedules';
+import { WebhookEventsRepository } from './webhook-events.repository';
+import { WebhookRelay } from './webhook-relay';
+
+export const REDRIVE_EVERY_MS = 15_000;
+// A due event gets this long to be picked up before its job is looked for.
+const REDRIVE_GRACE_MS = 5_000;
+const REDRIVE_BATCH = 1000;
+
+/**
+ * The outbox re-drive: finds events that are due (or stuck in 'delivering' longer than an attempt can take)
+ * and makes sure each has its job. Postgres is the system of record, so a Redis that lost its data, a relay
+ * that failed after commit, or a job that exhausted its retries loses no event.
+ */
+@Injectable()
+export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('OutboxRedrive');
+  private stop?: () => void;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.maintenance) private readonly maintenance: Queue,
+    private readonly events: WebhookEventsRepository,
+    private readonly relay: WebhookRelay,
+  ) {}
+
+  async run(): Promise<number> {
+    const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + REDRIVE_GRACE_MS, REDRIVE_BATCH);
+    const added = await Promise.all(overdue.map(({ id, attempt }) => this.relay.ensureJob(id, attempt)));
+    const n = added.filter(Boolean).length;
+    if (n > 0) this.logger.warn(`re-queued ${n} webhook deliveries whose job was missing`);
+    return n;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    // Finding the schedule gone (first start, or Redis back empty), re-drive at once rather than at the first tick.
+    this.stop = await keepSchedules(
+      [{ queue: this.maintenance, id: MAINTENANCE_JOBS.outboxRedrive, every: REDRIVE_EVERY_MS, onCreated: () => this.run() }],
+      this.logger,
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.stop?.();
+  }
+}
+
+/**
+ * The `maintenance` queue: the webhooks module's repeating work. BullMQ hands any job of a queue to any of
+ * its workers, so a queue has one processor that dispatches by job name (the chain side has `scheduled`).
+ */
+@Processor(QUEUES.maintenance)
+export class MaintenanceProcessor extends WorkerHost {
+  constructor(private readonly redrive: OutboxRedrive) {
+    super();
+  }
+
+  async process(job: Job): Promise<unknown> {
+    switch (job.name) {
+      case MAINTENANCE_JOBS.outboxRedrive:
+        return this.redrive.run();
+      default:
+        throw new Error(`no handler for maintenance job "${job.name}"`);
+    }
+  }
+}

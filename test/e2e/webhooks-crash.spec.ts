@@ -1,0 +1,146 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { start, type Running } from '../../src/bootstrap';
+import { Db } from '../../src/database/db';
+import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
+import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
+import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
+import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { loadConfig } from '../../src/config/config';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { Receiver } from '../support/receiver';
+import { testEnv } from '../support/test-env';
+
+/*
+ * A worker process killed with SIGKILL in the middle of a delivery: the job's lock expires, another worker
+ * takes the job over and delivers it again under the same delivery_id, and the delivery is recorded once.
+ * The API side runs in this process without a worker; the first worker is a separate `--worker` process.
+ */
+const ROOT = join(__dirname, '..', '..');
+// Read once: the API side, the worker process and the worker that takes over share this one environment.
+const T = testEnv();
+const WEBHOOK_ENV = {
+  WEBHOOK_RETRY_DELAYS_MS: '200,400',
+  WEBHOOK_MAX_ATTEMPTS: '3',
+  WEBHOOK_TIMEOUT_MS: '5000',
+  // Queues of this file alone, so no other worker takes the job.
+  REDIS_PREFIX: `${T.redisPrefix}-whcrash`,
+};
+
+/** The environment testConfig() builds its configuration from, for the worker processes. */
+function workerEnv(): Record<string, string> {
+  const t = T;
+  return {
+    DATABASE_URL: t.databaseUrl,
+    REDIS_URL: t.redisUrl,
+    PORT: '0',
+    ADMIN_PORT: '0',
+    ADMIN_TOKEN,
+    PUBLIC_URL: 'http://localhost:3999',
+    KEY_PREFIX: 'prs',
+    CHAIN_TEST_RPC_URL: t.rpcUrl,
+    CHAIN_TEST_CHAIN_ID: t.chainId,
+    CHAIN_TEST_TOKEN_ADDRESS: t.token,
+    CHAIN_TEST_CONFIRMATIONS: '1',
+    CHAIN_LIVE_RPC_URL: t.rpcUrl,
+    CHAIN_LIVE_CHAIN_ID: t.chainId,
+    CHAIN_LIVE_TOKEN_ADDRESS: t.token,
+    CHAIN_LIVE_CONFIRMATIONS: '1',
+    RATES: 'usd:1,eur:0.92,jpy:150.25,inr:83.2,kwd:0.307',
+    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    ...WEBHOOK_ENV,
+  };
+}
+
+function spawnWorker(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts', '--worker'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...workerEnv() },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start within 30 s:\n${output}`)), 30_000);
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      if (output.includes('worker running')) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+let svc: TestService;
+let db: Db;
+let rec: Receiver;
+let child: ChildProcess | undefined;
+let second: Running | undefined;
+
+beforeAll(async () => {
+  svc = await startService({ worker: false, env: workerEnv() });
+  db = svc.app.get(Db);
+  rec = await Receiver.start();
+});
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await second?.close();
+  await svc?.close();
+  await rec?.close();
+});
+
+it('a worker killed with SIGKILL mid-delivery → delivered again with the same delivery_id, recorded as delivered once', async () => {
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  const put = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: rec.url, enabled: true });
+  expect(put.status).toBe(200);
+  const secret = put.body.secret as string;
+
+  child = await spawnWorker();
+  const exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve(signal)));
+
+  // The first call is held open; the worker that sent it dies while waiting for the answer.
+  rec.plan({ hang: true }).otherwise({ status: 200 });
+  const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 4200 });
+  const ev = await db.tx(async (tx) => {
+    await tx.query(`UPDATE payment_requests SET proof_status = 'attached', tx_hash = $2, proof_source = 'payer' WHERE id = $1`, [
+      request.request_id,
+      `0x${randomBytes(32).toString('hex')}`,
+    ]);
+    return svc.app.get(EventOutbox).record(tx, { partnerId: p.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true });
+  });
+  await svc.app.get(WebhookRelay).enqueue([ev.id]);
+
+  await rec.waitForCalls(1, 20_000);
+  child.kill('SIGKILL');
+  expect(await exited).toBe('SIGKILL');
+  const [mid] = await db.query(`SELECT state, attempts FROM webhook_events WHERE id = $1`, [ev.id]);
+  expect(mid).toEqual({ state: 'delivering', attempts: 0 });
+
+  // Another worker (in this process) takes over once the dead worker's lock has expired.
+  second = await start(loadConfig(workerEnv()), { http: false, worker: true }, { logger: false });
+  const calls = await rec.waitForCalls(2, 40_000);
+  const deadline = Date.now() + 5000;
+  let row: { state: string; attempts: number } | undefined;
+  while (Date.now() < deadline) {
+    [row] = await db.query(`SELECT state, attempts FROM webhook_events WHERE id = $1`, [ev.id]);
+    if (row!.state === 'delivered') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(row).toEqual({ state: 'delivered', attempts: 1 });
+
+  expect(calls.map((c) => c.headers['x-service-delivery'])).toEqual([ev.id, ev.id]);
+  for (const c of calls) expect(verifyWebhook(c.rawBody, c.headers['x-service-signature'] as string, secret).delivery_id).toBe(ev.id);
+  const attempts = await db.query(`SELECT attempt, status_code, outcome FROM webhook_attempts WHERE event_id = $1`, [ev.id]);
+  expect(attempts).toEqual([{ attempt: 1, status_code: 200, outcome: 'delivered' }]);
+  await new Promise((r) => setTimeout(r, 1000));
+  expect(rec.calls).toHaveLength(2);
+}, 90_000);
