@@ -32,6 +32,36 @@ export function raiseBodyProblem(req: ParsedRequest): void {
   if (req.bodyProblem) throw new AppError(req.bodyProblem);
 }
 
+/** No partner body nests deeper than a few levels; deeper input is refused before anything recurses over it. */
+export const MAX_BODY_DEPTH = 32;
+
+/** True when a parsed JSON value nests objects or arrays more than `max` levels deep (recursion bounded by max). */
+export function nestedDeeperThan(value: unknown, max: number, depth = 0): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth >= max) return true;
+  for (const v of Object.values(value)) if (nestedDeeperThan(v, max, depth + 1)) return true;
+  return false;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Field errors for strings Postgres cannot store as sent: a NUL character (text and jsonb reject it, which
+ * would surface as a 500) or a lone UTF-16 surrogate (stored as U+FFFD, so it would not round-trip).
+ */
+export function textErrors(value: unknown, path = '', depth = 0): { field: string; message: string }[] {
+  const bad = (s: string) => s.includes('\u0000') || LONE_SURROGATE.test(s);
+  if (typeof value === 'string') return bad(value) ? [{ field: path || '(body)', message: 'must be well-formed text without NUL characters' }] : [];
+  if (value === null || typeof value !== 'object' || depth > MAX_BODY_DEPTH) return [];
+  const out: { field: string; message: string }[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    const field = path ? `${path}.${key}` : key;
+    if (bad(key)) out.push({ field, message: 'key must be well-formed text without NUL characters' });
+    out.push(...textErrors(v, field, depth + 1));
+  }
+  return out;
+}
+
 /** True when a parsed JSON value has an own key that names an object's prototype machinery, at any depth. */
 export function hasForbiddenKey(value: unknown, depth = 0): boolean {
   if (depth > 32 || value === null || typeof value !== 'object') return false;

@@ -2,7 +2,7 @@ import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
-import { hasForbiddenKey } from './body';
+import { hasForbiddenKey, MAX_BODY_DEPTH, nestedDeeperThan, textErrors } from './body';
 
 /** Field errors, flattened to dotted paths. */
 export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
@@ -33,11 +33,18 @@ export class DtoPipe implements PipeTransform {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw AppError.invalid([{ field: '(body)', message: 'must be a JSON object' }]);
     }
+    // class-transformer recurses without a bound: a deeply nested body would overflow the stack (a 500).
+    if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
+      throw AppError.invalid([{ field: '(body)', message: `must not nest more than ${MAX_BODY_DEPTH} levels deep` }]);
+    }
     if (hasForbiddenKey(value)) {
       throw AppError.invalid([{ field: '(body)', message: '__proto__, constructor and prototype are not allowed as keys' }]);
     }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
-    const errors = flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true }));
+    const errors = [
+      ...flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true })),
+      ...textErrors(value),
+    ];
     if (errors.length === 0) return instance;
     for (const [field, rule] of Object.entries(type.fieldCodes ?? {})) {
       if (!errors.some((e) => e.field === field)) continue;

@@ -1,7 +1,10 @@
-import { Transform, Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { strictInt } from '../../common/http/query';
 
-const lower = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.toLowerCase() : value);
+/** Lower-cases the hex digits of an address; the 0x prefix itself must be sent lower case (spec §4.5). */
+const lowerHex = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && value.startsWith('0x') ? `0x${value.slice(2).toLowerCase()}` : value;
 
 export class CreateMerchantDto {
   @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
@@ -18,7 +21,7 @@ export class CreateMerchantDto {
   display_currency?: string;
   @IsOptional() @IsIn(['consumer', 'business']) account_type?: 'consumer' | 'business';
   @IsOptional() @IsString() @Matches(/^0x[0-9a-fA-F]{40}$/, { message: 'wallet_address must be 0x plus 40 hex characters' })
-  @Transform(lower)
+  @Transform(lowerHex)
   wallet_address?: string;
 }
 
@@ -27,6 +30,6 @@ const toBool = ({ value }: { value: unknown }) => (value === 'true' ? true : val
 export class ListMerchantsQuery {
   @IsOptional() @IsIn(['complete', 'incomplete']) onboarding_status?: 'complete' | 'incomplete';
   @IsOptional() @Transform(toBool) @IsBoolean({ message: 'disabled must be true or false' }) disabled?: boolean;
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(100) limit?: number;
-  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(2147483647) offset?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(100) limit?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }

@@ -21,13 +21,14 @@ export class MerchantsService {
     private readonly rates: RatesService,
   ) {}
 
-  /** A supported display currency in lower case, or a 400 naming the field. */
+  /**
+   * A supported display currency in lower case, or a 400 naming the field. A code that is not ISO 4217, or one
+   * without a configured rate, is an out-of-range field: invalid_request (DESIGN §3).
+   */
   supportedCurrency(code: string, field = 'display_currency'): string {
     const c = normalizeCurrency(code);
     if (!c || !this.rates.rate(c)) {
-      throw new AppError('unsupported_currency', {
-        errors: [{ field, message: `${field} must be one of: ${this.rates.currencies().join(', ')}` }],
-      });
+      throw AppError.invalid([{ field, message: `${field} must be one of: ${this.rates.currencies().join(', ')}` }]);
     }
     return c;
   }
@@ -79,7 +80,7 @@ export class MerchantsService {
     return m ?? null;
   }
 
-  async list(p: Principal, q: ListMerchantsQuery): Promise<Record<string, unknown>> {
+  async list(p: Pick<Principal, 'partnerId' | 'mode'>, q: ListMerchantsQuery): Promise<Record<string, unknown>> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;
     const params: unknown[] = [p.partnerId, p.mode === 'test'];

@@ -1,0 +1,6 @@
+/**
+ * Query integers are decimal digits only (DESIGN §3: malformed list values get 400, nothing is guessed):
+ * "10" becomes 10; "1e1", "0x10", " 5" and "" stay strings and fail @IsInt. Use with @Transform.
+ */
+export const strictInt = ({ value }: { value: unknown }): unknown =>
+  typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : value;

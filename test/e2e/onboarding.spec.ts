@@ -1,0 +1,284 @@
+import { randomWallet, siweProof, createShellMerchant } from '../factories/merchants';
+import { createOnboardedMerchant, createPartner, tokenOf, type TestPartner } from '../factories/partners';
+import { createRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { call } from '../support/http';
+import { UUID_RE } from '../support/shapes';
+
+/*
+ * DESIGN §4 onboarding: the merchant proves its wallet with a Sign-In with Ethereum message (domain = host of
+ * PUBLIC_URL, uri = the onboarding URL, nonce = the one handed out), accepts the terms, and is complete.
+ */
+let svc: TestService;
+let p: TestPartner;
+beforeAll(async () => {
+  svc = await startService();
+  p = await createPartner(svc);
+});
+afterAll(async () => {
+  await svc?.close();
+});
+
+/** A syntactically fine proof body for a dead token (the token is checked first). */
+const DEAD_TOKEN_PROOF = { message: 'x', signature: `0x${'ab'.repeat(65)}` };
+const state = (token: string) => call(svc.publicUrl, 'GET', `/onboarding/api/${token}`);
+const proveWallet = (token: string, body: unknown) => call(svc.publicUrl, 'POST', `/onboarding/api/${token}/wallet`, { body });
+const complete = (token: string, body: unknown) => call(svc.publicUrl, 'POST', `/onboarding/api/${token}/complete`, { body });
+const merchantGet = (id: string) => call(svc.publicUrl, 'GET', `/api/v1/merchants/${id}`, { key: p.testKey });
+
+describe('GET /onboarding/api/<token>', () => {
+  it('answers with the merchant id, status, wallet, a nonce and the terms version', async () => {
+    const wallet = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: wallet.address });
+    const token = tokenOf(m.onboarding_url);
+    const r = await state(token);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({
+      ok: true,
+      merchant_id: m.merchant_id,
+      onboarding_status: 'incomplete',
+      wallet_address: wallet.address.toLowerCase(),
+      nonce: expect.stringMatching(/^[A-Za-z0-9]{8,}$/),
+      terms_version: expect.any(String),
+    });
+    expect(r.body.terms_version.length).toBeGreaterThan(0);
+    // The nonce stays the same until it is used, so a page reload does not invalidate an open signature prompt.
+    expect((await state(token)).body.nonce).toBe(r.body.nonce);
+  });
+
+  it('a shell merchant without a wallet shows wallet_address null', async () => {
+    const m = await createShellMerchant(svc, p.testKey, {});
+    const r = await state(tokenOf(m.onboarding_url));
+    expect(r.body).toMatchObject({ ok: true, merchant_id: m.merchant_id, wallet_address: null, onboarding_status: 'incomplete' });
+  });
+
+  it.each([
+    ['unknown token of the right form', 'A'.repeat(43)],
+    ['short token', 'abc'],
+    ['token with bad characters', `${'A'.repeat(42)}!`],
+  ])('%s → 404 not_found', async (_label, token) => {
+    for (const r of [await state(token), await proveWallet(token, { message: 'x', signature: `0x${'1'.repeat(130)}` }), await complete(token, { accept_terms: true })]) {
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ ok: false, error: 'not_found' });
+    }
+  });
+
+  it('the onboarding API needs no API key and is not on the admin listener', async () => {
+    const m = await createShellMerchant(svc, p.testKey, {});
+    const token = tokenOf(m.onboarding_url);
+    expect((await call(svc.adminUrl, 'GET', `/onboarding/api/${token}`)).status).toBe(404);
+  });
+});
+
+describe('POST /onboarding/api/<token>/wallet: bad proofs change nothing', () => {
+  let m: any;
+  let token: string;
+  const signer = randomWallet();
+  beforeAll(async () => {
+    m = await createShellMerchant(svc, p.testKey, { display_name: 'No wallet yet' });
+    token = tokenOf(m.onboarding_url);
+  });
+
+  async function expectUnchanged() {
+    const got = await merchantGet(m.merchant_id);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(m);
+    expect((await state(token)).body.wallet_address).toBeNull();
+    // Completing still needs a proven wallet.
+    expect((await complete(token, { accept_terms: true })).body.error).toBe('wallet_required');
+  }
+
+  it.each([
+    ['a wrong nonce', { nonce: 'abcdef0123456789' }],
+    ['a wrong domain', { domain: 'evil.example.com' }],
+    ['the right host on another port', { domain: 'localhost:4000' }],
+    ['a wrong uri', { uri: 'http://localhost:3999/onboarding/someone-else' }],
+    ['a uri on another host', { uri: 'https://evil.example.com/onboarding/x' }],
+  ])('%s → 400 invalid_signature', async (_label, parts) => {
+    const proof = await siweProof(svc, token, signer, parts);
+    const r = await proveWallet(token, proof);
+    expect(r.status).toBe(400);
+    expect(r.body.ok).toBe(false);
+    expect(r.body.error).toBe('invalid_signature');
+    await expectUnchanged();
+  });
+
+  it('a message naming one wallet but signed by another → 400 invalid_signature', async () => {
+    const claimed = randomWallet();
+    const proof = await siweProof(svc, token, signer, { address: claimed.address });
+    const r = await proveWallet(token, proof);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_signature');
+    await expectUnchanged();
+  });
+
+  it('a signature over another message → 400 invalid_signature', async () => {
+    const proof = await siweProof(svc, token, signer);
+    const other = await siweProof(svc, token, signer, { chainId: 1 });
+    const r = await proveWallet(token, { message: proof.message, signature: other.signature });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_signature');
+    await expectUnchanged();
+  });
+
+  it.each([
+    ['garbage text', { message: 'hello, please let me in', signature: `0x${'ab'.repeat(65)}` }],
+    ['an empty message', { message: '', signature: `0x${'ab'.repeat(65)}` }],
+  ])('%s → 400 with a clear error', async (_label, body) => {
+    const r = await proveWallet(token, body);
+    expect(r.status).toBe(400);
+    expect(r.body.ok).toBe(false);
+    expect(r.body.error).toBe('invalid_signature');
+    expect(r.body.errors?.[0]).toEqual({ field: 'message', message: expect.any(String) });
+    await expectUnchanged();
+  });
+
+  it.each([
+    ['a malformed signature', { message: 'x', signature: '0x1234' }],
+    ['no signature', { message: 'x' }],
+    ['a number as message', { message: 5, signature: `0x${'ab'.repeat(65)}` }],
+    ['an unknown field', { message: 'x', signature: `0x${'ab'.repeat(65)}`, wallet: 'x' }],
+  ])('%s → 400 invalid_request', async (_label, body) => {
+    const r = await proveWallet(token, body);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+    await expectUnchanged();
+  });
+
+  it('a correct proof after all that still works', async () => {
+    const proof = await siweProof(svc, token, signer);
+    const r = await proveWallet(token, proof);
+    expect(r.status).toBe(200);
+    expect(r.body.wallet_address).toBe(signer.address.toLowerCase());
+    const got = await merchantGet(m.merchant_id);
+    expect(got.body).toEqual({ ...m, wallet_address: signer.address.toLowerCase() });
+  });
+});
+
+describe('wallet rules', () => {
+  it('a wallet other than the one given at create → 400 wallet_mismatch, nothing changes', async () => {
+    const given = randomWallet();
+    const other = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: given.address });
+    const token = tokenOf(m.onboarding_url);
+    const r = await proveWallet(token, await siweProof(svc, token, other));
+    expect(r.status).toBe(400);
+    expect(r.body.ok).toBe(false);
+    expect(r.body.error).toBe('wallet_mismatch');
+    expect((await merchantGet(m.merchant_id)).body).toEqual(m);
+    expect((await complete(token, { accept_terms: true })).body.error).toBe('wallet_required');
+    // The right wallet still works.
+    expect((await proveWallet(token, await siweProof(svc, token, given))).status).toBe(200);
+  });
+
+  it('a wallet another merchant owns → 409 wallet_address_conflict', async () => {
+    const owned = randomWallet();
+    const otherPartner = await createPartner(svc);
+    await createShellMerchant(svc, otherPartner.testKey, { wallet_address: owned.address });
+    const m = await createShellMerchant(svc, p.testKey, {});
+    const token = tokenOf(m.onboarding_url);
+    const r = await proveWallet(token, await siweProof(svc, token, owned));
+    expect(r.status).toBe(409);
+    expect(r.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+    expect((await merchantGet(m.merchant_id)).body.wallet_address).toBeNull();
+  });
+
+  it('a signed proof is single use: replaying it fails once it has been used', async () => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address });
+    const token = tokenOf(m.onboarding_url);
+    const proof = await siweProof(svc, token, w);
+    expect((await proveWallet(token, proof)).status).toBe(200);
+    const again = await proveWallet(token, proof);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('invalid_signature');
+  });
+});
+
+describe('POST /onboarding/api/<token>/complete', () => {
+  it('without a proven wallet → 400 wallet_required', async () => {
+    const m = await createShellMerchant(svc, p.testKey, {});
+    const r = await complete(tokenOf(m.onboarding_url), { accept_terms: true });
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ ok: false, error: 'wallet_required' });
+  });
+
+  it('a wallet given at create but not proven is not enough', async () => {
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: randomWallet().address });
+    const r = await complete(tokenOf(m.onboarding_url), { accept_terms: true });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('wallet_required');
+  });
+
+  it.each([
+    ['accept_terms false', { accept_terms: false }, 'terms_not_accepted'],
+    ['accept_terms missing', {}, 'invalid_request'],
+    ['accept_terms "true" as a string', { accept_terms: 'true' }, 'invalid_request'],
+  ])('%s → 400 %s', async (_label, body, code) => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address });
+    const token = tokenOf(m.onboarding_url);
+    expect((await proveWallet(token, await siweProof(svc, token, w))).status).toBe(200);
+    const r = await complete(token, body);
+    expect(r.status).toBe(400);
+    expect(r.body.ok).toBe(false);
+    expect(r.body.error).toBe(code);
+    expect((await merchantGet(m.merchant_id)).body.onboarding_status).toBe('incomplete');
+  });
+
+  it('completes: merchant complete, onboarding_url null, token dead, requests now possible', async () => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address, display_name: 'Before' });
+    const token = tokenOf(m.onboarding_url);
+
+    const before = await createRequest(svc, p.testKey, { account_id: m.merchant_id, fiat_amount_int: 100 });
+    expect(before.status).toBe(400);
+    expect(before.body).toEqual({ ok: false, error: 'merchant_onboarding_incomplete' });
+
+    expect((await proveWallet(token, await siweProof(svc, token, w))).status).toBe(200);
+    const done = await complete(token, { accept_terms: true, display_name: 'After', country: 'NL', display_currency: 'EUR' });
+    expect(done.status).toBe(200);
+    expect(done.body.ok).toBe(true);
+    expect(done.body.onboarding_status).toBe('complete');
+
+    const got = await merchantGet(m.merchant_id);
+    expect(got.body).toEqual({
+      ...m,
+      onboarding_status: 'complete',
+      onboarding_url: null,
+      wallet_address: w.address.toLowerCase(),
+      display_name: 'After',
+      country: 'NL',
+      display_currency: 'eur',
+    });
+
+    for (const r of [await state(token), await proveWallet(token, DEAD_TOKEN_PROOF), await complete(token, { accept_terms: true })]) {
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ ok: false, error: 'not_found' });
+    }
+
+    const req = await createRequest(svc, p.testKey, { account_id: m.merchant_id, fiat_amount_int: 100 });
+    expect(req.status).toBe(201);
+    expect(req.body.fiat_currency).toBe('eur');
+    expect(req.body.account_id).toBe(m.merchant_id);
+  });
+
+  it('a complete with an unsupported display_currency → 400 and onboarding stays incomplete', async () => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address });
+    const token = tokenOf(m.onboarding_url);
+    expect((await proveWallet(token, await siweProof(svc, token, w))).status).toBe(200);
+    const r = await complete(token, { accept_terms: true, display_currency: 'xyz' });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+    expect((await merchantGet(m.merchant_id)).body.onboarding_status).toBe('incomplete');
+  });
+
+  it('the factory flow gives a complete merchant with the wallet proven', async () => {
+    const done = await createOnboardedMerchant(svc, p.testKey);
+    const got = await merchantGet(done.id);
+    expect(got.body.merchant_id).toMatch(UUID_RE);
+    expect(got.body).toMatchObject({ onboarding_status: 'complete', onboarding_url: null, wallet_address: done.wallet.address.toLowerCase() });
+  });
+});
+
