@@ -23,6 +23,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: Error) => {
-  console.error(e.message);
+  // Before (or instead of) the JSON logger: still one JSON line, like every other line of the process.
+  console.error(JSON.stringify({ level: 'fatal', time: new Date().toISOString(), pid: process.pid, msg: e.message }));
   process.exit(1);
 });

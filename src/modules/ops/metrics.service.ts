@@ -1,0 +1,126 @@
+import { Injectable } from '@nestjs/common';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Label of requests that matched no route (404s of unknown paths), so raw URLs never become labels. */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+/**
+ * Express sets req.route to the last route that matched. Module middleware (ours, nestjs-pino's) is mounted
+ * as a catch-all route with this pattern, so a request that matched no controller route still has it.
+ */
+export const CATCH_ALL_ROUTE = '{/*splat}';
+
+/** The matched route pattern of a request, or UNMATCHED_ROUTE. */
+export function matchedRoute(req: { route?: { path?: unknown } }): string {
+  const path = req.route?.path;
+  return typeof path === 'string' && path !== CATCH_ALL_ROUTE ? path : UNMATCHED_ROUTE;
+}
+
+/** Bounds every scrape-time read (Redis, Postgres): a scrape answers within about a second, whatever is down. */
+export const SCRAPE_TIMEOUT_MS = 1000;
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The process's Prometheus registry (one per application instance, so several services in one test process
+ * do not collide) and the metrics other modules feed:
+ *  - `prs_http_request_duration_seconds{method,route,status_code}`: fed by HttpMetricsMiddleware; `route` is
+ *    the matched route pattern (`/api/v1/requests/:id`), never the raw URL.
+ *  - `prs_verification_duration_seconds{outcome}`: `observeVerification()`; the worker role feeds it from the
+ *    verification queue's completed jobs (VerificationTimer), other code may call it too.
+ * Scrape-time gauges (queue depths, webhook deliveries) register themselves through `gauge()`.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  readonly contentType = this.registry.contentType;
+
+  private readonly httpDuration = new Histogram({
+    name: 'prs_http_request_duration_seconds',
+    help: 'HTTP request latency by matched route pattern, method and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  private readonly verificationDuration = new Histogram({
+    name: 'prs_verification_duration_seconds',
+    help: 'Time from a transaction hash being queued for verification to the verification outcome',
+    labelNames: ['outcome'] as const,
+    buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21600],
+    registers: [this.registry],
+  });
+
+  private readonly sourceUp = new Gauge({
+    name: 'prs_scrape_source_up',
+    help: '1 when the last scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  // Label sets are few (routes × methods × statuses); a cached child skips prom-client's per-call label hashing.
+  private readonly httpSeries = new Map<string, { observe(v: number): void }>();
+
+  observeHttp(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let series = this.httpSeries.get(key);
+    if (!series) {
+      series = this.httpDuration.labels({ method, route, status_code: String(status) });
+      this.httpSeries.set(key, series);
+    }
+    series.observe(seconds);
+  }
+
+  /**
+   * Records one verification: `seconds` from the hash being queued (proof submitted, or found by the chain
+   * scan) to its outcome (`verified`, `rejected`, `moot`, `failed`, …).
+   */
+  observeVerification(seconds: number, outcome: string): void {
+    if (Number.isFinite(seconds) && seconds >= 0) this.verificationDuration.observe({ outcome }, seconds);
+  }
+
+  /**
+   * A gauge whose values are read at scrape time by `read`, bounded by SCRAPE_TIMEOUT_MS. When the read fails
+   * the gauge is emptied (stale depths would mislead) and `prs_scrape_source_up{source}` drops to 0.
+   */
+  gauge<L extends string>(
+    opts: { name: string; help: string; labelNames: readonly L[]; source: string },
+    read: () => Promise<Array<{ labels: Record<L, string>; value: number }>>,
+    onError?: (e: Error) => void,
+  ): Gauge<L> {
+    const sourceUp = this.sourceUp;
+    return new Gauge<L>({
+      name: opts.name,
+      help: opts.help,
+      labelNames: opts.labelNames,
+      registers: [this.registry],
+      async collect() {
+        try {
+          const values = await withTimeout(read(), SCRAPE_TIMEOUT_MS, opts.source);
+          this.reset();
+          for (const v of values) this.set(v.labels as never, v.value);
+          sourceUp.set({ source: opts.source }, 1);
+        } catch (e) {
+          this.reset();
+          sourceUp.set({ source: opts.source }, 0);
+          onError?.(e as Error);
+        }
+      },
+    });
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,50 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { INestApplication } from '@nestjs/common';
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import type { NextFunction, Request, Response } from 'express';
+import { ALL_QUEUES } from '../../common/queue/queues';
+import type { AppConfig } from '../../config/config';
+
+export const QUEUE_BOARD_PATH = '/admin/queues';
+export const QUEUE_BOARD_USER = 'admin';
+
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * HTTP basic auth, user `admin`, password ADMIN_TOKEN. Both parts are compared as SHA-256 digests with
+ * timingSafeEqual, so neither the length nor the content of the token leaks through timing.
+ */
+export function basicAuth(password: string, user = QUEUE_BOARD_USER) {
+  const expected = digest(`${user}:${password}`);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const header = req.headers.authorization;
+    const m = header ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
+    const given = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
+    if (m && timingSafeEqual(digest(given), expected)) return next();
+    res.setHeader('WWW-Authenticate', 'Basic realm="queues", charset="UTF-8"');
+    res.setHeader('cache-control', 'no-store');
+    res.status(401).json({ ok: false, error: 'unauthorized' });
+  };
+}
+
+/**
+ * The BullMQ board at /admin/queues with every queue of the service. Mounted on the Express app before the
+ * Nest routes; the listener gate (bootstrap) already keeps /admin/* off the public listener.
+ */
+export function mountQueueBoard(app: INestApplication, config: AppConfig): void {
+  const queues = ALL_QUEUES.map((name) => app.get<Queue>(getQueueToken(name), { strict: false }));
+  const serverAdapter = new ExpressAdapter();
+  serverAdapter.setBasePath(QUEUE_BOARD_PATH);
+  createBullBoard({
+    queues: queues.map((q) => new BullMQAdapter(q)),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'PRS queues' } },
+  });
+  const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
+  router.disable?.('x-powered-by');
+  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken), router);
+}

@@ -1,0 +1,88 @@
+import type { Browser } from 'playwright-core';
+import { ALL_QUEUES } from '../../src/common/queue/queues';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { launchBrowser } from '../support/browser';
+import { call } from '../support/http';
+
+/**
+ * Issue 6 item 1: the BullMQ board at /admin/queues on the admin listener only, behind basic auth
+ * (`admin` / ADMIN_TOKEN), showing every queue of the service; in Chromium too.
+ */
+let svc: TestService;
+let browser: Browser | null = null;
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+beforeAll(async () => {
+  svc = await startService();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+describe('HTTP', () => {
+  it.each([
+    ['no credentials', undefined],
+    ['a wrong password', basic('admin', `${ADMIN_TOKEN}x`)],
+    ['a wrong user', basic('root', ADMIN_TOKEN)],
+    ['a bearer token', `Bearer ${ADMIN_TOKEN}`],
+    ['garbage', 'Basic !!!'],
+  ])('refuses %s with 401 and a basic-auth challenge', async (_what, authorization) => {
+    for (const path of ['/admin/queues', '/admin/queues/api/queues']) {
+      const r = await call(svc.adminUrl, 'GET', path, { headers: authorization ? { authorization } : {} });
+      expect(r.status).toBe(401);
+      expect(r.headers.get('www-authenticate')).toMatch(/^Basic realm="queues"/);
+      expect(r.text).not.toContain('queue');
+    }
+  });
+
+  it('is not served on the public listener, even with the right credentials', async () => {
+    const r = await call(svc.publicUrl, 'GET', '/admin/queues', { headers: { authorization: basic('admin', ADMIN_TOKEN) } });
+    expect(r.status).toBe(404);
+    expect(r.body).toEqual({ ok: false, error: 'not_found' });
+  });
+
+  it('serves the board and lists every queue of the service', async () => {
+    const auth = { authorization: basic('admin', ADMIN_TOKEN) };
+    const page = await call(svc.adminUrl, 'GET', '/admin/queues', { headers: auth });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(page.text).toContain('<base href="/admin/queues');
+    expect(page.headers.get('x-powered-by')).toBeNull();
+
+    const api = await call(svc.adminUrl, 'GET', '/admin/queues/api/queues', { headers: auth });
+    expect(api.status).toBe(200);
+    const names = (api.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
+    expect(names).toEqual([...ALL_QUEUES].sort());
+  });
+});
+
+describe('in a browser', () => {
+  it('loads with basic auth and shows the queues; refuses without it', async () => {
+    browser = await launchBrowser();
+    // Without credentials Chromium gets the 401 challenge and, having nothing to answer with, gives up.
+    const refused = await browser.newContext();
+    const bare = await refused.newPage();
+    const statuses: number[] = [];
+    bare.on('response', (res) => statuses.push(res.status()));
+    const outcome = await bare.goto(`${svc.adminUrl}/admin/queues`).then((res) => String(res?.status()), (e: Error) => e.message);
+    expect(outcome).toMatch(/401|ERR_INVALID_AUTH_CREDENTIALS/);
+    expect(statuses).toContain(401);
+    expect(statuses).not.toContain(200);
+    await refused.close();
+
+    const ctx = await browser.newContext({ httpCredentials: { username: 'admin', password: ADMIN_TOKEN } });
+    const page = await ctx.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const ok = await page.goto(`${svc.adminUrl}/admin/queues`);
+    expect(ok?.status()).toBe(200);
+    for (const name of ALL_QUEUES) {
+      await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15000 });
+    }
+    expect(errors).toEqual([]);
+    await ctx.close();
+  }, 60000);
+});

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { Wallet } from 'ethers';
+import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
+import { ALL_QUEUES } from '../../src/common/queue/queues';
+import { MetricsService } from '../../src/modules/ops/metrics.service';
+import { QUEUE_STATES } from '../../src/modules/ops/scrape-collectors';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
+
+/**
+ * Issue 6 item 4, metrics: /metrics on the admin listener only, in Prometheus text, with HTTP latency by
+ * route pattern and status, queue depths per queue and state, webhook deliveries by outcome (read from
+ * Postgres at scrape time) and verification latency (fed by the worker's verification jobs).
+ */
+let svc: TestService;
+let partner: TestPartner;
+let merchant: { id: string; wallet: Wallet };
+
+beforeAll(async () => {
+  svc = await startService({ worker: true, env: { VERIFY_POLL_MS: '100', CHAIN_SCAN_INTERVAL_MS: '300' } });
+  partner = await createPartner(svc);
+  merchant = await createOnboardedMerchant(svc, partner.testKey);
+}, 60000);
+
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+async function scrape(): Promise<string> {
+  const r = await call(svc.adminUrl, 'GET', '/metrics');
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return r.text;
+}
+
+/** The value of one sample, or null when the series is absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number | null {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const inside = line.slice(line.indexOf('{') + 1, line.lastIndexOf('}')).split(',');
+    if (want.every((w) => inside.includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return null;
+}
+
+function sumOf(text: string, name: string): number {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((s, l) => s + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+it('is not served on the public listener', async () => {
+  const r = await call(svc.publicUrl, 'GET', '/metrics');
+  expect(r.status).toBe(404);
+  expect(r.body).toEqual({ ok: false, error: 'not_found' });
+});
+
+it('records HTTP latency under the matched route pattern and status, never the raw URL', async () => {
+  const id = randomUUID();
+  await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`); // 401
+  await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: partner.testKey }); // 404
+  await call(svc.adminUrl, 'GET', `/api/v1/accounts/${merchant.id}`, { key: partner.testKey }); // 200
+  await call(svc.publicUrl, 'GET', `/no/such/${id}`); // unmatched 404
+
+  const text = await scrape();
+  expect(text).toContain('# TYPE prs_http_request_duration_seconds histogram');
+  expect(sample(text, 'prs_http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/requests/:id', status_code: '401' })).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'prs_http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/requests/:id', status_code: '404' })).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'prs_http_request_duration_seconds_count', { method: 'GET', route: '/api/v1/accounts/:id', status_code: '200' })).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'prs_http_request_duration_seconds_bucket', { route: '/api/v1/requests/:id', status_code: '401', le: '+Inf' })).toBeGreaterThanOrEqual(1);
+  expect(sample(text, 'prs_http_request_duration_seconds_count', { method: 'GET', route: '(unmatched)', status_code: '404' })).toBeGreaterThanOrEqual(1);
+  expect(text).not.toContain(id);
+  expect(text).not.toContain(merchant.id);
+  // Process metrics come along.
+  expect(text).toContain('process_cpu_user_seconds_total');
+  expect(text).toContain('nodejs_eventloop_lag_seconds');
+});
+
+it('reports the depth of every queue in every state, read at scrape time', async () => {
+  const text = await scrape();
+  for (const queue of ALL_QUEUES) {
+    for (const state of QUEUE_STATES) {
+      expect(sample(text, 'prs_queue_jobs', { queue, state })).not.toBeNull();
+    }
+  }
+  expect(sample(text, 'prs_scrape_source_up', { source: 'queues' })).toBe(1);
+});
+
+it('reports webhook deliveries by state and attempts by outcome from Postgres', async () => {
+  const before = await scrape();
+  expect(before).toContain('# TYPE prs_webhook_deliveries gauge');
+  expect(before).toContain('# TYPE prs_webhook_attempts gauge');
+  expect(sample(before, 'prs_scrape_source_up', { source: 'deliveries' })).toBe(1);
+
+  // Arrange two delivery histories directly (the webhook module's own tests cover producing them).
+  const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 777 });
+  const [delivered] = await sql<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts)
+     VALUES ($1, $2, 'payment.proof_attached', true, true, 'delivered', 2) RETURNING id`,
+    [partner.id, r.request_id],
+  );
+  const [abandoned] = await sql<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts)
+     VALUES ($1, $2, 'payment.proof_verified', true, true, 'abandoned', 1) RETURNING id`,
+    [partner.id, r.request_id],
+  );
+  await sql(
+    `INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, status_code, outcome) VALUES
+       ($1, 1, now(), 12, 503, 'retry'), ($1, 2, now(), 9, 200, 'delivered'), ($2, 1, now(), 7, 410, 'abandoned')`,
+    [delivered.id, abandoned.id],
+  );
+
+  const after = await scrape();
+  const delta = (name: string, labels: Record<string, string>) => (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
+  expect(delta('prs_webhook_deliveries', { state: 'delivered' })).toBe(1);
+  expect(delta('prs_webhook_deliveries', { state: 'abandoned' })).toBe(1);
+  expect(delta('prs_webhook_attempts', { outcome: 'retry' })).toBe(1);
+  expect(delta('prs_webhook_attempts', { outcome: 'delivered' })).toBe(1);
+  expect(delta('prs_webhook_attempts', { outcome: 'abandoned' })).toBe(1);
+});
+
+it('records verification latency when the worker verifies a real payment', async () => {
+  const { rpcUrl, token } = testEnv();
+  const payer = DEV_KEYS[1];
+  const before = sumOf(await scrape(), 'prs_verification_duration_seconds_count');
+
+  const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 1234 });
+  await mint(rpcUrl, token, new Wallet(payer).address, BigInt(r.amount));
+  const tx = await transferToken(rpcUrl, token, payer, merchant.wallet.address, BigInt(r.amount));
+  const proof = await call(svc.publicUrl, 'POST', `/pay/api/${r.request_id}/proof`, { body: { tx_hash: tx.txHash } });
+  expect(proof.status).toBe(200);
+  await waitFor(async () => {
+    const got = await call(svc.publicUrl, 'GET', `/api/v1/requests/${r.request_id}`, { key: partner.testKey });
+    return got.body.proof_status === 'verified';
+  }, 30000, 100);
+
+  const text = (await waitFor(async () => {
+    const t = await scrape();
+    return sumOf(t, 'prs_verification_duration_seconds_count') > before ? t : null;
+  }, 10000, 100))!;
+  expect(text).toContain('# TYPE prs_verification_duration_seconds histogram');
+  // The payer's job verifies, unless the chain scan got there first (then the job finds it already verified).
+  const verified = sample(text, 'prs_verification_duration_seconds_count', { outcome: 'verified' }) ?? 0;
+  const moot = sample(text, 'prs_verification_duration_seconds_count', { outcome: 'moot' }) ?? 0;
+  expect(verified + moot).toBeGreaterThanOrEqual(1);
+});
+
+it('exports observeVerification for other code', async () => {
+  svc.app.get(MetricsService).observeVerification(2.5, 'manual_recheck');
+  const text = await scrape();
+  expect(sample(text, 'prs_verification_duration_seconds_count', { outcome: 'manual_recheck' })).toBe(1);
+  expect(sample(text, 'prs_verification_duration_seconds_bucket', { outcome: 'manual_recheck', le: '5' })).toBe(1);
+  expect(sample(text, 'prs_verification_duration_seconds_bucket', { outcome: 'manual_recheck', le: '2' })).toBe(0);
+});

@@ -1,0 +1,325 @@
+import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
+import { getMetadataStorage } from 'class-validator';
+import type { Browser } from 'playwright-core';
+import { ERROR_STATUS } from '../../src/common/errors';
+import { CreateMerchantDto, ListMerchantsQuery } from '../../src/modules/merchants/merchant.dto';
+import { CreateRequestDto, ListRequestsQuery } from '../../src/modules/requests/http/request.dto';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { idemKey } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { launchBrowser } from '../support/browser';
+import { call } from '../support/http';
+
+/**
+ * Issue 6 item 5: the OpenAPI document at /api/v1/openapi.json (both listeners) holds every route, request
+ * field, response field and error code of the spec — the lists below are copied from partner-api-v1.md and
+ * DESIGN.md — and matches what the service really routes, validates and answers. /docs renders it from
+ * self-hosted files under a CSP without inline scripts.
+ */
+
+// Spec §4 (with §4.8's accounts aliases).
+const ROUTES: Array<[string, string]> = [
+  ['post', '/api/v1/requests/create'],
+  ['get', '/api/v1/requests/{id}'],
+  ['get', '/api/v1/requests'],
+  ['post', '/api/v1/requests/{id}/cancel'],
+  ['post', '/api/v1/merchants'],
+  ['get', '/api/v1/merchants/{id}'],
+  ['get', '/api/v1/merchants'],
+  ['post', '/api/v1/accounts'],
+  ['get', '/api/v1/accounts'],
+  ['get', '/api/v1/accounts/{id}'],
+];
+// Spec §4.1 body.
+const CREATE_REQUEST_FIELDS = [
+  'account_id', 'fiat_amount_int', 'fiat_currency_code', 'memo', 'idempotency_key', 'metadata', 'payment_mode',
+  'customer_name', 'customer_email', 'customer_phone', 'expiry_minutes',
+];
+// Spec §4.3 and §4.7 query parameters.
+const LIST_REQUESTS_PARAMS = ['status', 'proof_status', 'account_id', 'since', 'until', 'limit', 'offset'];
+const LIST_MERCHANTS_PARAMS = ['onboarding_status', 'disabled', 'limit', 'offset'];
+// Spec §4.5 body.
+const CREATE_MERCHANT_FIELDS = [
+  'email', 'display_name', 'business_name', 'country', 'phone', 'website', 'instagram', 'industry', 'display_currency',
+  'account_type', 'wallet_address',
+];
+// Spec §2.1 and §2.2.
+const REQUEST_OBJECT_FIELDS = [
+  'ok', 'request_id', 'status', 'proof_status', 'pay_page_url', 'expires_at', 'created_at', 'proof_verified_at', 'tx_hash',
+  'amount', 'asset_id', 'fiat_amount', 'fiat_currency', 'account_id', 'metadata', 'idempotent_replay',
+];
+const MERCHANT_OBJECT_FIELDS = [
+  'ok', 'merchant_id', 'email', 'display_name', 'business_name', 'country', 'phone', 'website', 'instagram', 'industry',
+  'account_type', 'onboarding_status', 'wallet_address', 'display_currency', 'home_portal', 'disabled', 'created_at',
+  'test_mode', 'onboarding_url', 'idempotent_replay',
+];
+// Spec §4.3 / §4.7 list envelopes.
+const REQUEST_LIST_FIELDS = ['ok', 'requests', 'has_more', 'limit', 'offset'];
+const MERCHANT_LIST_FIELDS = ['ok', 'merchants', 'has_more', 'limit', 'offset'];
+// Spec §7, then DESIGN §3.
+const SPEC_ERRORS: Array<[string, number]> = [
+  ['currency_mismatch', 400], ['invalid_idempotency_key', 400], ['customer_name_required', 400],
+  ['merchant_onboarding_incomplete', 400], ['merchant_mode_mismatch', 400], ['not_found', 404], ['cannot_cancel', 409],
+  ['wallet_address_conflict', 409], ['rate_limited', 429],
+  ['unauthorized', 401], ['insufficient_scope', 403], ['invalid_request', 400], ['invalid_json', 400],
+  ['payload_too_large', 413], ['internal_error', 500], ['invalid_expiry_minutes', 400], ['merchant_disabled', 400],
+];
+const ERROR_EXTRA_FIELDS = ['errors', 'expected_fiat_code', 'required_scope', 'allowed_expiry_minutes', 'request_id'];
+// Spec §6.3 (+ test_mode, DESIGN §3).
+const WEBHOOK_FIELDS = [
+  'event', 'delivery_id', 'partner_id', 'request_id', 'account_id', 'proof_status', 'proof_source', 'tx_hash',
+  'payer_address', 'metadata', 'timestamp', 'test_mode',
+];
+
+let svc: TestService;
+let doc: any;
+
+beforeAll(async () => {
+  svc = await startService();
+  const r = await call(svc.publicUrl, 'GET', '/api/v1/openapi.json');
+  expect(r.status).toBe(200);
+  doc = r.body;
+});
+
+afterAll(async () => {
+  await svc?.close();
+});
+
+/** Follows $ref and merges allOf, down to one object schema with its properties and required list. */
+function resolve(schema: any): { properties: Record<string, any>; required: string[]; raw: any } {
+  if (!schema) return { properties: {}, required: [], raw: schema };
+  if (schema.$ref) return resolve(doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]);
+  if (schema.allOf) {
+    const parts = schema.allOf.map(resolve);
+    return {
+      properties: Object.assign({}, ...parts.map((p: any) => p.properties)),
+      required: parts.flatMap((p: any) => p.required),
+      raw: schema,
+    };
+  }
+  return { properties: schema.properties ?? {}, required: schema.required ?? [], raw: schema };
+}
+
+const operation = (method: string, path: string) => doc.paths[path]?.[method];
+const responseSchema = (method: string, path: string, status: string) =>
+  resolve(operation(method, path).responses[status].content['application/json'].schema);
+const bodySchema = (method: string, path: string) => resolve(operation(method, path).requestBody.content['application/json'].schema);
+const paramsOf = (method: string, path: string) => (operation(method, path).parameters ?? []).map((p: any) => p.name);
+
+describe('the document', () => {
+  it('is OpenAPI 3 JSON, the same on both listeners', async () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    expect(doc.info.version).toBe('1.0.0');
+    const admin = await call(svc.adminUrl, 'GET', '/api/v1/openapi.json');
+    expect(admin.status).toBe(200);
+    expect(admin.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(admin.body).toEqual(doc);
+    expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('has every route of spec §4, and nothing else', () => {
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]: [string, any]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    expect(documented.sort()).toEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  it('has every request field and query parameter', () => {
+    const create = bodySchema('post', '/api/v1/requests/create');
+    expect(Object.keys(create.properties).sort()).toEqual([...CREATE_REQUEST_FIELDS].sort());
+    expect(create.required.sort()).toEqual(['account_id', 'fiat_amount_int']);
+    expect(create.raw.additionalProperties).toBe(false);
+    expect(create.properties.fiat_amount_int).toMatchObject({ type: 'integer', minimum: 1, maximum: 2147483647 });
+    expect(create.properties.idempotency_key).toMatchObject({ minLength: 32, maxLength: 64 });
+    expect(create.properties.memo.maxLength).toBe(500);
+    expect(create.properties.metadata).toMatchObject({ maxProperties: 20, propertyNames: { maxLength: 40 }, additionalProperties: { maxLength: 500 } });
+    expect(create.properties.payment_mode.enum).toEqual(['pos', 'service']);
+    expect([create.properties.customer_name.maxLength, create.properties.customer_email.maxLength, create.properties.customer_phone.maxLength]).toEqual([200, 254, 50]);
+
+    for (const path of ['/api/v1/merchants', '/api/v1/accounts']) {
+      const m = bodySchema('post', path);
+      expect(Object.keys(m.properties).sort()).toEqual([...CREATE_MERCHANT_FIELDS].sort());
+      expect(m.required).toEqual([]);
+      expect(paramsOf('get', path).sort()).toEqual([...LIST_MERCHANTS_PARAMS].sort());
+      expect(paramsOf('get', `${path}/{id}`)).toEqual(['id']);
+    }
+    expect(paramsOf('get', '/api/v1/requests').sort()).toEqual([...LIST_REQUESTS_PARAMS].sort());
+    const limit = operation('get', '/api/v1/requests').parameters.find((p: any) => p.name === 'limit');
+    expect(limit.schema).toMatchObject({ maximum: 100, default: 50 });
+    expect(paramsOf('get', '/api/v1/requests/{id}')).toEqual(['id']);
+    expect(paramsOf('post', '/api/v1/requests/{id}/cancel')).toEqual(['id']);
+  });
+
+  it('has every response field of §2.1 and §2.2, and the list envelopes', () => {
+    for (const [m, p, status] of [
+      ['post', '/api/v1/requests/create', '201'], ['post', '/api/v1/requests/create', '200'], ['get', '/api/v1/requests/{id}', '200'],
+      ['post', '/api/v1/requests/{id}/cancel', '200'],
+    ]) {
+      const s = responseSchema(m, p, status);
+      expect(Object.keys(s.properties).sort()).toEqual([...REQUEST_OBJECT_FIELDS].sort());
+      expect(s.required.sort()).toEqual(REQUEST_OBJECT_FIELDS.filter((f) => f !== 'idempotent_replay').sort());
+    }
+    for (const base of ['/api/v1/merchants', '/api/v1/accounts']) {
+      for (const [m, p, status] of [['post', base, '201'], ['post', base, '200'], ['get', `${base}/{id}`, '200']]) {
+        expect(Object.keys(responseSchema(m, p, status).properties).sort()).toEqual([...MERCHANT_OBJECT_FIELDS].sort());
+      }
+      const list = responseSchema('get', base, '200');
+      expect(Object.keys(list.properties).sort()).toEqual([...MERCHANT_LIST_FIELDS].sort());
+      expect(Object.keys(resolve(list.properties.merchants.items).properties).sort()).toEqual([...MERCHANT_OBJECT_FIELDS].sort());
+    }
+    const list = responseSchema('get', '/api/v1/requests', '200');
+    expect(Object.keys(list.properties).sort()).toEqual([...REQUEST_LIST_FIELDS].sort());
+    expect(list.required.sort()).toEqual([...REQUEST_LIST_FIELDS].sort());
+    expect(Object.keys(resolve(list.properties.requests.items).properties).sort()).toEqual([...REQUEST_OBJECT_FIELDS].sort());
+  });
+
+  it('has every error code of spec §7, DESIGN §3 and the service, each under its HTTP status', () => {
+    const codes: string[] = doc.components.schemas.ErrorCode.enum;
+    expect(codes.sort()).toEqual(Object.keys(ERROR_STATUS).sort());
+    for (const [code, status] of SPEC_ERRORS) {
+      expect(codes).toContain(code);
+      expect(ERROR_STATUS[code as keyof typeof ERROR_STATUS]).toBe(status);
+    }
+    const errorProps = Object.keys(resolve({ $ref: '#/components/schemas/Error' }).properties);
+    for (const f of ['ok', 'error', ...ERROR_EXTRA_FIELDS]) expect(errorProps).toContain(f);
+
+    // Each operation lists its codes under the right status; all together they cover the spec's codes.
+    const listed = new Set<string>();
+    for (const [m, p] of ROUTES) {
+      const responses = operation(m, p).responses;
+      for (const [status, r] of Object.entries(responses) as Array<[string, any]>) {
+        if (Number(status) < 400) continue;
+        const enumOf = r.content['application/json'].schema.allOf[1].properties.error.enum as string[];
+        for (const code of enumOf) {
+          expect([code, ERROR_STATUS[code as keyof typeof ERROR_STATUS]]).toEqual([code, Number(status)]);
+          listed.add(code);
+        }
+      }
+      for (const status of ['401', '403', '429', '500']) expect(responses[status]).toBeDefined();
+    }
+    for (const [code] of SPEC_ERRORS) expect(listed).toContain(code);
+    expect(operation('post', '/api/v1/requests/{id}/cancel').responses['409'].description).toContain('cannot_cancel');
+    const cannotCancel = resolve(operation('post', '/api/v1/requests/{id}/cancel').responses['409'].content['application/json'].schema);
+    for (const f of REQUEST_OBJECT_FIELDS.filter((x) => x !== 'idempotent_replay')) expect(Object.keys(cannotCancel.properties)).toContain(f);
+    expect(Object.keys(operation('post', '/api/v1/requests/create').responses)).toEqual(expect.arrayContaining(['200', '201', '400', '404', '413']));
+    expect(Object.keys(operation('post', '/api/v1/merchants').responses)).toEqual(expect.arrayContaining(['200', '201', '400', '409']));
+  });
+
+  it('describes the webhooks of spec §6', () => {
+    for (const event of ['payment.proof_attached', 'payment.proof_verified']) {
+      const hook = doc.webhooks[event].post;
+      expect(hook.parameters.map((p: any) => p.name).sort()).toEqual(['user-agent', 'x-service-delivery', 'x-service-event', 'x-service-signature']);
+      expect(Object.keys(resolve(hook.requestBody.content['application/json'].schema).properties).sort()).toEqual([...WEBHOOK_FIELDS].sort());
+    }
+  });
+});
+
+describe('the document against the running service', () => {
+  let partner: TestPartner;
+  beforeAll(async () => {
+    partner = await createPartner(svc);
+  });
+
+  it('documents exactly the /api/v1 routes the service has', () => {
+    const express = (svc.app as INestApplication).getHttpAdapter().getInstance() as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } };
+    const routed = express.router.stack
+      .filter((l) => l.route && l.route.path.startsWith('/api/v1/') && l.route.path !== '/api/v1/openapi.json')
+      .flatMap((l) => Object.keys(l.route!.methods).filter((m) => m !== '_all').map((m) => `${m} ${l.route!.path.replace(/:(\w+)/g, '{$1}')}`));
+    expect([...new Set(routed)].sort()).toEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  it.each(ROUTES)('%s %s exists on both listeners and wants a key', async (method, path) => {
+    const concrete = path.replace('{id}', '00000000-0000-4000-8000-000000000000');
+    for (const base of [svc.publicUrl, svc.adminUrl]) {
+      const r = await call(base, method.toUpperCase(), concrete, method === 'post' ? { body: {} } : {});
+      expect([r.status, r.body]).toEqual([401, { ok: false, error: 'unauthorized' }]);
+    }
+  });
+
+  it('documents exactly the fields the DTOs validate', () => {
+    const fieldsOf = (target: Function) =>
+      [...new Set(getMetadataStorage().getTargetValidationMetadatas(target, '', true, false).map((m) => m.propertyName))].sort();
+    expect(fieldsOf(CreateRequestDto)).toEqual(Object.keys(bodySchema('post', '/api/v1/requests/create').properties).sort());
+    expect(fieldsOf(CreateMerchantDto)).toEqual(Object.keys(bodySchema('post', '/api/v1/merchants').properties).sort());
+    expect(fieldsOf(ListRequestsQuery)).toEqual(paramsOf('get', '/api/v1/requests').sort());
+    expect(fieldsOf(ListMerchantsQuery)).toEqual(paramsOf('get', '/api/v1/merchants').sort());
+  });
+
+  it('matches real responses field for field', async () => {
+    const check = (body: Record<string, unknown>, schema: { properties: Record<string, any>; required: string[] }) => {
+      for (const k of Object.keys(body)) expect([k, k in schema.properties]).toEqual([k, true]);
+      for (const k of schema.required) expect([k, k in body]).toEqual([k, true]);
+    };
+    const m = await createOnboardedMerchant(svc, partner.testKey);
+    const shell = await call(svc.publicUrl, 'POST', '/api/v1/accounts', { key: partner.testKey, body: { display_name: 'Shell' } });
+    check(shell.body, responseSchema('post', '/api/v1/accounts', '201'));
+    check((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${m.id}`, { key: partner.testKey })).body, responseSchema('get', '/api/v1/merchants/{id}', '200'));
+    const merchants = await call(svc.publicUrl, 'GET', '/api/v1/merchants?limit=2', { key: partner.testKey });
+    check(merchants.body, responseSchema('get', '/api/v1/merchants', '200'));
+
+    const body = { account_id: m.id, fiat_amount_int: 4321, idempotency_key: idemKey(), metadata: { a: 'b' } };
+    const created = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+    expect(created.status).toBe(201);
+    check(created.body, responseSchema('post', '/api/v1/requests/create', '201'));
+    const replay = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+    expect(replay.body.idempotent_replay).toBe(true);
+    check(replay.body, responseSchema('post', '/api/v1/requests/create', '200'));
+    const list = await call(svc.publicUrl, 'GET', '/api/v1/requests?limit=1', { key: partner.testKey });
+    check(list.body, responseSchema('get', '/api/v1/requests', '200'));
+    check(list.body.requests[0], resolve({ $ref: '#/components/schemas/PaymentRequest' }));
+
+    // Error bodies: a field error, a scope error, and a 409 carrying the request.
+    const bad = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { account_id: 'x', fiat_amount_int: 0, extra: 1 } });
+    expect(bad.status).toBe(400);
+    check(bad.body, resolve({ $ref: '#/components/schemas/Error' }));
+    await call(svc.publicUrl, 'POST', `/pay/api/${created.body.request_id}/open`);
+    const refused = await call(svc.publicUrl, 'POST', `/api/v1/requests/${created.body.request_id}/cancel`, { key: partner.testKey });
+    expect(refused.status).toBe(409);
+    check(refused.body, resolve(operation('post', '/api/v1/requests/{id}/cancel').responses['409'].content['application/json'].schema));
+  });
+});
+
+describe('/docs', () => {
+  let browser: Browser | null = null;
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('is a page with self-hosted assets, a CSP and no inline script, on both listeners', async () => {
+    for (const base of [svc.publicUrl, svc.adminUrl]) {
+      const page = await call(base, 'GET', '/docs');
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      const csp = page.headers.get('content-security-policy')!;
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toContain('unsafe-inline');
+      const scripts = [...page.text.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+      expect(scripts.length).toBeGreaterThan(0);
+      for (const s of scripts) {
+        expect(s[1]).toMatch(/src="\/docs\/assets\//);
+        expect(s[2].trim()).toBe('');
+      }
+      expect(page.text).not.toMatch(/https?:\/\//);
+      for (const asset of page.text.matchAll(/(?:src|href)="(\/docs\/assets\/[^"]+)"/g)) {
+        const a = await fetch(`${base}${asset[1]}`);
+        expect([asset[1], a.status]).toEqual([asset[1], 200]);
+      }
+    }
+    expect((await call(svc.publicUrl, 'GET', '/docs/assets/package.json')).status).toBe(404);
+    expect((await call(svc.publicUrl, 'GET', '/docs/assets/..%2Fpackage.json')).status).toBe(404);
+  });
+
+  it('renders the operations in Chromium without a CSP violation', async () => {
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`${svc.publicUrl}/docs`);
+    await page.getByText('Payment Request Service — Partner API').first().waitFor({ timeout: 20000 });
+    await page.getByText('/api/v1/requests/create').first().waitFor({ timeout: 20000 });
+    await page.getByText('/api/v1/accounts/{id}').first().waitFor({ timeout: 20000 });
+    expect(problems).toEqual([]);
+  }, 60000);
+});
