@@ -11,7 +11,12 @@ import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { ChainModule } from './modules/chain/chain.module';
+import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
+import { withOverrides } from './modules/ops/module-overrides';
+import { OpsModule } from './modules/ops/ops.module';
+import { PagesModule } from './modules/pages/pages.module';
+import { PortalModule } from './modules/portal/portal.module';
 import { RatesModule } from './modules/rates/rates.module';
 import { RequestsModule } from './modules/requests/requests.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
@@ -43,12 +48,20 @@ export class AppModule {
           AuthModule,
           MerchantsModule,
           RequestsModule,
+          PagesModule,
           AdminModule,
+          DocsModule,
+          PortalModule,
         ]
       : [];
+    // Overrides replace a provider where its module declares it (e.g. CHAIN_READERS in ChainModule).
+    const { imports, rest } = withOverrides(
+      [configModule, OpsModule.forRoot(roles), DbModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
+      overrides,
+    );
     return {
       module: AppModule,
-      imports: [configModule, DbModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
+      imports,
       providers: [
         ...(roles.http
           ? [
@@ -57,7 +70,7 @@ export class AppModule {
               { provide: APP_INTERCEPTOR, useClass: BodyCheckInterceptor },
             ]
           : []),
-        ...overrides,
+        ...rest,
       ],
     };
   }

@@ -5,9 +5,12 @@ import { type INestApplication, type INestApplicationContext, type LoggerService
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
+import { Logger as JsonLogger } from 'nestjs-pino';
 import { AppModule, type Roles } from './app.module';
 import type { AppConfig } from './config/config';
 import { jsonBody } from './common/http/body';
+import { mountQueueBoard } from './modules/ops/queue-board';
+import { portalFormBody } from './modules/portal/portal-http';
 
 export interface Running {
   app: INestApplication | INestApplicationContext;
@@ -26,7 +29,7 @@ interface ListenerTagged extends IncomingMessage {
 function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFunction): void {
   const path = req.path.toLowerCase();
   const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
-  const publicOnly = path.startsWith('/pay') || path.startsWith('/onboarding') || path.startsWith('/portal') || path.startsWith('/assets/');
+  const publicOnly = ['/pay', '/onboarding', '/portal', '/assets/', '/terms'].some((p) => path.startsWith(p));
   if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
     res.status(404).json({ ok: false, error: 'not_found' });
     return;
@@ -54,18 +57,25 @@ export async function start(
   roles: Roles,
   opts: { logger?: LoggerService | false; overrides?: Provider[] } = {},
 ): Promise<Running> {
-  const module = AppModule.forRoot(config, roles, opts.overrides);
+  // Without a logger of the caller's, every line goes out as JSON through pino (src/modules/ops/logging.ts);
+  // `logger: false` (tests) silences pino's request lines too.
+  const json = opts.logger === undefined;
+  const module = AppModule.forRoot(opts.logger === false ? { ...config, logLevel: 'silent' } : config, roles, opts.overrides);
   if (!roles.http) {
-    const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger });
+    const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger, bufferLogs: json });
+    if (json) ctx.useLogger(ctx.get(JsonLogger));
     ctx.enableShutdownHooks();
     return { app: ctx, close: () => ctx.close() };
   }
-  const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger });
+  const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger, bufferLogs: json });
+  if (json) app.useLogger(app.get(JsonLogger));
   const express = app.getHttpAdapter().getInstance();
   express.disable('x-powered-by');
   express.set('etag', false);
   app.use(listenerGate);
+  app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);
+  mountQueueBoard(app, config);
   await app.init();
 
   const handler = app.getHttpAdapter().getInstance() as (req: IncomingMessage, res: ServerResponse) => void;

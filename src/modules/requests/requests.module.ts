@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
-import { RatesModule } from '../rates/rates.module';
 import { AfterCommit } from './application/after-commit';
 import { ChainScanService } from './application/chain-scan.service';
 import { PayService } from './application/pay.service';
@@ -16,7 +15,7 @@ const core = [RequestsRepository, AfterCommit, VerificationService];
 
 /** The partner API and pay API on payment requests (HTTP role). */
 @Module({
-  imports: [AuthModule, RatesModule],
+  imports: [AuthModule],
   controllers: [RequestsController, PayController],
   providers: [...core, RequestsService, PayService],
   exports: [RequestsService, PayService],

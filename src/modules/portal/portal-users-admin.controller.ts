@@ -1,0 +1,17 @@
+import { Body, Controller, Param, Post, UseGuards } from '@nestjs/common';
+import { AdminTokenGuard } from '../admin/admin-token.guard';
+import { CreatePortalUserDto } from './portal-users.dto';
+import { PortalUsersService } from './portal-users.service';
+
+/** Operators create the partner's portal users (DESIGN §4 style: admin listener, bearer ADMIN_TOKEN). */
+@Controller('admin/api')
+@UseGuards(AdminTokenGuard)
+export class PortalUsersAdminController {
+  constructor(private readonly users: PortalUsersService) {}
+
+  /** → 201 {ok, user_id, partner_id, email, created_at}; the password is never echoed. 409 when the email is taken. */
+  @Post('partners/:id/users')
+  create(@Param('id') partnerId: string, @Body() dto: CreatePortalUserDto) {
+    return this.users.create(partnerId, dto);
+  }
+}

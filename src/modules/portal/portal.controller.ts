@@ -1,0 +1,231 @@
+import {
+  All,
+  Controller,
+  createParamDecorator,
+  type ExecutionContext,
+  Get,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+  UseFilters,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import type { Response } from 'express';
+import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
+import { AppError } from '../../common/errors';
+import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { PageHeaders } from '../pages/page-security';
+import { PortalAuthService } from './portal-auth.service';
+import { PortalErrorFilter } from './portal-error.filter';
+import { clearCookie, cookie, field, fieldValues, seeOther, sendPage, SESSION_COOKIE, type PortalRequest } from './portal-http';
+import type { NavKey, Notice } from './portal-layout.view';
+import {
+  dashboardBody,
+  deliveriesBody,
+  deliveryBody,
+  keyCreatedBody,
+  keysBody,
+  merchantsBody,
+  ratesBody,
+  secretBody,
+  webhookBody,
+  type KeyForm,
+} from './portal-pages.view';
+import { PortalRenderer } from './portal-renderer';
+import { PortalSessionGuard } from './portal-session.guard';
+import type { PortalSession } from './portal-sessions.service';
+import { PAGE_SIZE, PortalService, type PingResult } from './portal.service';
+import { doneNotice, refusalNotice } from './portal-words';
+import type { SafeHtml } from '../pages/html';
+
+/** The signed-in user's session, attached by PortalSessionGuard. */
+const Session = createParamDecorator((_: unknown, ctx: ExecutionContext): PortalSession => ctx.switchToHttp().getRequest<PortalRequest>().portal!);
+
+function offsetOf(raw: unknown): number {
+  return typeof raw === 'string' && /^\d{1,9}$/.test(raw) ? Number(raw) : 0;
+}
+
+/**
+ * The signed-in portal: server-rendered pages, forms that POST and redirect (303) to a GET, and result
+ * pages for the one-time secrets (a new API key, a webhook secret), which are never stored to be shown
+ * again. Every POST passed the session's CSRF check in the guard before it gets here.
+ */
+@Controller('portal')
+@UseGuards(RateLimitGuard, PortalSessionGuard)
+@PublicRateLimit()
+@UseInterceptors(PageHeaders)
+@UseFilters(PortalErrorFilter)
+export class PortalController {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly portal: PortalService,
+    private readonly auth: PortalAuthService,
+    private readonly renderer: PortalRenderer,
+  ) {}
+
+  private page(res: Response, status: number, s: PortalSession, current: NavKey | undefined, title: string, body: SafeHtml): void {
+    sendPage(res, status, this.renderer.page({ title, pageId: `portal-${current ?? 'result'}`, session: s, current, body }));
+  }
+
+  // ---- overview and sign-out
+
+  @Get()
+  async dashboard(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
+    const [keys, webhook, deliveries, test, live] = await Promise.all([
+      this.portal.keys(s.partnerId),
+      this.portal.webhookStatus(s.partnerId),
+      this.portal.deliveriesPage(s.partnerId, 0),
+      this.portal.merchantsPage(s.partnerId, 'test', 0),
+      this.portal.merchantsPage(s.partnerId, 'live', 0),
+    ]);
+    this.page(res, 200, s, 'dashboard', 'Overview', dashboardBody(s, {
+      keys,
+      webhook,
+      deliveries: deliveries.deliveries.slice(0, 5),
+      merchants: { test: test.merchants.length, live: live.merchants.length, testMore: test.hasMore, liveMore: live.hasMore },
+      rates: this.portal.currentRates(),
+    }));
+  }
+
+  @Post('logout')
+  async logout(@Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    await this.auth.signOut(cookie(req, SESSION_COOKIE));
+    clearCookie(res, SESSION_COOKIE, { secure: this.config.publicUrl.startsWith('https:'), path: '/portal' });
+    seeOther(res, '/portal/login?done=signed-out');
+  }
+
+  // ---- API keys
+
+  @Get('keys')
+  async keys(@Session() s: PortalSession, @Res() res: Response, @Query('done') done?: string): Promise<void> {
+    await this.keysPage(res, 200, s, { notice: doneNotice(done) });
+  }
+
+  @Post('keys')
+  async createKey(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    const form: KeyForm = { mode: field(req.body, 'mode'), scopes: fieldValues(req.body, 'scopes'), label: field(req.body, 'label') };
+    const r = await this.portal.createKey(s.partnerId, { mode: form.mode, scopes: form.scopes ?? [], label: form.label });
+    if (!r.ok) return this.keysPage(res, r.refusal.status, s, { notice: refusalNotice('keys', r.refusal), form });
+    this.page(res, 201, s, 'keys', 'New API key', keyCreatedBody(r.value));
+  }
+
+  @Post('keys/:keyId/revoke')
+  async revokeKey(@Session() s: PortalSession, @Param('keyId') keyId: string, @Res() res: Response): Promise<void> {
+    await this.portal.revokeKey(s.partnerId, keyId);
+    seeOther(res, '/portal/keys?done=key-revoked');
+  }
+
+  private async keysPage(res: Response, status: number, s: PortalSession, o: { notice?: Notice; form?: KeyForm }): Promise<void> {
+    this.page(res, status, s, 'keys', 'API keys', keysBody(s, await this.portal.keys(s.partnerId), o));
+  }
+
+  // ---- webhooks
+
+  @Get('webhook')
+  async webhook(@Session() s: PortalSession, @Res() res: Response, @Query('done') done?: string): Promise<void> {
+    await this.webhookPage(res, 200, s, { notice: doneNotice(done) });
+  }
+
+  @Post('webhook')
+  async saveWebhook(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    const url = field(req.body, 'url') ?? '';
+    const enabled = field(req.body, 'enabled') === 'on';
+    const r = await this.portal.configureWebhook(s.partnerId, { url, enabled });
+    if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('webhook', r.refusal), urlInput: url, enabledInput: enabled });
+    if (r.value.secret) return this.page(res, 200, s, 'webhook', 'Webhook secret', secretBody(s, r.value.secret, 'generated'));
+    seeOther(res, '/portal/webhook?done=webhook-saved');
+  }
+
+  @Post('webhook/rotate')
+  async rotate(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
+    const r = await this.portal.rotateSecret(s.partnerId);
+    if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('rotate', r.refusal) });
+    this.page(res, 200, s, 'webhook', 'New webhook secret', secretBody(s, r.value, 'rotated'));
+  }
+
+  @Post('webhook/confirm-rotation')
+  async confirmRotation(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
+    const r = await this.portal.confirmRotation(s.partnerId);
+    if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('confirm', r.refusal) });
+    seeOther(res, '/portal/webhook?done=rotation-confirmed');
+  }
+
+  /** The ping's answer is shown on the page this POST returns; nothing is stored, so there is nothing to redirect to. */
+  @Post('webhook/test')
+  async sendTest(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
+    const r = await this.portal.ping(s.partnerId);
+    if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('ping', r.refusal) });
+    await this.webhookPage(res, 200, s, { ping: r.value });
+  }
+
+  private async webhookPage(
+    res: Response,
+    status: number,
+    s: PortalSession,
+    o: { notice?: Notice; urlInput?: string; enabledInput?: boolean; ping?: PingResult },
+  ): Promise<void> {
+    const [w, recent] = await Promise.all([this.portal.webhookStatus(s.partnerId), this.portal.deliveriesPage(s.partnerId, 0)]);
+    this.page(res, status, s, 'webhook', 'Webhooks', webhookBody(s, w, recent.deliveries.slice(0, 10), o));
+  }
+
+  // ---- deliveries
+
+  @Get('deliveries')
+  async deliveries(@Session() s: PortalSession, @Res() res: Response, @Query('offset') offset?: string, @Query('done') done?: string): Promise<void> {
+    const at = offsetOf(offset);
+    const p = await this.portal.deliveriesPage(s.partnerId, at);
+    this.page(res, 200, s, 'deliveries', 'Deliveries', deliveriesBody(s, p.deliveries, { offset: at, hasMore: p.hasMore, pageSize: PAGE_SIZE, notice: doneNotice(done) }));
+  }
+
+  @Get('deliveries/:deliveryId')
+  async delivery(@Session() s: PortalSession, @Param('deliveryId') id: string, @Res() res: Response, @Query('done') done?: string): Promise<void> {
+    await this.deliveryPage(res, 200, s, id, doneNotice(done));
+  }
+
+  @Post('deliveries/:deliveryId/redeliver')
+  async redeliver(@Session() s: PortalSession, @Param('deliveryId') id: string, @Res() res: Response): Promise<void> {
+    const r = await this.portal.redeliver(s.partnerId, id);
+    if (!r.ok) return this.deliveryPage(res, r.refusal.status, s, id, refusalNotice('redeliver', r.refusal));
+    seeOther(res, `/portal/deliveries/${encodeURIComponent(id)}?done=redelivery-queued`);
+  }
+
+  private async deliveryPage(res: Response, status: number, s: PortalSession, id: string, notice?: Notice): Promise<void> {
+    const d = await this.portal.delivery(s.partnerId, id);
+    this.page(res, status, s, 'deliveries', 'Delivery', deliveryBody(s, d.delivery, d.attempts, notice));
+  }
+
+  // ---- rates
+
+  @Get('rates')
+  rates(@Session() s: PortalSession, @Res() res: Response, @Query('done') done?: string): void {
+    this.page(res, 200, s, 'rates', 'Rates', ratesBody(s, this.portal.currentRates(), doneNotice(done)));
+  }
+
+  @Post('rates/refresh')
+  async refreshRates(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
+    const r = await this.portal.refreshRates(s.partnerId);
+    if (!r.ok) return this.page(res, r.refusal.status, s, 'rates', 'Rates', ratesBody(s, this.portal.currentRates(), refusalNotice('rates', r.refusal)));
+    seeOther(res, '/portal/rates?done=rates-refreshed');
+  }
+
+  // ---- merchants
+
+  @Get('merchants')
+  async merchants(@Session() s: PortalSession, @Res() res: Response, @Query('mode') modeParam?: string, @Query('offset') offset?: string): Promise<void> {
+    const mode: Mode = modeParam === 'live' ? 'live' : 'test';
+    const at = offsetOf(offset);
+    const p = await this.portal.merchantsPage(s.partnerId, mode, at);
+    this.page(res, 200, s, 'merchants', 'Merchants', merchantsBody(mode, p.merchants, { offset: at, hasMore: p.hasMore, pageSize: PAGE_SIZE }));
+  }
+
+  /** Anything else under /portal: the portal's own 404 page (after the session check, like every page). */
+  @All('*rest')
+  notFound(): never {
+    throw AppError.notFound();
+  }
+}

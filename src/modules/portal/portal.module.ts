@@ -1,0 +1,43 @@
+import { Module } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AdminModule } from '../admin/admin.module';
+import { MerchantsModule } from '../merchants/merchants.module';
+import { PagesModule } from '../pages/pages.module';
+import { WebhookPoster } from '../webhooks/webhook-poster';
+import { PortalAuthController } from './portal-auth.controller';
+import { PortalAuthService } from './portal-auth.service';
+import { PortalErrorFilter } from './portal-error.filter';
+import { PortalRenderer } from './portal-renderer';
+import { PortalSessionGuard } from './portal-session.guard';
+import { PortalSessionsService } from './portal-sessions.service';
+import { PortalUsersAdminController } from './portal-users-admin.controller';
+import { PortalUsersService } from './portal-users.service';
+import { PortalController } from './portal.controller';
+import { PortalService } from './portal.service';
+
+/**
+ * The partner portal (HTTP role, public port; the admin listener 404s /portal): partner users and their
+ * sessions, and server-rendered pages over the services operators use. Its users are created through the
+ * admin API, which this module also serves.
+ */
+@Module({
+  imports: [AdminModule, MerchantsModule, PagesModule],
+  // PortalAuthController first: PortalController ends with a catch-all under /portal.
+  controllers: [PortalAuthController, PortalController, PortalUsersAdminController],
+  providers: [
+    PortalUsersService,
+    PortalSessionsService,
+    PortalAuthService,
+    PortalService,
+    PortalRenderer,
+    PortalSessionGuard,
+    PortalErrorFilter,
+    {
+      // The test ping's own poster (the worker's is not in the HTTP role): same SSRF guard and time-out.
+      provide: WebhookPoster,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new WebhookPoster({ allowPrivate: config.webhookAllowPrivateUrls, timeoutMs: config.webhookTimeoutMs }),
+    },
+  ],
+})
+export class PortalModule {}

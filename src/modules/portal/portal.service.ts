@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { signWebhook } from '../../../sdk/webhook-verify/src/index';
+import type { Mode } from '../../config/config';
+import { AppError, type ErrorCode, type FieldError } from '../../common/errors';
+import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
+import { PartnersService } from '../admin/partners.service';
+import { SCOPES, type Scope } from '../auth/scopes';
+import { MerchantsService } from '../merchants/merchants.service';
+import { RatesService, type RateRow } from '../rates/rates.service';
+import { DeliveriesService } from '../webhooks/deliveries.service';
+import { WEBHOOK_USER_AGENT } from '../webhooks/payload';
+import { WebhookPoster, type PostOutcome } from '../webhooks/webhook-poster';
+import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
+
+/** A refusal the portal shows in words on the page the form came from (the rest goes to the error page). */
+export interface Refusal {
+  status: number;
+  code: ErrorCode;
+  errors: FieldError[];
+}
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; refusal: Refusal };
+
+/** Runs fn; the listed error codes come back as a refusal instead of an exception. */
+async function refusable<T>(codes: ErrorCode[], fn: () => Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await fn() };
+  } catch (e) {
+    if (e instanceof AppError && codes.includes(e.code)) {
+      const errors = Array.isArray(e.extra.errors) ? (e.extra.errors as FieldError[]) : [];
+      return { ok: false, refusal: { status: e.status, code: e.code, errors } };
+    }
+    throw e;
+  }
+}
+
+function refused(code: ErrorCode, errors: FieldError[] = []): { ok: false; refusal: Refusal } {
+  return { ok: false, refusal: { status: new AppError(code).status, code, errors } };
+}
+
+export interface KeyView {
+  key_id: string;
+  mode: Mode;
+  scopes: Scope[];
+  display_prefix: string;
+  label: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface CreatedKey {
+  key_id: string;
+  api_key: string;
+  mode: Mode;
+  scopes: Scope[];
+  label: string | null;
+  display_prefix: string;
+}
+
+export interface DeliveryView {
+  delivery_id: string;
+  request_id: string;
+  event: string;
+  test_mode: boolean;
+  state: string;
+  attempts: number;
+  next_attempt_at: string | null;
+  last_attempt_at: string | null;
+  delivered_at: string | null;
+  recorded_at: string;
+}
+
+export interface AttemptView {
+  attempt: number;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  error_class: string | null;
+  error_message: string | null;
+  outcome: string;
+}
+
+export interface PingResult {
+  url: string;
+  deliveryId: string;
+  outcome: PostOutcome;
+}
+
+export const PAGE_SIZE = 25;
+/** Test pings per partner and minute: enough to debug a receiver, too few to use the portal as a load generator. */
+export const PINGS_PER_MINUTE = 10;
+const LABEL_MAX = 100;
+
+/**
+ * What a signed-in partner user can see and do. Every call is scoped to the session's partner, and every
+ * change goes through the service operators use (keys, webhook settings, deliveries, rates), so the rules
+ * and the shared limits of spec §8 are the same whichever surface makes the change.
+ */
+@Injectable()
+export class PortalService implements OnApplicationShutdown {
+  constructor(
+    private readonly partners: PartnersService,
+    private readonly merchants: MerchantsService,
+    private readonly rates: RatesService,
+    private readonly webhooks: WebhookSettingsService,
+    private readonly deliveries: DeliveriesService,
+    private readonly limiter: PartnerLimiter,
+    private readonly poster: WebhookPoster,
+  ) {}
+
+  onApplicationShutdown(): void {
+    this.poster.close();
+  }
+
+  // ---- API keys
+
+  async keys(partnerId: string): Promise<KeyView[]> {
+    return (await this.partners.listKeys(partnerId)).keys as KeyView[];
+  }
+
+  async createKey(partnerId: string, input: { mode?: string; scopes: string[]; label?: string }): Promise<Outcome<CreatedKey>> {
+    const errors: FieldError[] = [];
+    if (input.mode !== 'test' && input.mode !== 'live') errors.push({ field: 'mode', message: 'Choose test or live.' });
+    const scopes = SCOPES.filter((s) => input.scopes.includes(s));
+    if (scopes.length === 0 || scopes.length !== new Set(input.scopes).size) {
+      errors.push({ field: 'scopes', message: 'Choose at least one of the listed scopes.' });
+    }
+    const label = input.label?.trim() || undefined;
+    if (label && [...label].length > LABEL_MAX) errors.push({ field: 'label', message: `At most ${LABEL_MAX} characters.` });
+    if (errors.length) return refused('invalid_request', errors);
+    const key = await this.partners.createKey(partnerId, { mode: input.mode as Mode, scopes, label });
+    return { ok: true, value: key as unknown as CreatedKey };
+  }
+
+  async revokeKey(partnerId: string, keyId: string): Promise<void> {
+    await this.partners.revokeKey(partnerId, keyId);
+  }
+
+  // ---- Webhook settings (the update limit of §8 is WebhookSettingsService's, shared with the admin API)
+
+  webhookStatus(partnerId: string) {
+    return this.webhooks.status(partnerId);
+  }
+
+  /** Saves URL and switch; `secret` is set when this save generated the partner's first secret. */
+  configureWebhook(partnerId: string, input: { url: string; enabled: boolean }): Promise<Outcome<{ secret?: string }>> {
+    if (input.url.trim() === '') return Promise.resolve(refused('invalid_request', [{ field: 'url', message: 'Enter the URL that receives the events.' }]));
+    return refusable(['invalid_request', 'rate_limited'], async () => {
+      const r = await this.webhooks.configure(partnerId, { url: input.url.trim(), enabled: input.enabled });
+      return { secret: typeof r.secret === 'string' ? r.secret : undefined };
+    });
+  }
+
+  rotateSecret(partnerId: string): Promise<Outcome<string>> {
+    return refusable(['conflict', 'rate_limited'], async () => (await this.webhooks.rotate(partnerId)).secret as string);
+  }
+
+  confirmRotation(partnerId: string): Promise<Outcome<void>> {
+    return refusable(['rate_limited'], async () => {
+      await this.webhooks.confirmRotation(partnerId);
+    });
+  }
+
+  /**
+   * "Send a test event": spec §6.1 says no event kinds exist beyond the two payment events, so the test is
+   * not an event. It is a `ping` POSTed now, signed like a delivery with the current secret(s), and nothing
+   * is recorded in the outbox or the delivery log; the receiver's answer is shown at once.
+   */
+  async ping(partnerId: string): Promise<Outcome<PingResult>> {
+    const limited = await refusable(['rate_limited'], () => this.limiter.consume('webhook-ping', partnerId, PINGS_PER_MINUTE));
+    if (!limited.ok) return limited;
+    const target = await this.webhooks.signingTarget(partnerId);
+    if (!target.url || target.secrets.length === 0) {
+      return refused('conflict', [{ field: 'url', message: 'Save a webhook URL first: the test is signed with its secret.' }]);
+    }
+    const deliveryId = randomUUID();
+    const body = JSON.stringify({ event: 'ping', delivery_id: deliveryId, partner_id: partnerId, timestamp: new Date().toISOString() });
+    const outcome = await this.poster.post(target.url, body, {
+      'content-type': 'application/json',
+      'x-service-signature': signWebhook(body, target.secrets, Math.floor(Date.now() / 1000)),
+      'x-service-event': 'ping',
+      'x-service-delivery': deliveryId,
+      'user-agent': WEBHOOK_USER_AGENT,
+    });
+    return { ok: true, value: { url: target.url, deliveryId, outcome } };
+  }
+
+  // ---- Deliveries
+
+  async deliveriesPage(partnerId: string, offset: number): Promise<{ deliveries: DeliveryView[]; hasMore: boolean }> {
+    const r = await this.deliveries.list({ partner_id: partnerId, limit: PAGE_SIZE, offset });
+    return { deliveries: r.deliveries as DeliveryView[], hasMore: r.has_more as boolean };
+  }
+
+  /** One of this partner's deliveries with its attempts; another partner's is the same 404 as a missing one. */
+  async delivery(partnerId: string, deliveryId: string): Promise<{ delivery: DeliveryView; attempts: AttemptView[] }> {
+    const d = await this.deliveries.get(deliveryId);
+    if (d.partner_id !== partnerId) throw AppError.notFound();
+    return { delivery: d as unknown as DeliveryView, attempts: d.attempt_log as AttemptView[] };
+  }
+
+  async redeliver(partnerId: string, deliveryId: string): Promise<Outcome<void>> {
+    await this.delivery(partnerId, deliveryId);
+    return refusable(['conflict'], async () => {
+      await this.deliveries.redeliver(deliveryId);
+    });
+  }
+
+  // ---- Rates
+
+  currentRates(): RateRow[] {
+    return this.rates.list();
+  }
+
+  /** A manual refresh: the same per-partner counter as the admin endpoint (one per minute, spec §8). */
+  refreshRates(partnerId: string): Promise<Outcome<RateRow[]>> {
+    return refusable(['rate_limited', 'rate_source_unavailable'], async () => {
+      await this.limiter.consume('rates-refresh', partnerId, 1);
+      return this.rates.refresh();
+    });
+  }
+
+  // ---- Merchants
+
+  async merchantsPage(partnerId: string, mode: Mode, offset: number): Promise<{ merchants: Record<string, unknown>[]; hasMore: boolean }> {
+    const r = await this.merchants.list({ partnerId, mode }, { limit: PAGE_SIZE, offset });
+    return { merchants: r.merchants as Record<string, unknown>[], hasMore: r.has_more as boolean };
+  }
+}

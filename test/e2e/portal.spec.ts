@@ -1,0 +1,394 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { PAGE_CSP } from '../../src/modules/pages/page-security';
+import { PortalAuthService } from '../../src/modules/portal/portal-auth.service';
+import { verifyPassword } from '../../src/modules/portal/password';
+import { Db } from '../../src/database/db';
+import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { withinOneMinute } from '../support/clock';
+import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+
+/**
+ * The partner portal over plain HTTP (issue 6 item 2): partner users made by the admin API, sign-in that
+ * does not tell unknown emails from wrong passwords, the session cookie's flags and its hashed row, CSRF
+ * on every POST, sign-out, the sign-in rate limit, and the shared webhook update limit of DESIGN §3.
+ * Browser-level flows are in test/browser/portal.spec.ts.
+ */
+let svc: TestService;
+let partner: TestPartner;
+const PASSWORD = 'correct horse battery staple';
+
+beforeAll(async () => {
+  svc = await startService();
+  partner = await createPartner(svc, { name: 'Acme <b>Payments</b> & "Co"' });
+});
+
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+/** A browser stand-in: a cookie jar, no automatic redirects. */
+class Client {
+  readonly cookies = new Map<string, string>();
+  constructor(private readonly base: string) {}
+
+  async request(method: string, path: string, form?: Record<string, string | string[]>) {
+    const headers: Record<string, string> = {};
+    if (this.cookies.size) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    let body: string | undefined;
+    if (form) {
+      const params = new URLSearchParams();
+      for (const [k, v] of Object.entries(form)) for (const x of Array.isArray(v) ? v : [v]) params.append(k, x);
+      body = params.toString();
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    }
+    const res = await fetch(`${this.base}${path}`, { method, headers, body, redirect: 'manual' });
+    const setCookies = res.headers.getSetCookie();
+    for (const c of setCookies) {
+      const [pair, ...attrs] = c.split(';');
+      const eq = pair.indexOf('=');
+      const name = pair.slice(0, eq).trim();
+      const value = pair.slice(eq + 1).trim();
+      const expired = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=Thu, 01 Jan 1970/i.test(a));
+      if (expired || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+    return { status: res.status, location: res.headers.get('location'), headers: res.headers, setCookies, text: await res.text() };
+  }
+
+  get(path: string) {
+    return this.request('GET', path);
+  }
+
+  post(path: string, form: Record<string, string | string[]> = {}) {
+    return this.request('POST', path, form);
+  }
+
+  /** The CSRF token of the forms on the page at path. */
+  async csrf(path: string): Promise<string> {
+    const page = await this.get(path);
+    const m = /name="_csrf" value="([^"]+)"/.exec(page.text);
+    if (!m) throw new Error(`no CSRF field on ${path} (${page.status})`);
+    return m[1];
+  }
+
+  async signIn(email: string, password: string) {
+    const token = await this.csrf('/portal/login');
+    return this.post('/portal/login', { _csrf: token, email, password });
+  }
+}
+
+const client = (s: TestService = svc) => new Client(s.publicUrl);
+const uniqueEmail = () => `user-${randomBytes(4).toString('hex')}@example.com`;
+
+async function createUser(s: TestService, partnerId: string, email = uniqueEmail(), password = PASSWORD): Promise<string> {
+  const r = await admin(s, 'POST', `/partners/${partnerId}/users`, { email, password });
+  if (r.status !== 201) throw new Error(`user create failed: ${r.status} ${r.text}`);
+  return email;
+}
+
+/** The text of the element with this id (tags stripped), to compare what a person reads. */
+function textOf(page: string, id: string): string | null {
+  const m = new RegExp(`id="${id}"[^>]*>([\\s\\S]*?)</div>`).exec(page);
+  return m ? m[1].replace(/<[^>]+>/g, '').trim() : null;
+}
+
+describe('portal users through the admin API', () => {
+  it('creates a user with a lower-cased email and an scrypt hash, and refuses duplicates and weak input', async () => {
+    const email = `Mixed.${randomBytes(3).toString('hex')}@Example.COM`;
+    const r = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email, password: PASSWORD });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ ok: true, user_id: expect.any(String), partner_id: partner.id, email: email.toLowerCase(), created_at: expect.any(String) });
+    expect(r.text).not.toContain(PASSWORD);
+    const [row] = await sql(`SELECT email, password_hash FROM portal_users WHERE id = $1`, [r.body.user_id]);
+    expect(row.email).toBe(email.toLowerCase());
+    expect(row.password_hash).toMatch(/^\$scrypt\$ln=15,r=8,p=1\$[A-Za-z0-9+/]{43}\$[A-Za-z0-9+/]{43}$/);
+    expect(await verifyPassword(PASSWORD, row.password_hash)).toBe(true);
+    expect(await verifyPassword(`${PASSWORD}!`, row.password_hash)).toBe(false);
+
+    const again = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: email.toUpperCase(), password: PASSWORD });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('conflict');
+
+    const weak = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: 'short' });
+    expect(weak.status).toBe(400);
+    expect(weak.body.errors).toEqual([{ field: 'password', message: 'password must be 12 to 200 characters' }]);
+    const long = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: 'x'.repeat(201) });
+    expect(long.status).toBe(400);
+    const badEmail = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: 'not an email', password: PASSWORD });
+    expect(badEmail.body.errors).toEqual([expect.objectContaining({ field: 'email' })]);
+    const extra = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: PASSWORD, role: 'admin' });
+    expect(extra.status).toBe(400);
+    const nobody = await admin(svc, 'POST', `/partners/00000000-0000-4000-8000-000000000000/users`, { email: uniqueEmail(), password: PASSWORD });
+    expect(nobody.status).toBe(404);
+    // Operator surface only: the public listener does not route /admin, and the token is required.
+    expect((await call(svc.publicUrl, 'POST', `/admin/api/partners/${partner.id}/users`, { body: { email: uniqueEmail(), password: PASSWORD } })).status).toBe(404);
+    expect((await call(svc.adminUrl, 'POST', `/admin/api/partners/${partner.id}/users`, { body: { email: uniqueEmail(), password: PASSWORD } })).status).toBe(401);
+  });
+});
+
+describe('signing in', () => {
+  it('sends anonymous visitors to the sign-in page, which has the pages CSP and no script', async () => {
+    const c = client();
+    const root = await c.get('/portal');
+    expect(root.status).toBe(303);
+    expect(root.location).toBe('/portal/login');
+    expect((await c.get('/portal/keys')).location).toBe('/portal/login');
+    const login = await c.get('/portal/login');
+    expect(login.status).toBe(200);
+    expect(login.headers.get('content-security-policy')).toBe(PAGE_CSP);
+    expect(login.headers.get('cache-control')).toBe('no-store');
+    expect(login.text).not.toMatch(/<script|style=/i);
+    expect(c.cookies.get('prs_portal_login')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(login.setCookies[0]).toMatch(/; Path=\/portal\/login; HttpOnly; SameSite=Lax$/);
+    // The portal is the public listener's: the admin listener 404s it.
+    expect((await fetch(`${svc.adminUrl}/portal/login`)).status).toBe(404);
+  });
+
+  it('says the same thing for a wrong password and an unknown email, and sets no session', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    const wrong = await c.signIn(email, 'not the password at all');
+    const unknown = await c.signIn(`nobody-${email}`, PASSWORD);
+    for (const r of [wrong, unknown]) {
+      expect(r.status).toBe(401);
+      expect(textOf(r.text, 'login-message')).toBe('Email or password is incorrect.');
+      expect(r.setCookies.filter((s) => s.startsWith('prs_portal='))).toEqual([]);
+    }
+    // Apart from the email echoed into the field, the two pages are byte for byte the same.
+    expect(wrong.text.replace(email, 'E')).toBe(unknown.text.replace(`nobody-${email}`, 'E'));
+    expect(c.cookies.has('prs_portal')).toBe(false);
+  });
+
+  it('starts a session on success: a random token in an HttpOnly, SameSite=Lax, /portal cookie, stored only hashed', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    const r = await c.signIn(email.toUpperCase(), PASSWORD);
+    expect(r.status).toBe(303);
+    expect(r.location).toBe('/portal');
+    const cookie = r.setCookies.find((s) => s.startsWith('prs_portal='))!;
+    expect(cookie).toMatch(/^prs_portal=[A-Za-z0-9_-]{43}; Max-Age=43200; Path=\/portal; Expires=[^;]+; HttpOnly; SameSite=Lax$/);
+    expect(cookie).not.toMatch(/Secure/i); // PUBLIC_URL is http here: local use
+    const token = c.cookies.get('prs_portal')!;
+    const rows = await sql(
+      `SELECT s.id, s.csrf_token, s.expires_at - s.created_at AS ttl FROM portal_sessions s JOIN portal_users u ON u.id = s.user_id WHERE u.email = $1`,
+      [email],
+    );
+    expect(rows).toHaveLength(1);
+    expect(Buffer.from(rows[0].id).equals(createHash('sha256').update(token).digest())).toBe(true);
+    expect(rows[0].ttl).toEqual({ hours: 12 });
+    // The pre-session token is spent.
+    expect(c.cookies.has('prs_portal_login')).toBe(false);
+
+    const home = await c.get('/portal');
+    expect(home.status).toBe(200);
+    expect(home.text).toContain(`value="${rows[0].csrf_token}"`);
+    // The partner's name is shown, escaped.
+    expect(home.text).toContain('Acme &lt;b&gt;Payments&lt;/b&gt; &amp; &quot;Co&quot;');
+    expect(home.text).not.toContain('<b>Payments</b>');
+    // Signed in, the sign-in page sends the user home.
+    expect((await c.get('/portal/login')).location).toBe('/portal');
+  });
+
+  it('marks the cookie Secure when PUBLIC_URL is https', async () => {
+    const secure = await startService({ env: { PUBLIC_URL: 'https://portal.example.test' } });
+    try {
+      const p = await createPartner(secure);
+      const email = await createUser(secure, p.id);
+      const c = client(secure);
+      const login = await c.get('/portal/login');
+      expect(login.setCookies[0]).toMatch(/; Secure; SameSite=Lax$/);
+      const r = await c.signIn(email, PASSWORD);
+      expect(r.setCookies.find((s) => s.startsWith('prs_portal='))).toMatch(/; HttpOnly; Secure; SameSite=Lax$/);
+    } finally {
+      await secure.close();
+    }
+  });
+
+  it('refuses a sign-in whose form token does not match the browser’s (login CSRF)', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    await c.get('/portal/login');
+    const forged = await c.post('/portal/login', { _csrf: randomBytes(32).toString('base64url'), email, password: PASSWORD });
+    expect(forged.status).toBe(403);
+    expect(forged.text).toContain('This form has expired');
+    const bare = await client().post('/portal/login', { email, password: PASSWORD });
+    expect(bare.status).toBe(403);
+    expect(c.cookies.has('prs_portal')).toBe(false);
+  });
+
+  it('treats an expired session as none', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    await c.signIn(email, PASSWORD);
+    expect((await c.get('/portal')).status).toBe(200);
+    await sql(`UPDATE portal_sessions SET expires_at = now() - interval '1 second' WHERE user_id = (SELECT id FROM portal_users WHERE email = $1)`, [email]);
+    const r = await c.get('/portal');
+    expect(r.status).toBe(303);
+    expect(r.location).toBe('/portal/login');
+  });
+});
+
+describe('CSRF on every POST', () => {
+  let c: Client;
+  let csrf: string;
+
+  beforeAll(async () => {
+    c = client();
+    await c.signIn(await createUser(svc, partner.id), PASSWORD);
+    csrf = await c.csrf('/portal/keys');
+  });
+
+  const keyCount = async () => Number((await sql(`SELECT count(*) FROM api_keys WHERE partner_id = $1`, [partner.id]))[0].count);
+
+  it.each([
+    ['missing', undefined],
+    ['wrong', randomBytes(32).toString('base64url')],
+    ['empty', ''],
+  ])('refuses a %s token with 403 and changes nothing', async (_, token) => {
+    const before = await keyCount();
+    const form = { mode: 'test', scopes: ['requests:read'], ...(token === undefined ? {} : { _csrf: token }) };
+    const r = await c.post('/portal/keys', form);
+    expect(r.status).toBe(403);
+    expect(r.headers.get('content-security-policy')).toBe(PAGE_CSP);
+    expect(r.text).toContain('This form has expired');
+    expect(r.text).not.toMatch(/prs_(test|live)_/);
+    expect(await keyCount()).toBe(before);
+
+    const hook = await c.post('/portal/webhook', { url: 'http://127.0.0.1:9/hook', enabled: 'on', ...(token === undefined ? {} : { _csrf: token }) });
+    expect(hook.status).toBe(403);
+    const [p] = await sql(`SELECT webhook_url FROM partners WHERE id = $1`, [partner.id]);
+    expect(p.webhook_url).toBeNull();
+    expect((await c.post('/portal/logout', token === undefined ? {} : { _csrf: token })).status).toBe(403);
+    expect((await c.get('/portal')).status).toBe(200); // still signed in
+  });
+
+  it('refuses another session’s token', async () => {
+    const other = client();
+    await other.signIn(await createUser(svc, partner.id), PASSWORD);
+    const otherToken = await other.csrf('/portal/keys');
+    const before = await keyCount();
+    expect((await c.post('/portal/keys', { _csrf: otherToken, mode: 'test', scopes: ['requests:read'] })).status).toBe(403);
+    expect(await keyCount()).toBe(before);
+  });
+
+  it('accepts the session’s own token', async () => {
+    const before = await keyCount();
+    const r = await c.post('/portal/keys', { _csrf: csrf, mode: 'live', scopes: ['requests:read', 'merchants:read'], label: 'backend' });
+    expect(r.status).toBe(201);
+    const key = /id="new-api-key" value="(prs_live_[A-Za-z0-9_-]{43})"/.exec(r.text)![1];
+    expect(await keyCount()).toBe(before + 1);
+    const listed = await call(svc.publicUrl, 'GET', '/api/v1/merchants', { key });
+    expect(listed.status).toBe(200);
+    const denied = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key, body: {} });
+    expect(denied.status).toBe(403);
+    // Shown once: the list shows the prefix only.
+    const list = await c.get('/portal/keys');
+    expect(list.text).not.toContain(key);
+    expect(list.text).toContain(`${key.slice(0, 'prs_live_'.length + 6)}…`);
+  });
+});
+
+describe('signing out', () => {
+  it('deletes the session and clears the cookie; the old cookie no longer works', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    await c.signIn(email, PASSWORD);
+    const token = c.cookies.get('prs_portal')!;
+    const csrf = await c.csrf('/portal');
+    const out = await c.post('/portal/logout', { _csrf: csrf });
+    expect(out.status).toBe(303);
+    expect(out.location).toBe('/portal/login?done=signed-out');
+    expect(out.setCookies.find((s) => s.startsWith('prs_portal='))).toMatch(/^prs_portal=; Path=\/portal; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax$/);
+    expect(await sql(`SELECT 1 FROM portal_sessions WHERE id = $1`, [createHash('sha256').update(token).digest()])).toEqual([]);
+    const replay = new Client(svc.publicUrl);
+    replay.cookies.set('prs_portal', token);
+    expect((await replay.get('/portal')).location).toBe('/portal/login');
+    expect((await c.get('/portal/login?done=signed-out')).text).toContain('You are signed out.');
+  });
+});
+
+describe('sign-in rate limit', () => {
+  it('allows 10 attempts a minute from one address, then answers 429 even to the right password', async () => {
+    // A service of its own: its Redis prefix keeps these counters away from the other tests' sign-ins.
+    const limited = await startService();
+    try {
+      const p = await createPartner(limited);
+      const email = await createUser(limited, p.id);
+      await withinOneMinute(20000);
+      const c = client(limited);
+      for (let i = 0; i < 10; i++) expect((await c.signIn(email, `wrong password ${i}`)).status).toBe(401);
+      const eleventh = await c.signIn(email, PASSWORD);
+      expect(eleventh.status).toBe(429);
+      expect(eleventh.text).toContain('Too many sign-in attempts');
+      expect(eleventh.headers.get('content-security-policy')).toBe(PAGE_CSP);
+      expect(c.cookies.has('prs_portal')).toBe(false);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('limits attempts per email across client addresses too', async () => {
+    const auth = svc.app.get(PortalAuthService);
+    const email = await createUser(svc, partner.id);
+    await withinOneMinute(20000);
+    for (let i = 0; i < 10; i++) expect(await auth.signIn(`198.51.100.${i}`, email, `wrong password ${i}`)).toBeNull();
+    await expect(auth.signIn('198.51.100.200', email, PASSWORD)).rejects.toMatchObject({ code: 'rate_limited' });
+    // Another account from a fresh address is unaffected.
+    const other = await createUser(svc, partner.id);
+    expect(await auth.signIn('198.51.100.201', other.toUpperCase(), PASSWORD)).toEqual({ token: expect.any(String) });
+  });
+});
+
+describe('the webhook update limit counts portal and admin changes together (DESIGN §3)', () => {
+  it('refuses the 11th change of a minute whichever surface makes it', async () => {
+    const p = await createPartner(svc);
+    const c = client();
+    await c.signIn(await createUser(svc, p.id), PASSWORD);
+    const csrf = await c.csrf('/portal/webhook');
+    await withinOneMinute(10000);
+    for (let i = 0; i < 5; i++) {
+      const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: `http://127.0.0.1:9/admin-${i}`, enabled: false });
+      expect(r.status).toBe(200);
+    }
+    for (let i = 0; i < 5; i++) {
+      const r = await c.post('/portal/webhook', { _csrf: csrf, url: `http://127.0.0.1:9/portal-${i}` });
+      expect(r.status).toBe(303);
+    }
+    const eleventh = await c.post('/portal/webhook', { _csrf: csrf, url: 'http://127.0.0.1:9/too-many', enabled: 'on' });
+    expect(eleventh.status).toBe(429);
+    expect(textOf(eleventh.text, 'notice')).toContain('at most 10 webhook URL or secret changes per minute');
+    const rotate = await c.post('/portal/webhook/rotate', { _csrf: csrf });
+    expect(rotate.status).toBe(429);
+    expect((await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/admin-late', enabled: true })).status).toBe(429);
+    const [row] = await sql(`SELECT webhook_url, webhook_enabled, webhook_previous_secret FROM partners WHERE id = $1`, [p.id]);
+    expect(row).toEqual({ webhook_url: 'http://127.0.0.1:9/portal-4', webhook_enabled: false, webhook_previous_secret: null });
+  });
+});
+
+describe('partner isolation', () => {
+  it('shows another partner’s delivery and key as not found', async () => {
+    const other = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, other.testKey);
+    const req = await mustCreateRequest(svc, other.testKey, { account_id: m.id, fiat_amount_int: 1234 });
+    const ev = await svc.app.get(Db).tx((tx) =>
+      svc.app.get(EventOutbox).record(tx, { partnerId: other.id, requestId: req.request_id, event: 'payment.proof_attached', testMode: true }),
+    );
+    const c = client();
+    await c.signIn(await createUser(svc, partner.id), PASSWORD);
+    const csrf = await c.csrf('/portal/keys');
+    const [otherKey] = await sql(`SELECT id FROM api_keys WHERE partner_id = $1 LIMIT 1`, [other.id]);
+    const revoke = await c.post(`/portal/keys/${otherKey.id}/revoke`, { _csrf: csrf });
+    expect(revoke.status).toBe(404);
+    expect(revoke.text).toContain('Not found');
+    expect((await sql(`SELECT revoked_at FROM api_keys WHERE id = $1`, [otherKey.id]))[0].revoked_at).toBeNull();
+    expect((await c.get(`/portal/deliveries/${ev.id}`)).status).toBe(404);
+    expect((await c.post(`/portal/deliveries/${ev.id}/redeliver`, { _csrf: csrf })).status).toBe(404);
+    expect((await c.get('/portal/deliveries/not-a-uuid')).status).toBe(404);
+    expect((await c.get('/portal/no-such-page')).status).toBe(404);
+  });
+});
