@@ -81,7 +81,8 @@ declare module 'autocannon' {
     }
 
     interface Instance extends EventEmitter, PromiseLike<Result> {
-      stop(): void;
+      /** Absent on an instance run with a warm-up (autocannon then returns a bare tracker). */
+      stop?(): void;
     }
   }
 

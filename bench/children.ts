@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -53,29 +54,48 @@ export function cleanup(): Promise<void> {
 export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** Receives every output chunk (e.g. to echo it with BENCH_VERBOSE). */
-  onOutput?: (text: string) => void;
   /** Milliseconds between SIGTERM and SIGKILL on stop. */
   killAfterMs?: number;
 }
 
-/** Starts `node <nodeArgs>` as a tracked child with the watchdog preload. */
+export const LOG_DIR = path.join(__dirname, '..', '.tmp', 'bench-logs');
+
+/**
+ * Starts `node <nodeArgs>` as a tracked child with the watchdog preload. Its stdout and stderr go to a file
+ * (LOG_DIR/<name>.log), not to a pipe: a child logging synchronously into a pipe that this busy load
+ * generator drains late would be throttled by the bench itself.
+ */
 export function startNode(name: string, nodeArgs: string[], opts: StartOptions = {}): Child {
-  const proc = spawn(process.execPath, [...WATCHDOG, ...nodeArgs], {
-    cwd: opts.cwd,
-    env: opts.env ?? process.env,
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
+  mkdirSync(LOG_DIR, { recursive: true });
+  const logFile = path.join(LOG_DIR, `${name.replace(/[^a-z0-9-]+/gi, '-')}.log`);
+  const fd = openSync(logFile, 'w');
+  let proc: ChildProcess;
+  try {
+    proc = spawn(process.execPath, [...WATCHDOG, ...nodeArgs], {
+      cwd: opts.cwd,
+      env: opts.env ?? process.env,
+      stdio: ['ignore', fd, fd, 'ipc'],
+    });
+  } finally {
+    closeSync(fd);
+  }
   live.add(proc);
-  let output = '';
-  const onData = (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    opts.onOutput?.(text);
-    output = (output + text).slice(-TAIL_CHARS);
+  const tail = (): string => {
+    try {
+      const size = statSync(logFile).size;
+      const start = Math.max(0, size - TAIL_CHARS);
+      const buf = Buffer.alloc(size - start);
+      const rfd = openSync(logFile, 'r');
+      try {
+        readSync(rfd, buf, 0, buf.length, start);
+      } finally {
+        closeSync(rfd);
+      }
+      return `(${logFile})\n${buf.toString('utf8').trim()}`;
+    } catch {
+      return `(no output: ${logFile})`;
+    }
   };
-  // Both pipes are drained for the child's whole life: a full pipe would block it.
-  proc.stdout!.on('data', onData);
-  proc.stderr!.on('data', onData);
   let exitInfo: string | null = null;
   const exited = new Promise<string>((resolve) => {
     proc.once('exit', (code, signal) => {
@@ -93,7 +113,7 @@ export function startNode(name: string, nodeArgs: string[], opts: StartOptions =
   const child: Child = {
     name,
     proc,
-    tail: () => output.trim(),
+    tail,
     exited,
     hasExited: () => exitInfo !== null,
     stop: () => {

@@ -80,6 +80,16 @@ export async function prepareBareTable(url: string): Promise<BareFixture> {
   }
 }
 
+export async function analyze(url: string, tables: string[]): Promise<void> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const t of tables) await client.query(`ANALYZE ${t}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Row counts, to tell how big the tables were when a case ran. */
 export async function rowCounts(url: string): Promise<{ service: number; bare: number }> {
   const client = new Client({ connectionString: url });

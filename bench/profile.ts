@@ -43,14 +43,29 @@ export function summariseProfiles(dir: string, top = 25): string {
     const selfCat = new Map<string, number>();
     const inclCat = new Map<string, number>();
     const selfFn = new Map<string, number>();
+    const inclSrcFn = new Map<string, number>();
     let busy = 0;
     let idle = 0;
+    let loading = 0;
+    // Start-up (module loading and compiling) is not request work: samples under a module load are left out.
+    const loadingIds = new Set<number>();
+    const markLoading = (id: number, under: boolean) => {
+      const n = byId.get(id)!;
+      const here = under || /^node:modules\/(cjs|esm)/.test(category(n.callFrame.url, n.callFrame.functionName));
+      if (here) loadingIds.add(id);
+      for (const c of n.children ?? []) markLoading(c, here);
+    };
+    markLoading(p.nodes[0].id, false);
     p.samples.forEach((id, i) => {
       const dt = p.timeDeltas[i] ?? 0;
       const node = byId.get(id)!;
       const { functionName, url, lineNumber } = node.callFrame;
       if (functionName === '(idle)') {
         idle += dt;
+        return;
+      }
+      if (loadingIds.has(id)) {
+        loading += dt;
         return;
       }
       busy += dt;
@@ -62,9 +77,14 @@ export function summariseProfiles(dir: string, top = 25): string {
       for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
         const cf = byId.get(cur)!.callFrame;
         const c = category(cf.url, cf.functionName);
-        if (c === '(root)' || seen.has(c)) continue;
+        if (c === '(root)') continue;
+        if (!seen.has(c)) inclCat.set(c, (inclCat.get(c) ?? 0) + dt);
         seen.add(c);
-        inclCat.set(c, (inclCat.get(c) ?? 0) + dt);
+        if (c.startsWith('src/')) {
+          const k = `${cf.functionName || '(anonymous)'}  ${c}:${cf.lineNumber + 1}`;
+          if (!seen.has(k)) inclSrcFn.set(k, (inclSrcFn.get(k) ?? 0) + dt);
+          seen.add(k);
+        }
       }
     });
     const pct = (us: number) => `${((100 * us) / busy).toFixed(1).padStart(5)} %`;
@@ -72,9 +92,11 @@ export function summariseProfiles(dir: string, top = 25): string {
       out.push(`  ${title}`);
       for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) out.push(`    ${pct(v)}  ${k}`);
     };
-    out.push(`CPU profile ${path.join(dir, f)}: busy ${(busy / 1e6).toFixed(1)} s, idle ${(idle / 1e6).toFixed(1)} s`);
+    out.push(`CPU profile ${path.join(dir, f)}: busy ${(busy / 1e6).toFixed(1)} s (percentages below), ` +
+      `module loading ${(loading / 1e6).toFixed(1)} s and idle ${(idle / 1e6).toFixed(1)} s left out`);
     table('self time by package / source file', selfCat);
     table('inclusive time by package / source file (on the stack)', inclCat);
+    table('inclusive time by function of src/', inclSrcFn);
     table('self time by function', selfFn);
   }
   return out.join('\n');

@@ -12,18 +12,20 @@
  * bench. Every child is ended on exit, on error and on Ctrl-C.
  *
  * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profile of the spawned
- * service, summarised at the end), BENCH_VERBOSE=1 (echo the service's output), BENCH_FROM_SOURCE=1 (ignore dist/).
- * The result is written to .tmp/bench-result.json. Exit code 1 when a measured window saw errors or non-2xx.
+ * service, summarised at the end), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
+ * create,get,webhooks), BENCH_AMOUNTS (random, or sequential to avoid amount collisions). The children's
+ * output goes to .tmp/bench-logs/, the result to .tmp/bench-result.json. Exit code 1 when a measured window
+ * saw errors or non-2xx responses.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Child, cleanup, startNode } from './children';
-import { type BareFixture, benchDatabaseUrl, dropDatabase, migrate, prepareBareTable, ROOT, rowCounts, SWC } from './database';
-import { type CaseResult, CONNECTIONS, createPlan, getPlan, keyMaker, randomFiat, runCase, stopLoad, WARMUP_SECONDS } from './load';
+import { type Child, cleanup, LOG_DIR, startNode } from './children';
+import { analyze, type BareFixture, benchDatabaseUrl, dropDatabase, migrate, prepareBareTable, ROOT, rowCounts, SWC } from './database';
+import { type CaseResult, CONNECTIONS, createPlan, fiatMaker, getPlan, keyMaker, randomFiat, runCase, stopLoad, WARMUP_SECONDS } from './load';
 import { summariseProfiles } from './profile';
 import { call, inParallel, seed, type Target } from './seed';
-import { type Chain, type SpawnedService, startChain, startService, waitForAnswer } from './service';
+import { type Chain, clearRedisPrefix, REDIS_PREFIX, type SpawnedService, startChain, startService, waitForAnswer } from './service';
 
 const TARGETS = { create: 0.4, get: 0.5, p99Ms: 100 };
 const ID_POOL = 1000;
@@ -95,7 +97,6 @@ function pad(s: string | number, n: number, right = false): string {
 async function main(): Promise<void> {
   const duration = intEnv('BENCH_DURATION', 10);
   const reps = intEnv('BENCH_REPS', 3);
-  const verbose = process.env.BENCH_VERBOSE === '1';
   const profile = process.env.BENCH_PROFILE === '1';
   const databaseUrl = benchDatabaseUrl();
   const external = Boolean(process.env.BENCH_URL && process.env.BENCH_ADMIN_URL);
@@ -120,17 +121,19 @@ async function main(): Promise<void> {
     log(`database ${databaseUrl}: recreating and migrating`);
     await dropDatabase(databaseUrl);
     await migrate(databaseUrl);
+    const cleared = await clearRedisPrefix();
+    if (cleared) log(`redis: deleted ${cleared} keys of earlier runs under ${REDIS_PREFIX}:`);
     log('local chain: starting Hardhat and deploying the token');
     chain = await startChain();
     tokenAddress = chain.token;
     spawned = await startService({
       databaseUrl,
       chain,
-      verbose,
       nodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
     });
     target = spawned;
-    log(`service: ${spawned.command} (pid ${spawned.child.proc.pid}) on ${spawned.publicUrl}, admin ${spawned.adminUrl}`);
+    log(`service: ${spawned.command} (pid ${spawned.child.proc.pid}) on ${spawned.publicUrl}, admin ${spawned.adminUrl}; ` +
+      `output in ${path.relative(process.cwd(), LOG_DIR)}/`);
   }
 
   const fixture = await prepareBareTable(databaseUrl);
@@ -158,34 +161,50 @@ async function main(): Promise<void> {
     return r.body.id as string;
   });
   log(`id pools: ${serviceIds.length} service requests, ${bareIds.length} bare rows`);
+  // A production table has planner statistics; a table created a moment ago has none until autovacuum's next
+  // round, and the planner's guesses for an "empty" table are not what production runs.
+  await analyze(databaseUrl, external ? ['bench_bare_requests'] : ['payment_requests', 'bench_bare_requests']);
+  const amounts = process.env.BENCH_AMOUNTS || 'random';
+  // One generator per target for the whole run: a sequence must not restart at the next repetition.
+  const serviceFiat = fiatMaker(amounts);
+  const bareFiat = fiatMaker(amounts);
 
   const plans = {
-    create: () => ({ url: target.publicUrl, plan: createPlan('/api/v1/requests/create', seeded.merchantId, auth) }),
-    'bare-insert': () => ({ url: bare.url, plan: createPlan('/', fixture.merchantId, {}) }),
-    get: () => ({ url: target.publicUrl, plan: getPlan((id) => `/api/v1/requests/${id}`, serviceIds, auth) }),
-    'bare-select': () => ({ url: bare.url, plan: getPlan((id) => `/${id}`, bareIds, {}) }),
+    create: () => ({ url: target.publicUrl, pid: spawned?.child.proc.pid, plan: createPlan('/api/v1/requests/create', seeded.merchantId, auth, serviceFiat) }),
+    'bare-insert': () => ({ url: bare.url, pid: bare.child.proc.pid, plan: createPlan('/', fixture.merchantId, {}, bareFiat) }),
+    get: () => ({ url: target.publicUrl, pid: spawned?.child.proc.pid, plan: getPlan((id) => `/api/v1/requests/${id}`, serviceIds, auth) }),
+    'bare-select': () => ({ url: bare.url, pid: bare.child.proc.pid, plan: getPlan((id) => `/${id}`, bareIds, {}) }),
   } as const;
   type CaseName = keyof typeof plans;
+
+  // BENCH_CASES picks pairs (and the webhooks bench) for a shorter diagnostic run; all of them by default.
+  const PAIRS = {
+    create: { service: 'create', bare: 'bare-insert', target: TARGETS.create, label: 'create / bare insert' },
+    get: { service: 'get', bare: 'bare-select', target: TARGETS.get, label: 'get / bare select   ' },
+  } as const satisfies Record<string, { service: CaseName; bare: CaseName; target: number; label: string }>;
+  type PairName = keyof typeof PAIRS;
+  const wanted = (process.env.BENCH_CASES || 'create,get,webhooks').split(',').map((c) => c.trim());
+  for (const c of wanted) if (!(c in PAIRS) && c !== 'webhooks') throw new Error(`BENCH_CASES: unknown case "${c}" (create, get, webhooks)`);
+  const pairs = (Object.keys(PAIRS) as PairName[]).filter((p) => wanted.includes(p));
 
   const runs: CaseResult[] = [];
   for (let rep = 1; rep <= reps; rep++) {
     // Service and bare alternate within the repetition; every other repetition starts with the bare one, so
     // a drift over the run does not always favour the same side.
-    const order: CaseName[] = rep % 2 === 1 ? ['create', 'bare-insert', 'get', 'bare-select'] : ['bare-insert', 'create', 'bare-select', 'get'];
+    const order: CaseName[] = pairs.flatMap((p) => (rep % 2 === 1 ? [PAIRS[p].service, PAIRS[p].bare] : [PAIRS[p].bare, PAIRS[p].service]));
     for (const name of order) {
-      const { url, plan } = plans[name]();
-      const r = await runCase(name, rep, url, plan, duration);
+      const { url, plan, pid } = plans[name]();
+      const r = await runCase(name, rep, url, plan, duration, pid);
       runs.push(r);
       const bad = r.non2xx + r.errors + r.timeouts;
       log(`rep ${rep} ${pad(name, 12, true)} ${pad(r.rps.toFixed(0), 7)} req/s  p50 ${pad(r.p50, 4)} ms  p99 ${pad(r.p99, 4)} ms  ` +
-        `non-2xx ${r.non2xx}  errors ${r.errors}  timeouts ${r.timeouts}${bad ? `  !!! ${JSON.stringify(r.statusCodes)}` : ''}` +
+        `${r.cpuMsPerRequest === null ? '' : `cpu ${r.cpuMsPerRequest.toFixed(3)} ms/req (${(100 * r.cpuCoreShare!).toFixed(0)} % of a core)  `}` +
+        `load ${r.loadavg.toFixed(1)}  non-2xx ${r.non2xx}  errors ${r.errors}  timeouts ${r.timeouts}${bad ? `  !!! ${JSON.stringify(r.statusCodes)}` : ''}` +
         `${r.warmupProblems ? `  (warm-up problems: ${r.warmupProblems})` : ''}`);
     }
   }
 
   const byName = (n: CaseName) => runs.filter((r) => r.name === n);
-  const perRep = (a: CaseName, b: CaseName) =>
-    Array.from({ length: reps }, (_, i) => byName(a)[i].rps / byName(b)[i].rps);
   const caseSummary = (n: CaseName) => {
     const rs = byName(n);
     return {
@@ -195,16 +214,25 @@ async function main(): Promise<void> {
       non2xx: rs.reduce((s, r) => s + r.non2xx, 0),
       errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
       warmupProblems: rs.reduce((s, r) => s + r.warmupProblems, 0),
+      cpuMsPerRequest: rs.every((r) => r.cpuMsPerRequest !== null) ? median(rs.map((r) => r.cpuMsPerRequest!)) : null,
     };
   };
-  const summary = Object.fromEntries((Object.keys(plans) as CaseName[]).map((n) => [n, caseSummary(n)])) as Record<CaseName, ReturnType<typeof caseSummary>>;
-  const createRatios = perRep('create', 'bare-insert');
-  const getRatios = perRep('get', 'bare-select');
-  const ratios = {
-    create: { perRep: createRatios, median: median(createRatios), target: TARGETS.create, pass: median(createRatios) >= TARGETS.create },
-    get: { perRep: getRatios, median: median(getRatios), target: TARGETS.get, pass: median(getRatios) >= TARGETS.get },
-  };
-  const p99Pass = { create: summary.create.p99 < TARGETS.p99Ms, get: summary.get.p99 < TARGETS.p99Ms };
+  const caseNames = pairs.flatMap((p) => [PAIRS[p].service, PAIRS[p].bare]);
+  const summary = Object.fromEntries(caseNames.map((n) => [n, caseSummary(n)])) as Partial<Record<CaseName, ReturnType<typeof caseSummary>>>;
+  const ratios = Object.fromEntries(pairs.map((p) => {
+    const { service, bare, target: goal } = PAIRS[p];
+    const perRep = Array.from({ length: reps }, (_, i) => byName(service)[i].rps / byName(bare)[i].rps);
+    const med = median(perRep);
+    // The CPU the target process spent per request, service over bare: what the ratio would tend to if both
+    // processes were the only limit (independent of other load on the machine, which the req/s figures are not).
+    const cpuS = summary[service]!.cpuMsPerRequest;
+    const cpuB = summary[bare]!.cpuMsPerRequest;
+    return [p, {
+      perRep, median: med, target: goal, pass: med >= goal,
+      p99: summary[service]!.p99, p99Pass: summary[service]!.p99 < TARGETS.p99Ms,
+      cpuBound: cpuS && cpuB ? cpuB / cpuS : null,
+    }];
+  })) as Partial<Record<PairName, { perRep: number[]; median: number; target: number; pass: boolean; p99: number; p99Pass: boolean; cpuBound: number | null }>>;
   const valid = runs.every((r) => r.non2xx + r.errors + r.timeouts === 0);
 
   const webhookContext = {
@@ -212,25 +240,27 @@ async function main(): Promise<void> {
     partnerId: seeded.partnerId, merchantId: seeded.merchantId, databaseUrl, chain, duration, reps,
     connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS,
   };
-  const webhooks = await maybeBenchWebhooks(webhookContext);
+  const webhooks: WebhookOutcome = wanted.includes('webhooks') ? await maybeBenchWebhooks(webhookContext) : { ran: false };
 
   const counts = external ? null : await rowCounts(databaseUrl).catch(() => null);
 
   // Report.
-  const line = '─'.repeat(86);
+  const line = '─'.repeat(98);
   console.log(`\n${line}`);
-  console.log(`${pad('case', 14, true)}${pad('req/s (median)', 16)}${pad('p99 ms (median)', 17)}${pad('p99 ms (worst)', 16)}${pad('non-2xx', 10)}${pad('errors', 9)}`);
-  for (const n of Object.keys(plans) as CaseName[]) {
-    const s = summary[n];
-    console.log(`${pad(n, 14, true)}${pad(s.rps.toFixed(0), 16)}${pad(s.p99, 17)}${pad(s.p99Worst, 16)}${pad(s.non2xx, 10)}${pad(s.errors, 9)}`);
+  console.log(`${pad('case', 14, true)}${pad('req/s (median)', 16)}${pad('p99 ms (median)', 17)}${pad('p99 ms (worst)', 16)}${pad('non-2xx', 10)}${pad('errors', 9)}${pad('cpu ms/req', 12)}`);
+  for (const n of caseNames) {
+    const s = summary[n]!;
+    console.log(`${pad(n, 14, true)}${pad(s.rps.toFixed(0), 16)}${pad(s.p99, 17)}${pad(s.p99Worst, 16)}${pad(s.non2xx, 10)}${pad(s.errors, 9)}${pad(s.cpuMsPerRequest?.toFixed(3) ?? '-', 12)}`);
   }
   console.log(line);
   const fmt = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-  console.log(`create / bare insert  median ${ratios.create.median.toFixed(2)}  (per rep ${fmt(createRatios)})  target ≥ ${TARGETS.create}  ${verdict(ratios.create.pass)}`);
-  console.log(`get / bare select     median ${ratios.get.median.toFixed(2)}  (per rep ${fmt(getRatios)})  target ≥ ${TARGETS.get}  ${verdict(ratios.get.pass)}`);
-  console.log(`p99 create ${summary.create.p99} ms, get ${summary.get.p99} ms   target < ${TARGETS.p99Ms} ms  ` +
-    `${verdict(p99Pass.create && p99Pass.get)}`);
+  for (const p of pairs) {
+    const r = ratios[p]!;
+    console.log(`${PAIRS[p].label}  median ${r.median.toFixed(2)}  (per rep ${fmt(r.perRep)})  target ≥ ${r.target}  ${verdict(r.pass)}` +
+      `   p99 ${r.p99} ms (< ${TARGETS.p99Ms}) ${verdict(r.p99Pass)}` +
+      `${r.cpuBound === null ? '' : `   cpu-cost ratio ${r.cpuBound.toFixed(2)}`}`);
+  }
   if (webhooks.ran) {
     if (webhooks.error) console.log(`webhooks              FAILED: ${webhooks.error}`);
     else console.log(`webhooks              ratio ${webhooks.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(webhooks.result)}`);
@@ -251,12 +281,11 @@ async function main(): Promise<void> {
   const result = {
     at: new Date().toISOString(),
     machine: { cores: os.cpus().length, cpu: os.cpus()[0]?.model, node: process.version, loadavg: os.loadavg() },
-    settings: { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, durationSeconds: duration, repetitions: reps, idPool: ID_POOL },
+    settings: { connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS, durationSeconds: duration, repetitions: reps, idPool: ID_POOL, amounts },
     target: external ? { mode: 'external', publicUrl: target.publicUrl } : { mode: 'spawned', command: spawned!.command, databaseUrl },
     valid,
     targets: TARGETS,
     ratios,
-    p99Pass,
     summary,
     runs,
     webhooks,

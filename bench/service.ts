@@ -1,8 +1,36 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+import Redis from 'ioredis';
 import { deployToken, findFreePort, startLocalNode } from '../scripts/chain/local-node';
 import { type Child, onCleanup, startNode } from './children';
 import { ROOT, SWC } from './database';
+
+export const REDIS_PREFIX = 'prs-bench';
+
+export function benchRedisUrl(): string {
+  return process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+}
+
+/**
+ * Deletes the bench's own Redis keys (`prs-bench:*`: rate-limit counters, BullMQ queues with the expiry jobs
+ * of earlier runs' requests), which refer to a database that has just been recreated. Returns the count.
+ */
+export async function clearRedisPrefix(): Promise<number> {
+  const redis = new Redis(benchRedisUrl(), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  let deleted = 0;
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) deleted += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return deleted;
+}
 
 export interface Chain {
   rpcUrl: string;
@@ -32,7 +60,6 @@ export interface ServiceOptions {
   chain: Chain;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeFlags?: string[];
-  verbose?: boolean;
 }
 
 /**
@@ -50,8 +77,8 @@ export async function startService(opts: ServiceOptions): Promise<SpawnedService
     ...process.env,
     NODE_ENV: 'development',
     DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    REDIS_PREFIX: 'prs-bench',
+    REDIS_URL: benchRedisUrl(),
+    REDIS_PREFIX: REDIS_PREFIX,
     RATE_LIMIT_SCALE: '100000',
     PORT: String(port),
     ADMIN_PORT: String(adminPort),
@@ -72,7 +99,6 @@ export async function startService(opts: ServiceOptions): Promise<SpawnedService
     cwd: ROOT,
     env,
     killAfterMs: 15_000,
-    onOutput: opts.verbose ? (t) => process.stderr.write(`[service] ${t}`) : undefined,
   });
   const publicUrl = `http://127.0.0.1:${port}`;
   const adminUrl = `http://127.0.0.1:${adminPort}`;
