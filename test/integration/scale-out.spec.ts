@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
 import { Db } from '../../src/database/db';
 import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
-import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { Receiver } from '../support/receiver';
 import { startService, type TestService } from '../support/app';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
@@ -10,13 +11,14 @@ import { sleep, waitFor } from '../support/wait';
 
 /**
  * DESIGN §1: two API servers and two workers against one Postgres and one Redis behave like one of each —
- * no duplicate request, scan, claim or expiry. Both services here share one Redis prefix (so one set of
+ * no duplicate request, scan, claim, expiry or delivery. Both services here share one Redis prefix (so one set of
  * queues and schedulers) and the run's chain.
  */
 let a: TestService;
 let b: TestService;
 let db: Db;
 let partner: TestPartner;
+let receiver: Receiver;
 let merchant: { id: string; wallet: Wallet };
 const env = testEnv();
 
@@ -34,12 +36,16 @@ beforeAll(async () => {
   db = a.app.get(Db);
   partner = await createPartner(a);
   merchant = await createOnboardedMerchant(a, partner.testKey);
+  receiver = await Receiver.start();
+  const hook = await admin(a, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });
+  expect(hook.status).toBe(200);
   await mint(env.rpcUrl, env.token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
 });
 
 afterAll(async () => {
   await a?.close();
   await b?.close();
+  await receiver?.close();
 });
 
 const create = (svc: TestService, body: Record<string, unknown>) =>
@@ -69,6 +75,12 @@ it('two workers scanning one chain verify a payment once', async () => {
   expect(events.map((e) => e.event)).toEqual(['payment.proof_verified']);
   const [row] = await db.query(`SELECT tx_hash FROM payment_requests WHERE id = $1`, [r.body.request_id]);
   expect(row.tx_hash).toBe(tx.txHash);
+  // Both workers consume the webhooks queue: the event reaches the partner once.
+  const calls = await receiver.waitUntil((c) => c.some((x) => x.json().request_id === r.body.request_id));
+  await sleep(1000);
+  const mine = calls.filter((x) => x.json().request_id === r.body.request_id);
+  expect(mine).toHaveLength(1);
+  expect(mine[0].json().event).toBe('payment.proof_verified');
 });
 
 it('two workers expire a request once and leave one schedule per repeating job', async () => {
