@@ -78,9 +78,9 @@ it('two workers scanning one chain verify a payment once', async () => {
   // Both workers consume the webhooks queue: the event reaches the partner once.
   const calls = await receiver.waitUntil((c) => c.some((x) => x.json().request_id === r.body.request_id));
   await sleep(1000);
-  const mine = calls.filter((x) => x.json().request_id === r.body.request_id);
-  expect(mine).toHaveLength(1);
-  expect(mine[0].json().event).toBe('payment.proof_verified');
+  const ours = calls.filter((x) => x.json().request_id === r.body.request_id);
+  expect(ours).toHaveLength(1);
+  expect(ours[0].json().event).toBe('payment.proof_verified');
 });
 
 it('two workers expire a request once and leave one schedule per repeating job', async () => {
