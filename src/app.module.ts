@@ -1,8 +1,7 @@
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
+import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { DbModule } from './common/db.module';
-import { BodyCheckInterceptor } from './common/http/body';
 import { ErrorFilter } from './common/http/error.filter';
 import { DtoPipe } from './common/http/validation';
 import { QueueModule } from './common/queue/queue.module';
@@ -67,7 +66,6 @@ export class AppModule {
           ? [
               { provide: APP_PIPE, useClass: DtoPipe },
               { provide: APP_FILTER, useClass: ErrorFilter },
-              { provide: APP_INTERCEPTOR, useClass: BodyCheckInterceptor },
             ]
           : []),
         ...rest,

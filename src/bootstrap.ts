@@ -9,6 +9,7 @@ import { Logger as JsonLogger } from 'nestjs-pino';
 import { AppModule, type Roles } from './app.module';
 import type { AppConfig } from './config/config';
 import { jsonBody } from './common/http/body';
+import { apiAccessLog } from './modules/ops/logging';
 import { mountQueueBoard } from './modules/ops/queue-board';
 import { portalFormBody } from './modules/portal/portal-http';
 
@@ -75,6 +76,7 @@ export async function start(
   app.use(listenerGate);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);
+  app.use('/api/v1', apiAccessLog(config));
   mountQueueBoard(app, config);
   await app.init();
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../errors';
 
@@ -10,14 +10,21 @@ export interface ParsedRequest {
   id?: string;
 }
 
+/** Request ids: a random per-process prefix and a counter — unique across instances, and no crypto per call. */
+const ID_PREFIX = randomBytes(6).toString('base64url');
+let idCounter = 0;
+export function nextRequestId(): string {
+  return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
+}
+
 const parser = express.json({ limit: MAX_BODY, strict: false, type: () => true });
 
 /**
  * Parses every body as JSON but defers a parse failure: DESIGN's order of checks puts auth, scope and the
- * rate limit before the body, so the failure is raised by BodyCheckInterceptor after the guards.
+ * rate limit before the body, so the failure is raised by BodyCheckGuard, the last guard.
  */
 export function jsonBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
-  req.id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || randomUUID();
+  req.id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || nextRequestId();
   if (req.method === 'GET' || req.method === 'HEAD') return next();
   parser(req, res, (err?: { type?: string }) => {
     if (err) {
@@ -72,14 +79,17 @@ export function hasForbiddenKey(value: unknown, depth = 0): boolean {
   return false;
 }
 
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
-import type { Observable } from 'rxjs';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 
-/** Runs after the guards: raises the deferred body failure (invalid_json, payload_too_large). */
+/**
+ * The last guard of every controller that reads a body: raises the deferred body failure (invalid_json,
+ * payload_too_large) after auth, scope and the rate limit (DESIGN's order of checks). A guard, not a global
+ * interceptor, so calls without a body problem pay no interceptor pipeline.
+ */
 @Injectable()
-export class BodyCheckInterceptor implements NestInterceptor {
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+export class BodyCheckGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
     raiseBodyProblem(context.switchToHttp().getRequest<ParsedRequest>());
-    return next.handle();
+    return true;
   }
 }

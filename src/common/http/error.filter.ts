@@ -38,8 +38,10 @@ export class ErrorFilter implements ExceptionFilter {
     } else {
       status = 500;
       body = { ok: false, error: 'internal_error', request_id: req.id };
+      // The request id as a field of its own: partner-API calls log without a per-request context.
       this.logger.error(
-        `request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.stack ?? String(exception)}`,
+        { reqId: req.id, err: exception },
+        `request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.message ?? String(exception)}`,
       );
     }
     if (res.headersSent) return;

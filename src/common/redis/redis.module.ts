@@ -21,6 +21,8 @@ export class RedisConnections implements OnApplicationShutdown {
       maxRetriesPerRequest: 1,
       commandTimeout: 1000,
       lazyConnect: false,
+      // Commands issued in one event-loop turn (rate-limit hits of concurrent calls) go out in one write.
+      enableAutoPipelining: true,
     });
     this.main.defineCommand('prsHit', {
       numberOfKeys: 1,

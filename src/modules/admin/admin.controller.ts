@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { iso } from '../../common/time';
 import { MerchantsService } from '../merchants/merchants.service';
@@ -9,7 +10,7 @@ import { PartnersService } from './partners.service';
 
 /** The operator API of DESIGN §4, on the admin listener only. */
 @Controller('admin/api')
-@UseGuards(AdminTokenGuard)
+@UseGuards(AdminTokenGuard, BodyCheckGuard)
 export class AdminController {
   constructor(
     private readonly partners: PartnersService,

@@ -8,6 +8,8 @@ import type { Scope } from './scopes';
 interface CacheEntry {
   principal: Principal | null;
   expires: number;
+  /** SHA-256 of the key, hex: what revocations name. */
+  hash: string;
 }
 
 const MAX_CACHE = 10000;
@@ -38,16 +40,18 @@ export class ApiKeyService implements OnModuleInit {
   async authenticate(raw: string): Promise<Principal | null> {
     const mode = modeOfKey(this.config.keyPrefix, raw);
     if (!mode || raw.length > 200) return null;
-    const hash = hashApiKey(raw);
-    const cacheKey = hash.toString('hex');
+    // Keyed by the key itself, so a cached call costs no hashing; the process holds it no longer than the
+    // request that carried it would have.
     const now = Date.now();
-    const hit = this.cache.get(cacheKey);
+    const hit = this.cache.get(raw);
     if (hit && hit.expires > now) return hit.principal;
+    const hash = hashApiKey(raw);
     const principal = await this.load(hash, mode);
     if (this.cache.size >= MAX_CACHE) this.cache.clear();
-    this.cache.set(cacheKey, {
+    this.cache.set(raw, {
       principal,
       expires: now + (principal ? this.config.apiKeyCacheMs : Math.min(NEGATIVE_TTL_MS, this.config.apiKeyCacheMs)),
+      hash: hash.toString('hex'),
     });
     return principal;
   }
@@ -67,7 +71,7 @@ export class ApiKeyService implements OnModuleInit {
       const partnerId = target.slice('partner:'.length);
       for (const [k, v] of this.cache) if (v.principal?.partnerId === partnerId) this.cache.delete(k);
     } else {
-      this.cache.delete(target);
+      for (const [k, v] of this.cache) if (v.hash === target) this.cache.delete(k);
     }
   }
 

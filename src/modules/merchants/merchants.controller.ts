@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import type { Response } from 'express';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
@@ -10,7 +11,7 @@ import { MerchantsService } from './merchants.service';
 
 /** Spec §4.5–4.8; the accounts paths are the same three operations (and share their rate-limit buckets). */
 @Controller(['api/v1/merchants', 'api/v1/accounts'])
-@UseGuards(ApiKeyGuard, RateLimitGuard)
+@UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
 export class MerchantsController {
   constructor(private readonly merchants: MerchantsService) {}
 

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { CompleteOnboardingDto, WalletProofDto } from './onboarding.dto';
@@ -6,7 +7,7 @@ import { OnboardingService } from './onboarding.service';
 
 /** DESIGN §4 onboarding endpoints (public port, no API key, limited per client address). */
 @Controller('onboarding/api')
-@UseGuards(RateLimitGuard)
+@UseGuards(RateLimitGuard, BodyCheckGuard)
 @PublicRateLimit()
 export class OnboardingController {
   constructor(private readonly onboarding: OnboardingService) {}

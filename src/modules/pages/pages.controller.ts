@@ -1,4 +1,5 @@
 import { Controller, Get, Param, UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import { toString as qrSvg } from 'qrcode';
 import { AppError } from '../../common/errors';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
@@ -18,7 +19,7 @@ import { renderTermsPage, TERMS } from './terms';
  * JSON APIs and change nothing: the pay page's script reports the open (DESIGN §3), not this GET.
  */
 @Controller()
-@UseGuards(RateLimitGuard)
+@UseGuards(RateLimitGuard, BodyCheckGuard)
 @PublicRateLimit()
 @UseInterceptors(PageHeaders)
 @UseFilters(PageErrorFilter)

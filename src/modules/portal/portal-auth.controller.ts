@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Post, Query, Req, Res, UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
@@ -48,7 +49,7 @@ export class PortalAuthController {
   }
 
   @Get('login')
-  @UseGuards(RateLimitGuard)
+  @UseGuards(RateLimitGuard, BodyCheckGuard)
   @PublicRateLimit()
   async loginPage(@Req() req: PortalRequest, @Res() res: Response, @Query('done') done?: string): Promise<void> {
     if (await this.sessions.resolve(cookie(req, SESSION_COOKIE))) return seeOther(res, '/portal');

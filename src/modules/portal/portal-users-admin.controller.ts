@@ -1,11 +1,12 @@
 import { Body, Controller, Param, Post, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { CreatePortalUserDto } from './portal-users.dto';
 import { PortalUsersService } from './portal-users.service';
 
 /** Operators create the partner's portal users (DESIGN §4 style: admin listener, bearer ADMIN_TOKEN). */
 @Controller('admin/api')
-@UseGuards(AdminTokenGuard)
+@UseGuards(AdminTokenGuard, BodyCheckGuard)
 export class PortalUsersAdminController {
   constructor(private readonly users: PortalUsersService) {}
 

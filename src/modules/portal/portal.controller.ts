@@ -1,3 +1,4 @@
+import { BodyCheckGuard } from '../../common/http/body';
 import {
   All,
   Controller,
@@ -56,7 +57,7 @@ function offsetOf(raw: unknown): number {
  * again. Every POST passed the session's CSRF check in the guard before it gets here.
  */
 @Controller('portal')
-@UseGuards(RateLimitGuard, PortalSessionGuard)
+@UseGuards(RateLimitGuard, PortalSessionGuard, BodyCheckGuard)
 @PublicRateLimit()
 @UseInterceptors(PageHeaders)
 @UseFilters(PortalErrorFilter)

@@ -3,7 +3,7 @@ import { Db } from '../../database/db';
 import type { PostOutcome } from './webhook-poster';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
-import { MicroBatch } from './micro-batch';
+import { MicroBatch } from '../../common/micro-batch';
 
 export const DELIVERY_STATES = ['pending', 'delivering', 'delivered', 'abandoned', 'skipped'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];

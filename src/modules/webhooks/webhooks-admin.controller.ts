@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../common/http/body';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { DeliveriesService } from './deliveries.service';
 import { ListDeliveriesQuery, PutWebhookDto } from './webhooks.dto';
@@ -6,7 +7,7 @@ import { WebhookSettingsService } from './webhook-settings.service';
 
 /** Webhook settings and the delivery log on the admin listener (DESIGN §4). */
 @Controller('admin/api')
-@UseGuards(AdminTokenGuard)
+@UseGuards(AdminTokenGuard, BodyCheckGuard)
 export class WebhooksAdminController {
   constructor(private readonly settings: WebhookSettingsService, private readonly deliveries: DeliveriesService) {}
 

@@ -1,6 +1,7 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
+import { MicroBatch } from '../../../common/micro-batch';
 import { QUEUES, type ExpiryJob, type VerificationJob } from '../../../common/queue/queues';
 import { WebhookRelay } from '../../webhooks/webhook-relay';
 
@@ -25,10 +26,19 @@ export class AfterCommit {
     );
   }
 
+  /** Creates that finish in one event-loop turn share one addBulk: one Redis round trip, not one each. */
+  private readonly expiries = new MicroBatch<{ requestId: string; expiresAt: Date }, unknown>((xs) =>
+    this.expiry.addBulk(
+      xs.map(({ requestId, expiresAt }) => ({
+        name: 'expire',
+        data: { requestId },
+        opts: { jobId: `expire-${requestId}`, delay: Math.max(0, expiresAt.getTime() - Date.now()) },
+      })),
+    ),
+  );
+
   async requestCreated(requestId: string, expiresAt: Date): Promise<void> {
-    await this.safely('expiry', () =>
-      this.expiry.add('expire', { requestId }, { jobId: `expire-${requestId}`, delay: Math.max(0, expiresAt.getTime() - Date.now()) }),
-    );
+    await this.safely('expiry', () => this.expiries.submit({ requestId, expiresAt }));
   }
 
   /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */

@@ -1,11 +1,12 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../../common/http/body';
 import { PublicRateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { PayService } from '../application/pay.service';
 
 /** The pay page's JSON API (DESIGN §4): public, no key, limited per client address. */
 @Controller('pay/api')
-@UseGuards(RateLimitGuard)
+@UseGuards(RateLimitGuard, BodyCheckGuard)
 @PublicRateLimit()
 export class PayController {
   constructor(private readonly pay: PayService) {}

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { BodyCheckGuard } from '../../../common/http/body';
 import type { Response } from 'express';
 import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
@@ -8,7 +9,7 @@ import { RequestsService } from '../application/requests.service';
 import { CreateRequestDto, ListRequestsQuery } from './request.dto';
 
 @Controller('api/v1/requests')
-@UseGuards(ApiKeyGuard, RateLimitGuard)
+@UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
 export class RequestsController {
   constructor(private readonly requests: RequestsService) {}
 
