@@ -97,3 +97,18 @@ it('two workers expire a request once and leave one schedule per repeating job',
   await q.close();
   expect(schedulers.map((s) => s.key).sort()).toEqual(['chain-scan', 'expiry-sweep']);
 });
+
+it('a merchant disabled through one server is refused at once by the other (merchant cache evicted everywhere)', async () => {
+  const other = await createOnboardedMerchant(a, partner.testKey);
+  const body = { account_id: other.id, fiat_amount_int: 500 };
+  // Warm both servers' caches with the merchant as enabled.
+  for (const svc of [a, b]) expect((await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body })).status).toBe(201);
+  expect((await admin(a, 'POST', `/merchants/${other.id}/disable`)).status).toBe(200);
+  await sleep(50);
+  const refused = await call(b.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+  expect(refused.status).toBe(400);
+  expect(refused.body.error).toBe('merchant_disabled');
+  expect((await admin(b, 'POST', `/merchants/${other.id}/enable`)).status).toBe(200);
+  await sleep(50);
+  expect((await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body })).status).toBe(201);
+});

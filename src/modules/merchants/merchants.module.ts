@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
+import { MerchantDirectory } from './merchant-directory';
 import { MerchantsController } from './merchants.controller';
 import { MerchantsService } from './merchants.service';
 import { OnboardingController } from './onboarding.controller';
@@ -8,7 +9,7 @@ import { OnboardingService } from './onboarding.service';
 @Module({
   imports: [AuthModule],
   controllers: [MerchantsController, OnboardingController],
-  providers: [MerchantsService, OnboardingService],
-  exports: [MerchantsService, OnboardingService],
+  providers: [MerchantsService, OnboardingService, MerchantDirectory],
+  exports: [MerchantsService, OnboardingService, MerchantDirectory],
 })
 export class MerchantsModule {}

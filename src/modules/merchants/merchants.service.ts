@@ -6,6 +6,7 @@ import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
 import { Db, type Queryable } from '../../database/db';
 import { RatesService } from '../rates/rates.service';
+import { MerchantDirectory } from './merchant-directory';
 import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { hashToken, MERCHANT_COLUMNS, onboardingToken, type MerchantRow } from './merchant';
@@ -19,6 +20,7 @@ export class MerchantsService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly db: Db,
     private readonly rates: RatesService,
+    private readonly directory: MerchantDirectory,
   ) {}
 
   /**
@@ -108,6 +110,11 @@ export class MerchantsService {
     };
   }
 
+  /** Tells every instance that what create reads of this merchant has changed. */
+  changed(id: string): Promise<void> {
+    return this.directory.changed(id);
+  }
+
   /** Admin: disable or enable any merchant. */
   async setDisabled(id: string, disabled: boolean): Promise<Record<string, unknown>> {
     if (!isUuid(id)) throw AppError.notFound();
@@ -116,6 +123,7 @@ export class MerchantsService {
       [id, disabled],
     );
     if (rows.length === 0) throw AppError.notFound();
+    await this.directory.changed(id);
     return this.respond(await this.mustLoad(this.db, id));
   }
 

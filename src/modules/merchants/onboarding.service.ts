@@ -86,6 +86,7 @@ export class OnboardingService {
         [m.id, wallet, m.onboarding_nonce, newNonce()],
       );
       if (rows.length === 0) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
+      await this.merchants.changed(m.id);
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('wallet_address_conflict');
       throw e;
@@ -106,6 +107,7 @@ export class OnboardingService {
       [m.id, TERMS_VERSION, dto.display_name ?? null, dto.business_name ?? null, dto.country ?? null, currency],
     );
     if (rows.length === 0) throw AppError.notFound();
+    await this.merchants.changed(m.id);
     return { ok: true, onboarding_status: 'complete', merchant: this.merchants.respond(await this.merchants.mustLoad(this.db, m.id)) };
   }
 

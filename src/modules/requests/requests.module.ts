@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
+import { MerchantsModule } from '../merchants/merchants.module';
 import { AfterCommit } from './application/after-commit';
 import { ChainScanService } from './application/chain-scan.service';
 import { PayService } from './application/pay.service';
@@ -15,7 +16,7 @@ const core = [RequestsRepository, AfterCommit, VerificationService];
 
 /** The partner API and pay API on payment requests (HTTP role). */
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, MerchantsModule],
   controllers: [RequestsController, PayController],
   providers: [...core, RequestsService, PayService],
   exports: [RequestsService, PayService],

@@ -7,6 +7,7 @@ import { isUuid } from '../../../common/ids';
 import { Db } from '../../../database/db';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
+import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merchant-directory';
 import { RatesService } from '../../rates/rates.service';
 import { fiatToTokenAmount } from '../domain/amount';
 import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../domain/request-rules';
@@ -27,32 +28,28 @@ export class RequestsService {
     private readonly assets: AssetRegistry,
     private readonly rates: RatesService,
     private readonly afterCommit: AfterCommit,
+    private readonly directory: MerchantDirectory,
   ) {}
 
   /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
   async create(p: Principal, dto: CreateRequestDto): Promise<{ body: Record<string, unknown>; created: boolean }> {
-    // One round trip: the merchant (ownership, mode, state) and any request already holding the key.
-    const { merchant: m, existing } = await this.repo.merchantWithReplay(p.partnerId, dto.account_id, dto.idempotency_key ?? null);
-    if (!m) throw AppError.notFound();
+    // The merchant comes from the in-process directory (evicted on every change); ownership is checked here.
+    const m = await this.directory.forCreate(dto.account_id);
+    if (!m || m.partner_id !== p.partnerId) throw AppError.notFound();
     if (m.test_mode !== (p.mode === 'test')) throw new AppError('merchant_mode_mismatch');
-    if (existing) return { body: this.respond(existing, true), created: false };
-    if (m.onboarding_status !== 'complete' || !m.wallet_address) throw new AppError('merchant_onboarding_incomplete');
-    if (m.disabled) throw new AppError('merchant_disabled');
-    if (dto.fiat_currency_code !== undefined && normalizeCurrency(dto.fiat_currency_code) !== m.display_currency) {
-      throw new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
-    }
     const mode = dto.payment_mode ?? 'pos';
-    let expiry = mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes;
-    if (dto.expiry_minutes !== undefined) {
-      if (!p.allowedExpiryMinutes.includes(dto.expiry_minutes)) {
-        throw new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
-      }
-      expiry = dto.expiry_minutes;
-    }
     const asset = this.assets.asset(p.mode);
-    if (!asset) throw new AppError('asset_unavailable');
     const rate = this.rates.rate(m.display_currency);
-    if (!rate) throw new AppError('unsupported_currency', { expected_fiat_code: m.display_currency });
+    const problem =
+      this.refusal(p, m, dto) ??
+      (!asset ? new AppError('asset_unavailable') : !rate ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency }) : null);
+    if (problem || !asset || !rate) {
+      // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
+      const existing = dto.idempotency_key ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotency_key) : null;
+      if (existing) return { body: this.respond(existing, true), created: false };
+      throw problem;
+    }
+    const expiry = dto.expiry_minutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
     const { request, created } = await this.repo.insertOrFind({
       id: randomUUID(),
       partnerId: p.partnerId,
@@ -65,7 +62,7 @@ export class RequestsService {
       baseAmount: fiatToTokenAmount(dto.fiat_amount_int, fiatExponent(m.display_currency), asset.decimals, rate),
       chainId: asset.chainId,
       tokenAddress: asset.token,
-      recipient: m.wallet_address,
+      recipient: m.wallet_address!,
       memo: dto.memo ?? null,
       paymentMode: mode,
       customerName: dto.customer_name ?? null,
@@ -77,6 +74,19 @@ export class RequestsService {
     });
     if (created) void this.afterCommit.requestCreated(request.id, request.expiresAt);
     return { body: this.respond(request, !created), created };
+  }
+
+  /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
+  private refusal(p: Principal, m: MerchantForCreate, dto: CreateRequestDto): AppError | null {
+    if (m.onboarding_status !== 'complete' || !m.wallet_address) return new AppError('merchant_onboarding_incomplete');
+    if (m.disabled) return new AppError('merchant_disabled');
+    if (dto.fiat_currency_code !== undefined && normalizeCurrency(dto.fiat_currency_code) !== m.display_currency) {
+      return new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
+    }
+    if (dto.expiry_minutes !== undefined && !p.allowedExpiryMinutes.includes(dto.expiry_minutes)) {
+      return new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
+    }
+    return null;
   }
 
   async get(p: Principal, id: string): Promise<Record<string, unknown>> {

@@ -27,18 +27,6 @@ export interface NewRequest {
   graceMinutes: number;
 }
 
-/** What create needs to know of the merchant before anything is written. */
-export interface MerchantForCreate {
-  id: string;
-  test_mode: boolean;
-  onboarding_status: string;
-  disabled: boolean;
-  display_currency: string;
-  wallet_address: string | null;
-}
-
-const PREFIXED_REQUEST_COLUMNS = REQUEST_COLUMNS.split(',').map((c) => `r.${c.trim()}`).join(', ');
-
 export interface ListFilter {
   partnerId: string;
   testMode: boolean;
@@ -108,30 +96,6 @@ export class RequestsRepository {
         if (!isUniqueViolation(e, 'payment_requests_open_amount') || attempt >= MAX_AMOUNT_RETRIES) throw e;
       }
     }
-  }
-
-  /**
-   * The partner's merchant and, when a key is given, the request that already holds it — in one statement.
-   * Merchant columns come prefixed with m_ so the request's own columns keep their names.
-   */
-  async merchantWithReplay(partnerId: string, merchantId: string, key: string | null): Promise<{ merchant: MerchantForCreate | null; existing: PaymentRequest | null }> {
-    const [row] = await this.db.query<RequestRow & { m_id: string; m_test_mode: boolean; m_onboarding_status: string; m_disabled: boolean; m_display_currency: string; m_wallet_address: string | null }>(
-      `SELECT m.id AS m_id, m.test_mode AS m_test_mode, m.onboarding_status AS m_onboarding_status, m.disabled AS m_disabled,
-              m.display_currency AS m_display_currency, m.wallet_address AS m_wallet_address, ${PREFIXED_REQUEST_COLUMNS}
-         FROM merchants m
-         LEFT JOIN payment_requests r ON $3::text IS NOT NULL AND r.partner_id = m.partner_id AND r.merchant_id = m.id AND r.idempotency_key = $3
-        WHERE m.id = $1 AND m.partner_id = $2`,
-      [merchantId, partnerId, key],
-      'merchant_with_replay',
-    );
-    if (!row) return { merchant: null, existing: null };
-    return {
-      merchant: {
-        id: row.m_id, test_mode: row.m_test_mode, onboarding_status: row.m_onboarding_status, disabled: row.m_disabled,
-        display_currency: row.m_display_currency, wallet_address: row.m_wallet_address,
-      },
-      existing: row.id ? toDomain(row) : null,
-    };
   }
 
   async findByKey(partnerId: string, merchantId: string, key: string): Promise<PaymentRequest | null> {

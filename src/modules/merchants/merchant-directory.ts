@@ -1,0 +1,60 @@
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { Db } from '../../database/db';
+import { RedisConnections } from '../../common/redis/redis.module';
+
+/** What creating a request needs to know of its merchant. */
+export interface MerchantForCreate {
+  id: string;
+  partner_id: string;
+  test_mode: boolean;
+  onboarding_status: string;
+  disabled: boolean;
+  display_currency: string;
+  wallet_address: string | null;
+}
+
+const TTL_MS = 5000;
+const MAX_ENTRIES = 50000;
+
+/**
+ * Merchants as the create path reads them, cached in process: the merchant lookup is a round trip of every
+ * create. Every change that matters to create (disable, enable, wallet, onboarding, currency) calls
+ * changed(), which evicts the entry on every instance through Redis at once; the short TTL bounds staleness
+ * should a message be lost.
+ */
+@Injectable()
+export class MerchantDirectory implements OnModuleInit {
+  private readonly logger = new Logger('MerchantDirectory');
+  private readonly cache = new Map<string, { m: MerchantForCreate; expires: number }>();
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly db: Db, private readonly redis: RedisConnections) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.redis
+      .subscribe('merchant-changed', (id) => this.cache.delete(id))
+      .catch((e: Error) => this.logger.warn(`cannot subscribe to merchant changes: ${e.message}`));
+  }
+
+  async forCreate(id: string): Promise<MerchantForCreate | null> {
+    const now = Date.now();
+    const hit = this.cache.get(id);
+    if (hit && hit.expires > now) return hit.m;
+    const [m] = await this.db.query<MerchantForCreate>(
+      `SELECT id, partner_id, test_mode, onboarding_status, disabled, display_currency, wallet_address FROM merchants WHERE id = $1`,
+      [id],
+      'merchant_for_create',
+    );
+    if (!m) return null;
+    if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
+    this.cache.set(id, { m, expires: now + TTL_MS });
+    return m;
+  }
+
+  async changed(id: string): Promise<void> {
+    this.cache.delete(id);
+    await this.redis.publish('merchant-changed', id).catch((e: Error) =>
+      this.logger.error(`could not publish a merchant change (${id}); other instances keep it up to ${TTL_MS} ms: ${e.message}`),
+    );
+  }
+}
