@@ -5,18 +5,48 @@
  * copy and paste. Ctrl-C stops it all.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Wallet } from 'ethers';
 import { SiweMessage } from 'siwe';
 import { start } from '../src/bootstrap';
 import { loadConfig } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
+import { verifyWebhook } from '../sdk/webhook-verify/src/index';
 import { DEV_KEYS, deployToken, mint, startLocalNode } from './chain/local-node';
 
 const CHAIN_PORT = Number(process.env.SANDBOX_CHAIN_PORT ?? 8545);
 const ADMIN_TOKEN = process.env.ADMIN_TOKEN ?? 'sandbox-admin-token';
 const PAYER_KEY = DEV_KEYS[1];
 const MERCHANT_KEY = DEV_KEYS[3];
+const PORTAL_EMAIL = 'demo@partner.example';
+const PORTAL_PASSWORD = 'sandbox-portal-password';
+
+/**
+ * The demo partner's webhook endpoint: a receiver on this machine that checks each delivery's signature with
+ * the partners' helper (sdk/webhook-verify) and prints it, as a partner's server would.
+ */
+async function startWebhookReceiver(secrets: () => string[]): Promise<string> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      try {
+        const event = verifyWebhook(raw, String(req.headers['x-service-signature'] ?? ''), secrets());
+        console.log(`[webhook] ${event.event} for ${event.request_id}: proof ${event.proof_status}, tx ${event.tx_hash ?? '-'} (signature verified, delivery ${event.delivery_id})`);
+        res.writeHead(204).end();
+      } catch (e) {
+        console.log(`[webhook] refused a delivery: ${(e as Error).message}`);
+        res.writeHead(400).end();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(Number(process.env.SANDBOX_WEBHOOK_PORT ?? 0), '127.0.0.1', r));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+}
 import { SANDBOX_FILE } from './sandbox-file';
 
 async function json(url: string, method: string, body?: unknown, auth?: string): Promise<any> {
@@ -54,6 +84,8 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_URLS: process.env.WEBHOOK_ALLOW_PRIVATE_URLS ?? 'true',
     VERIFY_POLL_MS: process.env.VERIFY_POLL_MS ?? '1000',
     CHAIN_SCAN_INTERVAL_MS: process.env.CHAIN_SCAN_INTERVAL_MS ?? '2000',
+    // JSON logs would bury the summary below; LOG_LEVEL=info brings them back.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   };
   const config = loadConfig(env);
   console.log('migrating the database …');
@@ -74,6 +106,18 @@ async function main(): Promise<void> {
     await c.end();
   }
   const key = (await json(`${adminApi}/partners/${partnerId}/keys`, 'POST', { mode: 'test', label: 'sandbox' }, ADMIN_TOKEN)).api_key as string;
+  await json(`${adminApi}/partners/${partnerId}/users`, 'POST', { email: PORTAL_EMAIL, password: PORTAL_PASSWORD }, ADMIN_TOKEN).catch(() => undefined);
+
+  // Webhooks to the local receiver. The secret is shown once, when first generated: a sandbox started again
+  // on the same database rotates to get one it can show, and confirms at once.
+  let secret = '';
+  const receiverUrl = await startWebhookReceiver(() => [secret]);
+  const hook = await json(`${adminApi}/partners/${partnerId}/webhook`, 'PUT', { url: receiverUrl, enabled: true }, ADMIN_TOKEN);
+  if (hook.secret) secret = hook.secret;
+  else {
+    secret = (await json(`${adminApi}/partners/${partnerId}/webhook/rotate`, 'POST', undefined, ADMIN_TOKEN)).secret;
+    await json(`${adminApi}/partners/${partnerId}/webhook/confirm-rotation`, 'POST', undefined, ADMIN_TOKEN);
+  }
 
   // The demo merchant, taken through the real onboarding flow with its own wallet's signature.
   const merchantWallet = new Wallet(MERCHANT_KEY);
@@ -99,6 +143,9 @@ Sandbox ready.
   local chain      ${node.url}  chain 31337, token TUSD ${token}
   test API key     ${key}
   merchant         ${merchant.merchant_id}
+  partner portal   ${running.publicUrl}/portal/login   ${PORTAL_EMAIL} / ${PORTAL_PASSWORD}
+  webhooks         delivered to ${receiverUrl}, verified with sdk/webhook-verify and printed below as [webhook]
+  queue board      ${running.adminUrl}/admin/queues   admin / ${ADMIN_TOKEN}
 
 Create a payment request:
   curl -s -X POST ${running.publicUrl}/api/v1/requests/create \\
@@ -108,6 +155,7 @@ Create a payment request:
 Open its pay_page_url in a browser, or pay it from the command line with the funded payer wallet:
   npm run sandbox:pay <request_id>
 
+The payment is verified within seconds, and its webhooks appear below as [webhook] lines.
 Ctrl-C stops the service and the chain.`);
 
   const stop = async () => {

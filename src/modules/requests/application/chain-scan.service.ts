@@ -48,7 +48,13 @@ export class ChainScanService {
         `SELECT last_block FROM chain_cursors WHERE chain_id = $1 AND token_address = $2`,
         [chainId, asset.token],
       );
-      const from = cursor ? Number(cursor.last_block) + 1 : Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
+      let from = cursor ? Number(cursor.last_block) + 1 : Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
+      if (cursor && Number(cursor.last_block) > tip) {
+        // The chain is shorter than what was scanned: a development chain started afresh, or the RPC now
+        // points at another node. Waiting for it to grow past the old height would miss every payment.
+        from = Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
+        this.logger.warn(`chain ${chainId} tip ${tip} is below the scan cursor ${cursor.last_block}; rescanning from ${from}`);
+      }
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
       if (from > to) return { from, to, transfers: 0 };
       const recipients = await tx.query<{ recipient: string }>(
