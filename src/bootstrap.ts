@@ -28,7 +28,8 @@ interface ListenerTagged extends IncomingMessage {
 
 /** Paths each listener serves: /admin only on ADMIN_PORT; pages only on PORT; the partner API on both. */
 function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFunction): void {
-  const path = req.path.toLowerCase();
+  // Express matches routes case-insensitively and ignores a trailing slash: so must the gate.
+  const path = req.path.toLowerCase().replace(/\/+$/, '') || '/';
   const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
   const publicOnly = ['/pay', '/onboarding', '/portal', '/assets/', '/terms'].some((p) => path.startsWith(p));
   if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
@@ -73,6 +74,8 @@ export async function start(
   const express = app.getHttpAdapter().getInstance();
   express.disable('x-powered-by');
   express.set('etag', false);
+  // Behind a load balancer the client address (per-address limits) comes from X-Forwarded-For.
+  if (config.trustProxy !== false) express.set('trust proxy', config.trustProxy);
   app.use(listenerGate);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);

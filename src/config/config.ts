@@ -33,6 +33,8 @@ export interface AppConfig {
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
   onboardingTokenSecret: string;
+  /** Express's `trust proxy`: false, a hop count, or a list of proxy addresses/subnets. */
+  trustProxy: false | number | string;
   /** Multiplies every per-minute rate limit; the bench raises it. */
   rateLimitScale: number;
   /** Calls per minute per client address on each public page route. */
@@ -158,6 +160,15 @@ function logLevel(env: Env): string {
   return v;
 }
 
+function trustProxy(raw: string | undefined): false | number | string {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  if (!/^[0-9a-fA-F.:/, ]+$/.test(raw) && !['loopback', 'linklocal', 'uniquelocal'].some((w) => raw.includes(w))) {
+    throw new ConfigError('TRUST_PROXY', `must be false, a hop count, or proxy addresses/subnets, got "${raw}"`);
+  }
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): AppConfig {
   const production = env.NODE_ENV === 'production';
   const publicUrl = url(env, 'PUBLIC_URL', 'http://localhost:3000');
@@ -198,6 +209,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,
     rateLimitScale: Number(scaleRaw),
+    trustProxy: trustProxy(env.TRUST_PROXY),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),

@@ -115,3 +115,14 @@ it('a merchant disabled through one server is refused at once by the other (merc
   await sleep(50);
   expect((await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body })).status).toBe(201);
 });
+
+it('a merchant cache that missed its eviction still cannot create a request for a disabled merchant', async () => {
+  const other = await createOnboardedMerchant(a, partner.testKey);
+  const body = { account_id: other.id, fiat_amount_int: 600 };
+  expect((await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body })).status).toBe(201);
+  // Disabled behind the service's back: no eviction message at all.
+  await db.query(`UPDATE merchants SET disabled = true WHERE id = $1`, [other.id]);
+  const refused = await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+  expect(refused.status).toBe(400);
+  expect(refused.body.error).toBe('merchant_disabled');
+});

@@ -8,8 +8,6 @@ import type { Scope } from './scopes';
 interface CacheEntry {
   principal: Principal | null;
   expires: number;
-  /** SHA-256 of the key, hex: what revocations name. */
-  hash: string;
 }
 
 const MAX_CACHE = 10000;
@@ -24,6 +22,8 @@ const NEGATIVE_TTL_MS = 2000;
 export class ApiKeyService implements OnModuleInit {
   private readonly logger = new Logger('ApiKeys');
   private readonly cache = new Map<string, CacheEntry>();
+  /** Counts invalidations, so a load that raced one is not cached. */
+  private generation = 0;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -40,18 +40,20 @@ export class ApiKeyService implements OnModuleInit {
   async authenticate(raw: string): Promise<Principal | null> {
     const mode = modeOfKey(this.config.keyPrefix, raw);
     if (!mode || raw.length > 200) return null;
-    // Keyed by the key itself, so a cached call costs no hashing; the process holds it no longer than the
-    // request that carried it would have.
-    const now = Date.now();
-    const hit = this.cache.get(raw);
-    if (hit && hit.expires > now) return hit.principal;
+    // Keyed by the key's hash: the process never keeps a key itself.
     const hash = hashApiKey(raw);
+    const cacheKey = hash.toString('hex');
+    const now = Date.now();
+    const hit = this.cache.get(cacheKey);
+    if (hit && hit.expires > now) return hit.principal;
+    const generation = this.generation;
     const principal = await this.load(hash, mode);
+    // An invalidation that arrived while the row was being read may concern it: use the answer, keep nothing.
+    if (generation !== this.generation) return principal;
     if (this.cache.size >= MAX_CACHE) this.cache.clear();
-    this.cache.set(raw, {
+    this.cache.set(cacheKey, {
       principal,
       expires: now + (principal ? this.config.apiKeyCacheMs : Math.min(NEGATIVE_TTL_MS, this.config.apiKeyCacheMs)),
-      hash: hash.toString('hex'),
     });
     return principal;
   }
@@ -67,11 +69,12 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   private evict(target: string): void {
+    this.generation++;
     if (target.startsWith('partner:')) {
       const partnerId = target.slice('partner:'.length);
       for (const [k, v] of this.cache) if (v.principal?.partnerId === partnerId) this.cache.delete(k);
     } else {
-      for (const [k, v] of this.cache) if (v.hash === target) this.cache.delete(k);
+      this.cache.delete(target);
     }
   }
 

@@ -21,18 +21,20 @@ const MAX_ENTRIES = 50000;
  * Merchants as the create path reads them, cached in process: the merchant lookup is a round trip of every
  * create. Every change that matters to create (disable, enable, wallet, onboarding, currency) calls
  * changed(), which evicts the entry on every instance through Redis at once; the short TTL bounds staleness
- * should a message be lost.
+ * should a message be lost. The cache is only a shortcut: the request INSERT itself re-checks that the
+ * merchant is enabled, onboarded and still has the wallet, so a stale entry can never create a request.
  */
 @Injectable()
 export class MerchantDirectory implements OnModuleInit {
   private readonly logger = new Logger('MerchantDirectory');
   private readonly cache = new Map<string, { m: MerchantForCreate; expires: number }>();
+  private generation = 0;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly db: Db, private readonly redis: RedisConnections) {}
 
   async onModuleInit(): Promise<void> {
     await this.redis
-      .subscribe('merchant-changed', (id) => this.cache.delete(id))
+      .subscribe('merchant-changed', (id) => this.evict(id))
       .catch((e: Error) => this.logger.warn(`cannot subscribe to merchant changes: ${e.message}`));
   }
 
@@ -40,19 +42,26 @@ export class MerchantDirectory implements OnModuleInit {
     const now = Date.now();
     const hit = this.cache.get(id);
     if (hit && hit.expires > now) return hit.m;
+    const generation = this.generation;
     const [m] = await this.db.query<MerchantForCreate>(
       `SELECT id, partner_id, test_mode, onboarding_status, disabled, display_currency, wallet_address FROM merchants WHERE id = $1`,
       [id],
       'merchant_for_create',
     );
     if (!m) return null;
+    if (generation !== this.generation) return m;
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(id, { m, expires: now + TTL_MS });
     return m;
   }
 
-  async changed(id: string): Promise<void> {
+  evict(id: string): void {
+    this.generation++;
     this.cache.delete(id);
+  }
+
+  async changed(id: string): Promise<void> {
+    this.evict(id);
     await this.redis.publish('merchant-changed', id).catch((e: Error) =>
       this.logger.error(`could not publish a merchant change (${id}); other instances keep it up to ${TTL_MS} ms: ${e.message}`),
     );

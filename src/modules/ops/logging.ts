@@ -44,6 +44,9 @@ const PATTERNS: Array<[RegExp, string]> = [
   // 65-byte ECDSA signatures (SIWE wallet proofs).
   [/0x[0-9a-fA-F]{130}(?![0-9A-Za-z])/g, REDACTED],
   [/\b(Bearer|Basic)\s+[^\s"',;]+/gi, `$1 ${REDACTED}`],
+  // Full URLs keep only their origin: RPC and rate-source URLs often carry a provider's key in the path or
+  // query (ethers puts the request URL in its error messages), and credentials may sit in the authority.
+  [/\b(https?|wss?):\/\/(?:[^\s"'<>@/]*@)?([^\s"'<>/?#]+)[^\s"'<>]*/gi, '$1://$2/…'],
 ];
 
 /** A scrubber for free text: the credential shapes above plus the given literal secrets. */

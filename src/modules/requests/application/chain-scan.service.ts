@@ -69,10 +69,12 @@ export class ChainScanService {
         seen += transfers.length;
         for (const t of transfers) await this.handle(chainId, t);
       }
+      const last = await reader.block(to);
       await tx.query(
-        `INSERT INTO chain_cursors (chain_id, token_address, last_block) VALUES ($1, $2, $3)
-         ON CONFLICT (chain_id, token_address) DO UPDATE SET last_block = EXCLUDED.last_block, updated_at = now()`,
-        [chainId, asset.token, to],
+        `INSERT INTO chain_cursors (chain_id, token_address, last_block, last_block_time) VALUES ($1, $2, $3, to_timestamp($4))
+         ON CONFLICT (chain_id, token_address) DO UPDATE
+           SET last_block = EXCLUDED.last_block, last_block_time = EXCLUDED.last_block_time, updated_at = now()`,
+        [chainId, asset.token, to, last ? last.timestamp : null],
       );
       return { from, to, transfers: seen };
     });

@@ -32,7 +32,7 @@ export class RequestsService {
   ) {}
 
   /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
-  async create(p: Principal, dto: CreateRequestDto): Promise<{ body: Record<string, unknown>; created: boolean }> {
+  async create(p: Principal, dto: CreateRequestDto, fresh = false): Promise<{ body: Record<string, unknown>; created: boolean }> {
     // The merchant comes from the in-process directory (evicted on every change); ownership is checked here.
     const m = await this.directory.forCreate(dto.account_id);
     if (!m || m.partner_id !== p.partnerId) throw AppError.notFound();
@@ -50,7 +50,7 @@ export class RequestsService {
       throw problem;
     }
     const expiry = dto.expiry_minutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
-    const { request, created } = await this.repo.insertOrFind({
+    const outcome = await this.repo.insertOrFind({
       id: randomUUID(),
       partnerId: p.partnerId,
       merchantId: m.id,
@@ -72,6 +72,13 @@ export class RequestsService {
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
     });
+    if (!outcome) {
+      // The cached merchant was stale (changed on another instance a moment ago): decide again on a fresh read.
+      if (fresh) throw new AppError('conflict', { errors: [{ field: 'account_id', message: 'the merchant changed during the request; retry' }] });
+      this.directory.evict(m.id);
+      return this.create(p, dto, true);
+    }
+    const { request, created } = outcome;
     if (created) void this.afterCommit.requestCreated(request.id, request.expiresAt);
     return { body: this.respond(request, !created), created };
   }

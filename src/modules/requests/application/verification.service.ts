@@ -69,14 +69,18 @@ export class VerificationService {
     return this.reject(r, source, 'transfer_already_claimed');
   }
 
-  /** Marks the request verified by this transfer, unless another request holds the transfer already. */
+  /**
+   * Marks the request verified by this transfer, unless another request holds the transfer already. The
+   * amount stays held until the claim window closes: a payer who pays twice must not pay the next request
+   * of the same price (the second transfer is kept as unmatched instead).
+   */
   private async claim(r: PaymentRequest, t: ChainTransfer, source: ProofSource): Promise<boolean> {
     try {
       const eventIds = await this.db.tx(async (tx) => {
         const rows = await tx.query(
           `UPDATE payment_requests
               SET proof_status = 'verified', proof_verified_at = now(), tx_hash = $2, claimed_log_index = $3,
-                  payer_address = $4, proof_source = $5, amount_locked = false, verify_note = NULL, updated_at = now()
+                  payer_address = $4, proof_source = $5, verify_note = NULL, updated_at = now()
             WHERE id = $1 AND proof_status = ANY($6) RETURNING id`,
           [r.id, t.txHash, t.logIndex, t.from, source, VERIFIABLE_FROM],
         );

@@ -22,7 +22,11 @@ class MetadataRule implements ValidatorConstraintInterface {
 export class CreateRequestDto {
   static fieldCodes: Record<string, ErrorCode | ((dto: CreateRequestDto) => ErrorCode | null)> = {
     idempotency_key: 'invalid_idempotency_key',
-    customer_name: (dto) => (dto.payment_mode === 'service' && dto.customer_name === undefined ? 'customer_name_required' : null),
+    // Service mode needs a name: missing, null or blank all read as "no name given".
+    customer_name: (dto) =>
+      dto.payment_mode === 'service' && (typeof dto.customer_name !== 'string' || dto.customer_name.trim() === '')
+        ? 'customer_name_required'
+        : null,
   };
 
   @IsUUID('all', { message: 'account_id must be a UUID' }) account_id: string;
@@ -37,6 +41,7 @@ export class CreateRequestDto {
   @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
   @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || o.customer_name !== undefined)
   @IsString({ message: 'customer_name is required in service mode' }) @MaxLength(200)
+  @Matches(/\S/, { message: 'customer_name must not be blank' })
   customer_name?: string;
   @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
   @IsOptional() @IsString() @MaxLength(50) customer_phone?: string;

@@ -67,8 +67,11 @@ const INSERT_SQL = `
   INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency,
     rate, amount, chain_id, token_address, recipient, memo, payment_mode, customer_name, customer_email,
     customer_phone, metadata, expires_at, claim_until)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${AMOUNT_CANDIDATE}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20))
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, ${AMOUNT_CANDIDATE}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20)
+  -- The merchant as create saw it (possibly from a cache) must still hold, in this very statement.
+  WHERE EXISTS (SELECT 1 FROM merchants m WHERE m.id = $3 AND m.partner_id = $2 AND m.test_mode = $4 AND NOT m.disabled
+                  AND m.onboarding_status = 'complete' AND m.wallet_address = $12 AND m.display_currency = $7)
   ON CONFLICT ON CONSTRAINT payment_requests_idempotency DO NOTHING
   RETURNING ${REQUEST_COLUMNS}`;
 
@@ -78,9 +81,10 @@ export class RequestsRepository {
 
   /**
    * Inserts, or finds the request that already holds (partner, merchant, key). Returns created=false for the
-   * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner.
+   * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner. Returns
+   * null when the merchant no longer is what the caller saw (disabled, wallet or currency changed meanwhile).
    */
-  async insertOrFind(n: NewRequest): Promise<{ request: PaymentRequest; created: boolean }> {
+  async insertOrFind(n: NewRequest): Promise<{ request: PaymentRequest; created: boolean } | null> {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
       n.rate, n.baseAmount.toString(), n.chainId.toString(), n.tokenAddress, n.recipient, n.memo, n.paymentMode,
       n.customerName, n.customerEmail, n.customerPhone, JSON.stringify(n.metadata), n.expiryMinutes, n.graceMinutes];
@@ -90,7 +94,7 @@ export class RequestsRepository {
         if (row) return { request: toDomain(row), created: true };
         const existing = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey);
         if (existing) return { request: existing, created: false };
-        // The conflicting row vanished between the two statements: impossible without deletes; try again.
+        return null;
       } catch (e) {
         // Another create took the same candidate amount a moment earlier: pick again.
         if (!isUniqueViolation(e, 'payment_requests_open_amount') || attempt >= MAX_AMOUNT_RETRIES) throw e;
@@ -159,10 +163,19 @@ export class RequestsRepository {
     return rows.length;
   }
 
-  /** Frees the amounts of requests whose claim window has closed: no transfer can pay them any more. */
+  /**
+   * Frees the amounts of requests whose claim window has closed *as the chain scan sees it*: the scan has
+   * handled a block stamped after claim_until (plus the 60 s of clock tolerance), so no unseen transfer can
+   * still pay them. Released on the wall clock instead, a payment mined near the end of the window but
+   * scanned after it would find no open request, or the next request of the same price.
+   */
   async releaseClosedAmounts(): Promise<number> {
     const rows = await this.db.query(
-      `UPDATE payment_requests SET amount_locked = false WHERE amount_locked AND claim_until < now() RETURNING id`,
+      `UPDATE payment_requests r SET amount_locked = false
+         FROM chain_cursors c
+        WHERE r.amount_locked AND c.chain_id = r.chain_id AND c.token_address = r.token_address
+          AND c.last_block_time > r.claim_until + interval '60 seconds'
+        RETURNING r.id`,
     );
     return rows.length;
   }
