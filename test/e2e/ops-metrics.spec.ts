@@ -60,6 +60,10 @@ function sumOf(text: string, name: string): number {
 it('is not served on the public listener', async () => {
   const r = await call(svc.publicUrl, 'GET', '/metrics');
   expect(r.status).toBe(404);
+  // Express ignores case and a trailing slash when routing; the listener gate must too.
+  for (const path of ['/metrics/', '/METRICS', '/Metrics//', '/admin/queues/', '/ADMIN/API/rates']) {
+    expect((await call(svc.publicUrl, 'GET', path)).status).toBe(404);
+  }
   expect(r.body).toEqual({ ok: false, error: 'not_found' });
 });
 
