@@ -855,18 +855,16 @@ describe('POST /api/v1/requests/:id/cancel', () => {
 });
 
 describe('service mode customer_name (review follow-up)', () => {
-  let svc2: import('../support/app').TestService;
+  let svc2: TestService;
   beforeAll(async () => {
-    svc2 = await (await import('../support/app')).startService();
+    svc2 = await startService();
   });
   afterAll(async () => {
     await svc2?.close();
   });
   it.each([[null], [''], ['   ']])('service mode with customer_name %p → customer_name_required', async (name) => {
-    const { createPartner, createOnboardedMerchant } = await import('../factories/partners');
     const p = await createPartner(svc2);
     const m = await createOnboardedMerchant(svc2, p.testKey);
-    const { call } = await import('../support/http');
     const r = await call(svc2.publicUrl, 'POST', '/api/v1/requests/create', {
       key: p.testKey,
       body: { account_id: m.id, fiat_amount_int: 100, payment_mode: 'service', customer_name: name },

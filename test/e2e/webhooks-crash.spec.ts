@@ -9,7 +9,7 @@ import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { loadConfig } from '../../src/config/config';
-import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { startService, testEnvVars, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 
@@ -31,27 +31,7 @@ const WEBHOOK_ENV = {
 
 /** The environment testConfig() builds its configuration from, for the worker processes. */
 function workerEnv(): Record<string, string> {
-  const t = T;
-  return {
-    DATABASE_URL: t.databaseUrl,
-    REDIS_URL: t.redisUrl,
-    PORT: '0',
-    ADMIN_PORT: '0',
-    ADMIN_TOKEN,
-    PUBLIC_URL: 'http://localhost:3999',
-    KEY_PREFIX: 'prs',
-    CHAIN_TEST_RPC_URL: t.rpcUrl,
-    CHAIN_TEST_CHAIN_ID: t.chainId,
-    CHAIN_TEST_TOKEN_ADDRESS: t.token,
-    CHAIN_TEST_CONFIRMATIONS: '1',
-    CHAIN_LIVE_RPC_URL: t.rpcUrl,
-    CHAIN_LIVE_CHAIN_ID: t.chainId,
-    CHAIN_LIVE_TOKEN_ADDRESS: t.token,
-    CHAIN_LIVE_CONFIRMATIONS: '1',
-    RATES: 'usd:1,eur:0.92,jpy:150.25,inr:83.2,kwd:0.307',
-    WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-    ...WEBHOOK_ENV,
-  };
+  return testEnvVars(WEBHOOK_ENV);
 }
 
 function spawnWorker(): Promise<ChildProcess> {

@@ -7,9 +7,13 @@ import { testEnv } from './test-env';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 /** The environment a test service runs with; `env` overrides any variable. */
-export function testConfig(env: Record<string, string> = {}): AppConfig {
+/**
+ * The environment variables a test service runs with; `env` overrides any of them. Also what a test hands
+ * to a separate `src/main.ts` process so it joins the same database, chain and (when given) Redis prefix.
+ */
+export function testEnvVars(env: Record<string, string> = {}): Record<string, string> {
   const t = testEnv();
-  return loadConfig({
+  return {
     DATABASE_URL: t.databaseUrl,
     REDIS_URL: t.redisUrl,
     // Each service gets its own queues and counters unless a test shares them on purpose (scale-out).
@@ -30,7 +34,11 @@ export function testConfig(env: Record<string, string> = {}): AppConfig {
     RATES: 'usd:1,eur:0.92,jpy:150.25,inr:83.2,kwd:0.307',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     ...env,
-  });
+  };
+}
+
+export function testConfig(env: Record<string, string> = {}): AppConfig {
+  return loadConfig(testEnvVars(env));
 }
 
 export interface TestService extends Running {
