@@ -161,11 +161,25 @@ it('merchant list and get: /accounts and /merchants share each bucket', async ()
   expectLimited(await get(key, `/api/v1/accounts/${id}`));
 });
 
-it.todo(
-  'a service started with REDIS_URL on a closed port (redis://127.0.0.1:6390) keeps serving — skipped: start-up never ' +
-    'completes without Redis (module init waits on Redis connections that retry forever, e.g. the key-invalidation ' +
-    'SUBSCRIBE in ApiKeyService.onModuleInit), so the outage is tested below by cutting a running service off Redis',
-);
+describe('a service started while Redis is unreachable', () => {
+  let noRedis: TestService;
+  beforeAll(async () => {
+    noRedis = await startService({ env: { REDIS_URL: 'redis://127.0.0.1:6390' } });
+  });
+  afterAll(async () => {
+    await noRedis?.close();
+  });
+
+  it('starts, serves the partner API with the limiter open, and reports not ready', async () => {
+    const p = await createPartner(noRedis);
+    const m = await createOnboardedMerchant(noRedis, p.testKey);
+    const r = await call(noRedis.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 700 } });
+    expect(r.status).toBe(201);
+    expect((await call(noRedis.publicUrl, 'GET', `/api/v1/requests/${r.body.request_id}`, { key: p.testKey })).status).toBe(200);
+    expect((await call(noRedis.publicUrl, 'GET', '/health/ready')).status).toBe(503);
+    expect((await call(noRedis.publicUrl, 'GET', '/health/live')).status).toBe(200);
+  });
+});
 
 describe('Redis goes away while the service runs (DESIGN §3: the limiter lets calls through)', () => {
   let proxy: TcpProxy;

@@ -47,13 +47,19 @@ export class RedisConnections implements OnApplicationShutdown {
     return `${this.config.redisPrefix}:${name}`;
   }
 
-  /** Calls handler for every message published on the channel by any instance (this one included). */
+  /**
+   * Calls handler for every message published on the channel by any instance (this one included). Does not
+   * wait for Redis: a service starting while Redis is away must still start (ioredis subscribes once it
+   * connects, and again after every reconnect).
+   */
   async subscribe(name: string, handler: (message: string) => void): Promise<void> {
     const ch = this.channel(name);
     const list = this.handlers.get(ch) ?? [];
     list.push(handler);
     this.handlers.set(ch, list);
-    if (list.length === 1) await this.subscriber.subscribe(ch);
+    if (list.length === 1) {
+      this.subscriber.subscribe(ch).catch((e: Error) => this.logger.warn(`cannot subscribe to ${ch}: ${e.message}`));
+    }
   }
 
   async publish(name: string, message: string): Promise<void> {
