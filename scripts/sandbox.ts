@@ -133,6 +133,9 @@ async function main(): Promise<void> {
     await json(`${api}/onboarding/api/${tokenPart}/complete`, 'POST', { accept_terms: true });
   }
 
+  // One request ready to pay, so the tour can start at its pay page.
+  const demo = await json(`${api}/api/v1/requests/create`, 'POST', { account_id: merchant.merchant_id, fiat_amount_int: 499, memo: 'Demo latte' }, key);
+
   mkdirSync(join(__dirname, '..', '.tmp'), { recursive: true });
   writeFileSync(SANDBOX_FILE, JSON.stringify({ api, apiKey: key, rpcUrl: node.url, token, payerKey: PAYER_KEY }, null, 2));
 
@@ -154,6 +157,10 @@ Create a payment request:
 
 Open its pay_page_url in a browser, or pay it from the command line with the funded payer wallet:
   npm run sandbox:pay <request_id>
+
+A request is waiting already (4.99 usd):
+  pay page         ${demo.pay_page_url}
+  pay it           npm run sandbox:pay ${demo.request_id}
 
 The payment is verified within seconds, and its webhooks appear below as [webhook] lines.
 Ctrl-C stops the service and the chain.`);
