@@ -1,7 +1,7 @@
 import type { FieldError } from '../../../common/errors';
 
 /** 32 to 64 characters of the base64url alphabet (which contains hex) — spec §4.1. */
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{32,64}$/;
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{32,64}$/;
 
 export function isValidIdempotencyKey(key: unknown): boolean {
   return typeof key === 'string' && IDEMPOTENCY_KEY.test(key);

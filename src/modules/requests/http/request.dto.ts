@@ -5,7 +5,7 @@ import {
   ValidatorConstraint, type ValidatorConstraintInterface, type ValidationArguments,
 } from 'class-validator';
 import type { ErrorCode } from '../../../common/errors';
-import { metadataErrors, type PaymentMode } from '../domain/request-rules';
+import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 
 @ValidatorConstraint({ name: 'metadata' })
@@ -35,7 +35,7 @@ export class CreateRequestDto {
   fiat_currency_code?: string;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString({ message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
-  @Matches(/^[A-Za-z0-9_-]{32,64}$/, { message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
+  @Matches(IDEMPOTENCY_KEY, { message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
   idempotency_key?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
   @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
