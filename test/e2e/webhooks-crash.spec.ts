@@ -1,12 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { start, type Running } from '../../src/bootstrap';
 import { Db } from '../../src/database/db';
-import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
-import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
+import { recordProofEvent } from '../factories/events';
 import { mustCreateRequest } from '../factories/requests';
 import { loadConfig } from '../../src/config/config';
 import { startService, testEnvVars, type TestService } from '../support/app';
@@ -90,14 +88,7 @@ it('a worker killed with SIGKILL mid-delivery → delivered again with the same 
   // The first call is held open; the worker that sent it dies while waiting for the answer.
   rec.plan({ hang: true }).otherwise({ status: 200 });
   const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 4200 });
-  const ev = await db.tx(async (tx) => {
-    await tx.query(`UPDATE payment_requests SET proof_status = 'attached', tx_hash = $2, proof_source = 'payer' WHERE id = $1`, [
-      request.request_id,
-      `0x${randomBytes(32).toString('hex')}`,
-    ]);
-    return svc.app.get(EventOutbox).record(tx, { partnerId: p.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true });
-  });
-  await svc.app.get(WebhookRelay).enqueue([ev.id]);
+  const ev = await recordProofEvent(svc, { partnerId: p.id, requestId: request.request_id });
 
   await rec.waitForCalls(1, 20_000);
   child.kill('SIGKILL');

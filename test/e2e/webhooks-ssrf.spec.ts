@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Db } from '../../src/database/db';
-import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
-import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
+import { recordProofEvent } from '../factories/events';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
@@ -106,14 +105,7 @@ describe('at delivery time', () => {
       [p.id, url, randomBytes(32).toString('hex')],
     );
     const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 500 });
-    const ev = await db.tx(async (tx) => {
-      await tx.query(`UPDATE payment_requests SET proof_status = 'attached', tx_hash = $2, proof_source = 'payer' WHERE id = $1`, [
-        request.request_id,
-        `0x${randomBytes(32).toString('hex')}`,
-      ]);
-      return svc.app.get(EventOutbox).record(tx, { partnerId: p.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true });
-    });
-    await svc.app.get(WebhookRelay).enqueue([ev.id]);
+    const ev = await recordProofEvent(svc, { partnerId: p.id, requestId: request.request_id });
 
     const deadline = Date.now() + 10_000;
     let state = '';

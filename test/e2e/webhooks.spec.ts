@@ -4,10 +4,11 @@ import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { QUEUES } from '../../src/common/queue/queues';
 import { Db } from '../../src/database/db';
-import { EventOutbox, type EventKind } from '../../src/modules/webhooks/event-outbox';
+import type { EventKind } from '../../src/modules/webhooks/event-outbox';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { verifyWebhook, WebhookVerificationError } from '../../sdk/webhook-verify/src/index';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { recordProofEvent } from '../factories/events';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { withinOneMinute } from '../support/clock';
@@ -92,7 +93,6 @@ interface Recorded {
   requestId: string;
 }
 
-const txHash = () => `0x${randomBytes(32).toString('hex')}`;
 const address = () => `0x${randomBytes(20).toString('hex')}`;
 
 /**
@@ -103,18 +103,7 @@ async function recordEvent(s: Shop, opts: { event?: EventKind; relay?: boolean; 
   const requestId =
     opts.requestId ??
     (await mustCreateRequest(svc, s.partner.testKey, { account_id: s.merchantId, fiat_amount_int: 1000 + Math.floor(Math.random() * 9000), metadata: opts.metadata ?? { order: 'A-1' } })).request_id;
-  const event = opts.event ?? 'payment.proof_attached';
-  const rec = await db.tx(async (tx) => {
-    await tx.query(
-      `UPDATE payment_requests SET proof_status = $2, tx_hash = $3, proof_source = 'payer', payer_address = $4,
-              proof_attached_at = COALESCE(proof_attached_at, now()),
-              proof_verified_at = CASE WHEN $2 = 'verified' THEN now() END
-        WHERE id = $1`,
-      [requestId, event === 'payment.proof_verified' ? 'verified' : 'attached', txHash(), address()],
-    );
-    return svc.app.get(EventOutbox).record(tx, { partnerId: s.partner.id, requestId, event, testMode: true });
-  });
-  if (opts.relay !== false) await svc.app.get(WebhookRelay).enqueue([rec.id]);
+  const rec = await recordProofEvent(svc, { partnerId: s.partner.id, requestId, event: opts.event, relay: opts.relay });
   return { ...rec, requestId };
 }
 
