@@ -1,7 +1,7 @@
 import { DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from './config/config';
-import { DbModule } from './common/db.module';
+import { DatabaseModule } from './database/database.module';
 import { ErrorFilter } from './common/http/error.filter';
 import { DtoPipe } from './common/http/validation';
 import { QueueModule } from './common/queue/queue.module';
@@ -55,7 +55,7 @@ export class AppModule {
       : [];
     // Overrides replace a provider where its module declares it (e.g. CHAIN_READERS in ChainModule).
     const { imports, rest } = withOverrides(
-      [configModule, OpsModule.forRoot(roles), DbModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
+      [configModule, OpsModule.forRoot(roles), DatabaseModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
       overrides,
     );
     return {

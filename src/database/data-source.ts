@@ -1,20 +1,33 @@
 import 'reflect-metadata';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 
-/** One DataSource definition for the app and for the migration command. Schema changes are migrations only. */
-export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
-  return new DataSource({
+/** Every module's entities (each `*.entity.ts` belongs to the module whose folder holds it). */
+export const ENTITIES_GLOB = join(__dirname, '..', 'modules', '**', '*.entity.{ts,js}');
+
+/**
+ * One DataSource definition for the app (TypeOrmModule.forRootAsync), the migration command and the schema
+ * drift check. Schema changes are hand-reviewed migrations only: never synchronize.
+ */
+export function dataSourceOptions(databaseUrl: string, poolSize = 20): DataSourceOptions {
+  return {
     type: 'postgres',
     url: databaseUrl,
+    entities: [ENTITIES_GLOB],
     synchronize: false,
     migrationsRun: false,
     migrations: [join(__dirname, '..', '..', 'migrations', '*.{ts,js}')],
     migrationsTableName: 'migrations',
+    // gen_random_uuid() (core since Postgres 13), as the migrations write it.
+    uuidExtension: 'pgcrypto',
     extra: { max: poolSize },
     logging: false,
-  });
+  };
+}
+
+export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
+  return new DataSource(dataSourceOptions(databaseUrl, poolSize));
 }
 
 /** Creates the database named in the URL when it does not exist yet (DESIGN §2). */

@@ -1,0 +1,140 @@
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Unique } from 'typeorm';
+import { bigintColumn } from '../../../database/transformers';
+import type { ProofStatus, RequestStatus } from '../domain/transitions';
+
+/** payment_requests, owned by the requests module. Mirrors migrations/ exactly (the drift spec checks it). */
+@Entity('payment_requests')
+@Unique('payment_requests_idempotency', ['partnerId', 'merchantId', 'idempotencyKey'])
+@Check('payment_requests_status_check', `status IN ('requested','opened','expired','voided')`)
+@Check('payment_requests_proof_status_check', `proof_status IN ('none','attached','verified')`)
+@Check('payment_requests_fiat_amount_check', 'fiat_amount > 0')
+@Check('payment_requests_amount_check', 'amount > 0')
+@Check('payment_requests_payment_mode_check', `payment_mode IN ('pos','service')`)
+// Holds an amount for a merchant and asset while a transfer may still pay the request (DESIGN §3).
+@Index('payment_requests_open_amount', ['merchantId', 'chainId', 'tokenAddress', 'amount'], { unique: true, where: 'amount_locked' })
+// One transfer (chain, tx, log) pays at most one request: two concurrent claims cannot both win.
+@Index('payment_requests_claim', ['chainId', 'txHash', 'claimedLogIndex'], { unique: true, where: '(claimed_log_index IS NOT NULL)' })
+@Index('payment_requests_list', ['partnerId', 'testMode', 'createdAt', 'id'])
+@Index('payment_requests_merchant_list', ['merchantId', 'createdAt', 'id'])
+@Index('payment_requests_tx', ['chainId', 'txHash'], { where: '(tx_hash IS NOT NULL)' })
+@Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient'], {
+  where: `((proof_status <> 'verified'::text) AND amount_locked)`,
+})
+@Index('payment_requests_expiring', ['expiresAt'], {
+  where: `((status = ANY (ARRAY['requested'::text, 'opened'::text])) AND (proof_status = 'none'::text))`,
+})
+export class PaymentRequestEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'payment_requests_pkey' })
+  id!: string;
+
+  @Column('uuid', { name: 'partner_id' })
+  partnerId!: string;
+
+  @ManyToOne('PartnerEntity', { nullable: false })
+  @JoinColumn({ name: 'partner_id', foreignKeyConstraintName: 'payment_requests_partner_id_fkey' })
+  partner?: unknown;
+
+  @Column('uuid', { name: 'merchant_id' })
+  merchantId!: string;
+
+  @ManyToOne('MerchantEntity', { nullable: false })
+  @JoinColumn({ name: 'merchant_id', foreignKeyConstraintName: 'payment_requests_merchant_id_fkey' })
+  merchant?: unknown;
+
+  @Column('boolean', { name: 'test_mode' })
+  testMode!: boolean;
+
+  @Column('text', { name: 'idempotency_key' })
+  idempotencyKey!: string;
+
+  @Column('text', { default: 'requested' })
+  status!: RequestStatus;
+
+  @Column('text', { name: 'proof_status', default: 'none' })
+  proofStatus!: ProofStatus;
+
+  @Column('integer', { name: 'fiat_amount' })
+  fiatAmount!: number;
+
+  @Column('text', { name: 'fiat_currency' })
+  fiatCurrency!: string;
+
+  /** Fiat units per one token, a decimal string: never a float. */
+  @Column('numeric')
+  rate!: string;
+
+  @Column('numeric', { precision: 78, scale: 0, transformer: bigintColumn })
+  amount!: bigint;
+
+  @Column('numeric', { name: 'chain_id', precision: 78, scale: 0, transformer: bigintColumn })
+  chainId!: bigint;
+
+  @Column('text', { name: 'token_address' })
+  tokenAddress!: string;
+
+  @Column('text')
+  recipient!: string;
+
+  @Column('boolean', { name: 'amount_locked', default: true })
+  amountLocked!: boolean;
+
+  @Column('text', { nullable: true })
+  memo!: string | null;
+
+  @Column('text', { name: 'payment_mode' })
+  paymentMode!: 'pos' | 'service';
+
+  @Column('text', { name: 'customer_name', nullable: true })
+  customerName!: string | null;
+
+  @Column('text', { name: 'customer_email', nullable: true })
+  customerEmail!: string | null;
+
+  @Column('text', { name: 'customer_phone', nullable: true })
+  customerPhone!: string | null;
+
+  @Column('jsonb', { default: () => `'{}'` })
+  metadata!: Record<string, string>;
+
+  @Column('timestamp with time zone', { name: 'expires_at', precision: 3 })
+  expiresAt!: Date;
+
+  @Column('timestamp with time zone', { name: 'claim_until', precision: 3 })
+  claimUntil!: Date;
+
+  @Column('timestamp with time zone', { name: 'created_at', precision: 3, default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column('timestamp with time zone', { name: 'updated_at', precision: 3, default: () => 'now()' })
+  updatedAt!: Date;
+
+  @Column('timestamp with time zone', { name: 'opened_at', precision: 3, nullable: true })
+  openedAt!: Date | null;
+
+  @Column('timestamp with time zone', { name: 'voided_at', precision: 3, nullable: true })
+  voidedAt!: Date | null;
+
+  @Column('timestamp with time zone', { name: 'expired_at', precision: 3, nullable: true })
+  expiredAt!: Date | null;
+
+  @Column('text', { name: 'tx_hash', nullable: true })
+  txHash!: string | null;
+
+  @Column('timestamp with time zone', { name: 'proof_attached_at', precision: 3, nullable: true })
+  proofAttachedAt!: Date | null;
+
+  @Column('text', { name: 'proof_source', nullable: true })
+  proofSource!: string | null;
+
+  @Column('text', { name: 'payer_address', nullable: true })
+  payerAddress!: string | null;
+
+  @Column('timestamp with time zone', { name: 'proof_verified_at', precision: 3, nullable: true })
+  proofVerifiedAt!: Date | null;
+
+  @Column('integer', { name: 'claimed_log_index', nullable: true })
+  claimedLogIndex!: number | null;
+
+  @Column('text', { name: 'verify_note', nullable: true })
+  verifyNote!: string | null;
+}

@@ -1,0 +1,40 @@
+import { Column, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { bigintColumn } from '../../../database/transformers';
+
+/** Transfers the chain scan saw to a merchant wallet that paid nothing: kept for operators. */
+@Entity('unmatched_transfers')
+@Unique('unmatched_transfers_chain_id_tx_hash_log_index_key', ['chainId', 'txHash', 'logIndex'])
+export class UnmatchedTransferEntity {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'unmatched_transfers_pkey' })
+  id!: string;
+
+  @Column('numeric', { name: 'chain_id', precision: 78, scale: 0, transformer: bigintColumn })
+  chainId!: bigint;
+
+  @Column('text', { name: 'tx_hash' })
+  txHash!: string;
+
+  @Column('integer', { name: 'log_index' })
+  logIndex!: number;
+
+  @Column('bigint', { name: 'block_number', transformer: bigintColumn })
+  blockNumber!: bigint;
+
+  @Column('text', { name: 'token_address' })
+  tokenAddress!: string;
+
+  @Column('text', { name: 'from_address' })
+  fromAddress!: string;
+
+  @Column('text', { name: 'to_address' })
+  toAddress!: string;
+
+  @Column('numeric', { precision: 78, scale: 0, transformer: bigintColumn })
+  value!: bigint;
+
+  @Column('text')
+  reason!: string;
+
+  @Column('timestamp with time zone', { name: 'seen_at', precision: 3, default: () => 'now()' })
+  seenAt!: Date;
+}
