@@ -47,7 +47,4 @@ export class Db implements Queryable {
   }
 }
 
-export function isUniqueViolation(e: unknown, constraint?: string): boolean {
-  const err = e as { code?: string; constraint?: string };
-  return err?.code === '23505' && (constraint === undefined || err.constraint === constraint);
-}
+export { isUniqueViolation } from './pg-errors';

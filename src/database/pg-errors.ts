@@ -1,0 +1,10 @@
+/** Postgres unique_violation (23505), optionally of one named constraint; TypeORM's QueryFailedError carries the driver's code. */
+export function isUniqueViolation(e: unknown, constraint?: string): boolean {
+  const err = e as { code?: string; constraint?: string };
+  return err?.code === '23505' && (constraint === undefined || err.constraint === constraint);
+}
+
+/** Postgres foreign_key_violation (23503): the referenced row (a partner, a merchant) does not exist. */
+export function isForeignKeyViolation(e: unknown): boolean {
+  return (e as { code?: string })?.code === '23503';
+}
