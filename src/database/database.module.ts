@@ -2,6 +2,8 @@ import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
+import { ChangeFeed } from './change-feed';
+import { ChangeFeedRepository } from './change-feed.repository';
 import { dataSourceOptions } from './data-source';
 import { Db } from './db';
 
@@ -17,8 +19,8 @@ import { Db } from './db';
       useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config.databaseUrl), retryAttempts: 0 }),
     }),
   ],
-  // Legacy raw-SQL access, kept only until every module reads through its repositories.
-  providers: [{ provide: Db, inject: [DataSource], useFactory: (ds: DataSource) => new Db(ds) }],
-  exports: [Db],
+  // Db: legacy raw-SQL access, kept only until every module reads through its repositories.
+  providers: [ChangeFeedRepository, ChangeFeed, { provide: Db, inject: [DataSource], useFactory: (ds: DataSource) => new Db(ds) }],
+  exports: [ChangeFeed, Db],
 })
 export class DatabaseModule {}

@@ -1,0 +1,84 @@
+import type { DataSource } from 'typeorm';
+import { ChangeFeed } from '../../src/database/change-feed';
+import { ChangeFeedRepository } from '../../src/database/change-feed.repository';
+import { createDataSource } from '../../src/database/data-source';
+import { testConfig } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import { waitFor } from '../support/wait';
+
+/** The cache-invalidation channel on Postgres LISTEN/NOTIFY, against the run's real database. */
+describe('change feed', () => {
+  let ds: DataSource;
+  let feed: ChangeFeed;
+  const seen: string[] = [];
+  let resets = 0;
+
+  beforeAll(async () => {
+    const config = testConfig();
+    ds = createDataSource(config.databaseUrl, 2);
+    await ds.initialize();
+    feed = new ChangeFeed(config, new ChangeFeedRepository(ds));
+    feed.subscribe('keys', (key) => seen.push(key));
+    feed.onReset(() => resets++);
+    await feed.onModuleInit();
+  });
+
+  afterAll(async () => {
+    await feed.onApplicationShutdown();
+    await ds.destroy();
+    await closeSql();
+  });
+
+  it('is live once listening, and delivers a change published outside a transaction', async () => {
+    expect(feed.live).toBe(true);
+    await feed.publish('keys', 'plain');
+    await waitFor(async () => seen.includes('plain'));
+  });
+
+  it('delivers a change made in a transaction when it commits, not before', async () => {
+    await ds.transaction(async (em) => {
+      await feed.publish('keys', 'on-commit', em);
+      // A full round trip on another connection: had Postgres delivered it already, it would be here by now.
+      await feed.publish('keys', 'probe');
+      await waitFor(async () => seen.includes('probe'));
+      expect(seen).not.toContain('on-commit');
+    });
+    await waitFor(async () => seen.includes('on-commit'));
+  });
+
+  it('never delivers a change whose transaction rolled back', async () => {
+    await expect(
+      ds.transaction(async (em) => {
+        await feed.publish('keys', 'rolled-back', em);
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    // Notifications arrive in commit order: once a later one is here, the rolled-back one never will be.
+    await feed.publish('keys', 'after-rollback');
+    await waitFor(async () => seen.includes('after-rollback'));
+    expect(seen).not.toContain('rolled-back');
+  });
+
+  it('ignores other topics and malformed payloads', async () => {
+    await feed.publish('merchants', 'not-for-keys');
+    await new ChangeFeedRepository(ds).notify('not json');
+    await feed.publish('keys', 'marker');
+    await waitFor(async () => seen.includes('marker'));
+    expect(seen).not.toContain('not-for-keys');
+  });
+
+  it('is not live while its connection is gone, resets caches, and listens again', async () => {
+    const before = resets;
+    await sql(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = 'prs-change-feed' AND datname = current_database()`,
+    );
+    // The drop is seen as a reset (live turns false then; a quick reconnect may already have turned it back).
+    await waitFor(async () => resets > before);
+    await waitFor(async () => feed.live && resets >= before + 2, 15000);
+    // Once when the connection dropped, once when listening resumed (anything sent meanwhile was lost).
+    expect(resets).toBeGreaterThanOrEqual(before + 2);
+    await feed.publish('keys', 'after-reconnect');
+    await waitFor(async () => seen.includes('after-reconnect'));
+  });
+});
