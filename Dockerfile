@@ -15,7 +15,7 @@ COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund --loglevel=error
 COPY . .
 RUN npm run build \
- && node -r @swc-node/register -e "require('./scripts/chain/compile-token').loadTokenArtifact()" \
+ && node -r @swc-node/register -e "require('./scripts/chain/compile-contracts').loadTokenArtifact()" \
  && mkdir -p .tmp \
  && chown -R node:node .tmp artifacts
 

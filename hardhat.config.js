@@ -1,5 +1,5 @@
 // Used only by scripts/chain/local-node.ts, which runs `hardhat node` for tests and the sandbox.
-// Contracts are compiled by scripts/chain/compile-token.ts (offline solc-js), never by Hardhat.
+// Contracts are compiled by scripts/chain/compile-contracts.ts (offline solc-js), never by Hardhat.
 /** @type {import('hardhat/config').HardhatUserConfig} */
 module.exports = {
   networks: {
@@ -13,7 +13,7 @@ module.exports = {
       throwOnTransactionFailures: false,
     },
   },
-  // `hardhat node` watches the artifacts folder; keep its folders away from ours (artifacts/TestToken.json).
+  // `hardhat node` watches the artifacts folder; keep its folders away from ours (artifacts/*.json).
   paths: {
     artifacts: './.tmp/hardhat/artifacts',
     cache: './.tmp/hardhat/cache',

@@ -12,7 +12,7 @@ import {
   Wallet,
   toQuantity,
 } from 'ethers';
-import { loadTokenArtifact } from './compile-token';
+import { loadArtifact, loadTokenArtifact } from './compile-contracts';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const HARDHAT_CLI = path.join(ROOT, 'node_modules', 'hardhat', 'internal', 'cli', 'cli.js');
@@ -281,6 +281,23 @@ export async function deployToken(url: string, options: DeployTokenOptions): Pro
     const receipt = await provider.getTransactionReceipt(hash);
     return receipt!.contractAddress!.toLowerCase();
   });
+}
+
+/** Deploys contract `name` of contracts/<file> with constructor `args`; returns its lowercased address. Needs automine. */
+export async function deployContract(url: string, file: string, name: string, args: unknown[] = [], deployerKey = DEV_KEYS[0]): Promise<string> {
+  const { abi, bytecode } = loadArtifact(file, name);
+  const deployTx = await new ContractFactory(abi, bytecode).getDeployTransaction(...args);
+  return withProvider(url, async (provider) => {
+    const hash = await sendSerialised(provider, url, deployerKey, deployTx);
+    await waitMined(provider, hash);
+    const receipt = await provider.getTransactionReceipt(hash);
+    return receipt!.contractAddress!.toLowerCase();
+  });
+}
+
+/** Sends `data` to contract `to` from `senderKey` and waits for it to be mined. Needs automine. */
+export async function sendCall(url: string, to: string, data: string, senderKey = DEV_KEYS[0]): Promise<MinedTx> {
+  return withProvider(url, async (provider) => waitMined(provider, await sendSerialised(provider, url, senderKey, { to, data })));
 }
 
 /** Mints `amount` base units of `token` to `to` (anyone may mint the test token). Needs automine. */

@@ -35,6 +35,11 @@ class InMemoryChainReader implements ChainReader {
 
   constructor(readonly mode: Mode, private readonly token: string) {}
 
+  /** This chain has no contract wallets: only plain accounts sign, and those are checked without the chain. */
+  async isValidSignature(): Promise<boolean> {
+    return false;
+  }
+
   /** Mines a block holding one ERC-20 transfer of the token and returns its transaction hash. */
   transfer(from: string, to: string, value: bigint): string {
     const number = this.blocks.length;

@@ -49,6 +49,12 @@ export interface ChainReader {
   receipt(txHash: string): Promise<ChainReceipt | null>;
   transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]>;
   tokenInfo(token: string): Promise<{ decimals: number; symbol: string }>;
+  /**
+   * Whether `signature` is `signer`'s over the 32-byte `digest` as a contract wallet sees it: ERC-1271
+   * (a deployed contract wallet, e.g. a Safe) or ERC-6492 (a smart wallet not deployed yet). Resolves false
+   * for a signature that is not valid; rejects only when the node cannot answer.
+   */
+  isValidSignature(signer: string, digest: string, signature: string): Promise<boolean>;
 }
 
 /** keccak256("Transfer(address,address,uint256)") */

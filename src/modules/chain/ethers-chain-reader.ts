@@ -1,4 +1,4 @@
-import { AbiCoder, FetchRequest, JsonRpcProvider, Network, getBytes, toQuantity, toUtf8String } from 'ethers';
+import { AbiCoder, FetchRequest, JsonRpcProvider, Network, concat, getBytes, isError, toQuantity, toUtf8String } from 'ethers';
 import {
   type ChainBlock,
   type ChainLog,
@@ -8,6 +8,7 @@ import {
   TRANSFER_TOPIC,
   decodeTransferLog,
 } from './chain-reader';
+import { VALIDATE_SIG_OFFCHAIN_BYTECODE } from './validate-sig-offchain.bytecode';
 
 interface RpcBlock {
   number: string;
@@ -129,6 +130,22 @@ export class EthersChainReader implements ChainReader {
       this.call<string>('eth_call', [{ to, data: SYMBOL_SELECTOR }, 'latest']),
     ]);
     return { decimals: decodeDecimals(token, decimalsData), symbol: decodeSymbol(token, symbolData) };
+  }
+
+  async isValidSignature(signer: string, digest: string, signature: string): Promise<boolean> {
+    if (!HASH.test(digest)) throw new TypeError(`invalid digest: ${digest}`);
+    if (!/^0x([0-9a-fA-F]{2})*$/.test(signature)) return false;
+    // ERC-6492's deployless check: eth_call of the validator's creation code with its arguments, no `to`.
+    // The constructor returns one byte, 0x01 when valid; a counterfactual wallet is deployed inside the call only.
+    const args = AbiCoder.defaultAbiCoder().encode(['address', 'bytes32', 'bytes'], [checkedAddress(signer), digest, signature]);
+    try {
+      const result = await this.call<string>('eth_call', [{ data: concat([VALIDATE_SIG_OFFCHAIN_BYTECODE, args]) }, 'latest']);
+      return result === '0x01';
+    } catch (e) {
+      // A revert (malformed signature, a wallet that throws) means not valid; anything else is the node's.
+      if (isError(e, 'CALL_EXCEPTION') || /revert/i.test((e as Error).message)) return false;
+      throw e;
+    }
   }
 
   /** Releases the underlying provider; later calls reconnect. */
