@@ -1,0 +1,69 @@
+import { Injectable } from '@nestjs/common';
+import { hashMessage, verifyMessage } from 'ethers';
+import { SiweMessage } from 'siwe';
+import { MODES } from '../../config/config';
+import { AssetRegistry } from './asset-registry';
+
+export interface SiweExpectation {
+  /** Host (with port) of PUBLIC_URL. */
+  domain: string;
+  uri: string;
+  nonce: string;
+}
+
+export type SiweVerdict =
+  | { valid: true; address: string; chainId: number }
+  | { valid: false; field: 'message' | 'signature'; reason: string };
+
+/** The chain that a contract wallet's signature must be checked on could not answer: nothing can be decided. */
+export class SignatureCheckUnavailable extends Error {}
+
+/**
+ * Sign-In with Ethereum (EIP-4361) for onboarding and the merchant dashboard. A plain account's signature is
+ * checked locally; any other is checked as a contract wallet's (ERC-1271, or ERC-6492 before deployment) on
+ * the configured chain whose id the message names, so a Safe or a smart wallet signs in like any other.
+ */
+@Injectable()
+export class SiweVerifier {
+  constructor(private readonly assets: AssetRegistry) {}
+
+  async verify(message: string, signature: string, expected: SiweExpectation, now = new Date()): Promise<SiweVerdict> {
+    let siwe: SiweMessage;
+    try {
+      siwe = new SiweMessage(message);
+    } catch {
+      return { valid: false, field: 'message', reason: 'not an EIP-4361 message' };
+    }
+    if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || siwe.nonce !== expected.nonce) {
+      return { valid: false, field: 'message', reason: 'domain, uri or nonce does not match' };
+    }
+    if (siwe.expirationTime && !(new Date(siwe.expirationTime) > now)) {
+      return { valid: false, field: 'message', reason: 'the message has expired' };
+    }
+    if (siwe.notBefore && new Date(siwe.notBefore) > now) {
+      return { valid: false, field: 'message', reason: 'the message is not valid yet' };
+    }
+    const address = siwe.address.toLowerCase();
+    if (recovers(message, signature, address)) return { valid: true, address, chainId: siwe.chainId };
+
+    const reader = MODES.map((m) => ({ asset: this.assets.asset(m), reader: this.assets.reader(m) })).find(
+      (c) => c.asset && c.reader && c.asset.chainId === BigInt(siwe.chainId),
+    )?.reader;
+    if (!reader) return { valid: false, field: 'signature', reason: `signature does not match, and chain ${siwe.chainId} is not one of ours` };
+    let valid: boolean;
+    try {
+      valid = await reader.isValidSignature(address, hashMessage(message), signature);
+    } catch (e) {
+      throw new SignatureCheckUnavailable(`chain ${siwe.chainId} could not check a contract signature: ${(e as Error).message}`);
+    }
+    return valid ? { valid: true, address, chainId: siwe.chainId } : { valid: false, field: 'signature', reason: 'signature does not match the message' };
+  }
+}
+
+function recovers(message: string, signature: string, address: string): boolean {
+  try {
+    return verifyMessage(message, signature).toLowerCase() === address;
+  } catch {
+    return false; // not a 65-byte ECDSA signature: maybe a contract wallet's
+  }
+}
