@@ -4,6 +4,7 @@ import { byId, say, wireCopyButtons } from './lib/dom';
 import { ensureChain, injectedWallet, isRejection, requestAccount, WalletError } from './lib/wallet';
 import { countdownText } from './shared/countdown';
 import { isShown, PHASE_TEXT, payPhase, SHOWN_IN, type PayPart, type PayPhase } from './shared/pay-phase';
+import { noPayText } from './shared/proof-words';
 import type { ProofStatus, RequestStatus } from '../modules/requests/domain/transitions';
 
 /** GET /pay/api/:id (DESIGN §4), the fields this script reads. */
@@ -17,12 +18,17 @@ interface PayView {
   recipient: string;
   expires_at: string;
   tx_hash: string | null;
+  /** Set while the attached hash is known not to pay (a pay-rule reason): the payer is asked for the right one. */
+  proof_note?: string | null;
 }
 
 const ERC20 = new Interface(['function transfer(address to, uint256 amount) returns (bool)']);
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 const POLL_MS = 2500;
 const POLL_SETTLED_MS = 10000;
+// A wallet returns the hash before every node has the transaction: the server answers tx_not_found until its
+// node sees it, so the page keeps asking for about a minute and a half.
+const NOT_FOUND_RETRY_MS = [1000, 2000, 3000, 5000, 8000, 13000, 21000, 34000];
 
 const root = byId('pay');
 const id = root.dataset.requestId!;
@@ -42,6 +48,7 @@ const paidHash = byId('paid-tx-hash');
 let phase = root.dataset.phase as PayPhase;
 let expiresAt = Date.parse(root.dataset.expiresAt!);
 let pollTimer: number | undefined;
+let noteShown = false;
 
 function render(next: PayView): void {
   expiresAt = Date.parse(next.expires_at);
@@ -57,6 +64,11 @@ function render(next: PayView): void {
     for (const el of Array.from(document.querySelectorAll<HTMLElement>(`[data-part="${part}"]`))) el.hidden = !isShown(part, phase);
   }
   if (next.tx_hash) paidHash.textContent = next.tx_hash;
+  // The attached hash is known not to pay: ask for the right one (cleared once it no longer applies).
+  const note = phase === 'checking' && next.proof_note ? noPayText(next.proof_note) : null;
+  if (note) say(proofError, note);
+  else if (noteShown) say(proofError, '');
+  noteShown = note !== null;
   tick();
 }
 
@@ -91,14 +103,22 @@ function tokenAddress(assetId: string): string {
   return m[1];
 }
 
-async function submitProof(hash: string): Promise<PayView> {
-  // The transfer is already out: a short outage must not lose its hash, so try a few times.
-  for (let attempt = 1; ; attempt++) {
+async function submitProof(hash: string, progress: HTMLElement): Promise<PayView> {
+  // The transfer is already out: a short outage must not lose its hash, and a just-broadcast transaction may
+  // not have reached the server's node yet, so keep trying for a while.
+  let failures = 0;
+  for (let notFound = 0; ; ) {
     try {
       return await api<PayView>('POST', `/pay/api/${encodeURIComponent(id)}/proof`, { tx_hash: hash });
     } catch (e) {
-      if (attempt >= 4 || (e instanceof ApiError && e.status < 500 && e.status !== 429)) throw e;
-      await new Promise((r) => window.setTimeout(r, 1000 * attempt));
+      if (e instanceof ApiError && e.code === 'tx_not_found' && notFound < NOT_FOUND_RETRY_MS.length) {
+        say(progress, 'Waiting for the network to see your transaction…');
+        await new Promise((r) => window.setTimeout(r, NOT_FOUND_RETRY_MS[notFound++]));
+        continue;
+      }
+      const transient = !(e instanceof ApiError) || e.status >= 500 || e.status === 429;
+      if (!transient || ++failures >= 4) throw e;
+      await new Promise((r) => window.setTimeout(r, 1000 * failures));
     }
   }
 }
@@ -110,6 +130,14 @@ function proofProblem(e: unknown): string {
         return 'That does not look like a transaction hash: it is 0x followed by 64 letters and digits.';
       case 'tx_hash_already_used':
         return 'This transaction already paid another request.';
+      case 'tx_not_found':
+        return 'The network does not know this transaction. Check that you copied the whole hash and sent it on the network shown above; if you just sent it, wait a minute and submit it again.';
+      case 'tx_does_not_pay':
+        return noPayText(typeof e.body.reason === 'string' ? e.body.reason : null);
+      case 'proof_already_attached':
+        return 'Another transaction was already submitted for this request and is being checked. Wait for that check before submitting a different one.';
+      case 'chain_unavailable':
+        return 'We cannot reach the network right now, so nothing was recorded. Please submit the hash again in a few minutes.';
       case 'conflict':
         return 'This request is already paid by another transaction.';
       case 'not_found':
@@ -143,11 +171,11 @@ async function payWithWallet(): Promise<void> {
       throw new WalletError('failed', 'Your wallet could not send the payment. Check that you hold enough of the token and a little for the network fee, then try again.');
     }
     say(payMessage, 'Payment sent. Letting the merchant know…');
-    render(await submitProof(sentHash));
+    render(await submitProof(sentHash, payMessage));
     say(payMessage, '');
   } catch (e) {
     if (e instanceof WalletError) say(payMessage, e.message);
-    else if (sentHash) say(payMessage, `Your payment was sent, but we could not record it yet. Keep this transaction hash and submit it below: ${sentHash}`);
+    else if (sentHash) say(payMessage, `Your payment was sent, but we could not record it yet (${proofProblem(e)}) Keep this transaction hash and submit it below: ${sentHash}`);
     else say(payMessage, commonProblem(e) ?? 'Something went wrong. Please try again.');
     if (sentHash) proofInput.value = sentHash;
   } finally {
@@ -171,7 +199,7 @@ async function onProofSubmit(event: SubmitEvent): Promise<void> {
   const button = proofForm.querySelector('button')!;
   button.disabled = true;
   try {
-    render(await submitProof(hash));
+    render(await submitProof(hash, proofMessage));
     say(proofMessage, 'Thank you. We are checking your transaction.');
   } catch (e) {
     say(proofError, proofProblem(e));
