@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { normalizeCurrency } from '../../common/currencies';
 import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
+import { PAGE_DEFAULT } from '../../common/paging';
 import { Db, type Queryable } from '../../database/db';
 import { RatesService } from '../rates/rates.service';
 import { MerchantDirectory } from './merchant-directory';
@@ -11,8 +12,6 @@ import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { hashToken, MERCHANT_COLUMNS, onboardingToken, type MerchantRow } from './merchant';
 import { toMerchantResponse } from './merchant.mapper';
-
-const PAGE_DEFAULT = 50;
 
 @Injectable()
 export class MerchantsService {

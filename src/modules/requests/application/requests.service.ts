@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
 import { isUuid } from '../../../common/ids';
+import { PAGE_DEFAULT } from '../../../common/paging';
 import { Db } from '../../../database/db';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
@@ -15,8 +16,6 @@ import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
 import { toRequestResponse } from '../http/request.mapper';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
-
-const PAGE_DEFAULT = 50;
 
 /** The partner API's use cases on payment requests (spec §4.1–4.4). */
 @Injectable()
