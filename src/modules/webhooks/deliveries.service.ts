@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
 import { PAGE_DEFAULT } from '../../common/paging';
 import { iso } from '../../common/time';
 import { Db } from '../../database/db';
@@ -63,7 +62,6 @@ export class DeliveriesService {
   }
 
   private async load(deliveryId: string): Promise<DeliveryRow> {
-    if (!isUuid(deliveryId)) throw AppError.notFound();
     const row = await this.events.get(deliveryId);
     if (!row) throw AppError.notFound();
     return row;

@@ -3,7 +3,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
-import { isUuid } from '../../../common/ids';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import { Db } from '../../../database/db';
 import type { Principal } from '../../auth/api-key';
@@ -96,7 +95,7 @@ export class RequestsService {
   }
 
   async get(p: Principal, id: string): Promise<Record<string, unknown>> {
-    const r = isUuid(id) ? await this.repo.findOwned(p.partnerId, p.mode === 'test', id) : null;
+    const r = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
     if (!r) throw AppError.notFound();
     return this.respond(r);
   }
@@ -121,7 +120,6 @@ export class RequestsService {
 
   /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
   async cancel(p: Principal, id: string): Promise<Record<string, unknown>> {
-    if (!isUuid(id)) throw AppError.notFound();
     const scope = { partnerId: p.partnerId, testMode: p.mode === 'test' };
     const voided = await this.repo.applyStatus(this.db, id, 'cancel', scope);
     if (voided) return this.respond(voided);
