@@ -24,6 +24,7 @@ import { QUEUES } from '../src/common/queue/queues';
 import { loadConfig } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
 import { Db } from '../src/database/db';
+import { WEBHOOK_USER_AGENT } from '../src/modules/webhooks/payload';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay';
 import { type Child, cleanup, startNode } from './children';
 import { dropDatabase } from './database';
@@ -185,7 +186,7 @@ async function bareRun(url: string, f: Fixture, n: number): Promise<number> {
         headers: {
           'content-type': 'application/json', 'content-length': Buffer.byteLength(body),
           'x-service-signature': signWebhook(body, [f.secret], Math.floor(Date.now() / 1000)),
-          'x-service-event': 'payment.proof_attached', 'x-service-delivery': `bare-${i}`, 'user-agent': 'Service-Webhook/1.0',
+          'x-service-event': 'payment.proof_attached', 'x-service-delivery': `bare-${i}`, 'user-agent': WEBHOOK_USER_AGENT,
         },
       });
       req.on('response', (res) => {

@@ -1,4 +1,4 @@
-import { DynamicModule, Module, type Provider } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from './config/config';
 import { DatabaseModule } from './database/database.module';
@@ -9,14 +9,13 @@ import { RedisModule } from './common/redis/redis.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { AuthModule } from './modules/auth/auth.module';
-import { ChainModule } from './modules/chain/chain.module';
+import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.module';
 import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
-import { withOverrides } from './modules/ops/module-overrides';
 import { OpsModule } from './modules/ops/ops.module';
 import { PagesModule } from './modules/pages/pages.module';
 import { PortalModule } from './modules/portal/portal.module';
-import { RatesModule } from './modules/rates/rates.module';
+import { RatesModule, type RatesModuleOptions } from './modules/rates/rates.module';
 import { RequestsModule } from './modules/requests/requests.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WorkerModule } from './worker.module';
@@ -28,13 +27,19 @@ export interface Roles {
   worker: boolean;
 }
 
+/** The extension points: each is the options of its module's `forRoot` (docs/extending.md). */
+export interface Extensions {
+  chain?: ChainModuleOptions;
+  rates?: RatesModuleOptions;
+}
+
 @Module({})
 class ConfigHolder {}
 
 /** One module graph for both entry points; the roles decide what is mounted (DESIGN §1). */
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig, roles: Roles, overrides: Provider[] = []): DynamicModule {
+  static forRoot(config: AppConfig, roles: Roles, extensions: Extensions = {}): DynamicModule {
     const configModule: DynamicModule = {
       module: ConfigHolder,
       global: true,
@@ -53,14 +58,20 @@ export class AppModule {
           PortalModule,
         ]
       : [];
-    // Overrides replace a provider where its module declares it (e.g. CHAIN_READERS in ChainModule).
-    const { imports, rest } = withOverrides(
-      [configModule, OpsModule.forRoot(roles), DatabaseModule, RedisModule, QueueModule, ChainModule, WebhooksModule, RatesModule, ...http, ...(roles.worker ? [WorkerModule] : [])],
-      overrides,
-    );
     return {
       module: AppModule,
-      imports,
+      imports: [
+        configModule,
+        OpsModule.forRoot(roles),
+        DatabaseModule,
+        RedisModule,
+        QueueModule,
+        ChainModule.forRoot(extensions.chain),
+        WebhooksModule,
+        RatesModule.forRoot(extensions.rates),
+        ...http,
+        ...(roles.worker ? [WorkerModule] : []),
+      ],
       providers: [
         ...(roles.http
           ? [
@@ -68,7 +79,6 @@ export class AppModule {
               { provide: APP_FILTER, useClass: ErrorFilter },
             ]
           : []),
-        ...rest,
       ],
     };
   }

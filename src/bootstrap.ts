@@ -1,12 +1,12 @@
 import 'reflect-metadata';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type INestApplication, type INestApplicationContext, type LoggerService, type Provider } from '@nestjs/common';
+import { type INestApplication, type INestApplicationContext, type LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger as JsonLogger } from 'nestjs-pino';
-import { AppModule, type Roles } from './app.module';
+import { AppModule, type Extensions, type Roles } from './app.module';
 import type { AppConfig } from './config/config';
 import { jsonBody } from './common/http/body';
 import { apiAccessLog } from './modules/ops/logging';
@@ -57,12 +57,15 @@ function listen(server: Server, port: number, host?: string): Promise<string> {
 export async function start(
   config: AppConfig,
   roles: Roles,
-  opts: { logger?: LoggerService | false; overrides?: Provider[] } = {},
+  opts: Extensions & { logger?: LoggerService | false } = {},
 ): Promise<Running> {
   // Without a logger of the caller's, every line goes out as JSON through pino (src/modules/ops/logging.ts);
   // `logger: false` (tests) silences pino's request lines too.
   const json = opts.logger === undefined;
-  const module = AppModule.forRoot(opts.logger === false ? { ...config, logLevel: 'silent' } : config, roles, opts.overrides);
+  const module = AppModule.forRoot(opts.logger === false ? { ...config, logLevel: 'silent' } : config, roles, {
+    chain: opts.chain,
+    rates: opts.rates,
+  });
   if (!roles.http) {
     const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger, bufferLogs: json });
     if (json) ctx.useLogger(ctx.get(JsonLogger));

@@ -1,3 +1,5 @@
+import { ADDRESS_PATTERN } from '../common/address';
+
 /**
  * The whole configuration, parsed once at boot from the environment (DESIGN §2). Nothing else reads
  * process.env. A bad or missing value stops the process with a message naming the variable.
@@ -134,7 +136,7 @@ function chain(env: Env, mode: Mode): ChainConfig | undefined {
   const chainIdRaw = str(env, `${p}CHAIN_ID`);
   if (!/^\d+$/.test(chainIdRaw)) throw new ConfigError(`${p}CHAIN_ID`, `must be a positive integer, got "${chainIdRaw}"`);
   const token = str(env, `${p}TOKEN_ADDRESS`);
-  if (!/^0x[0-9a-fA-F]{40}$/.test(token)) throw new ConfigError(`${p}TOKEN_ADDRESS`, `must be 0x plus 40 hex characters`);
+  if (!ADDRESS_PATTERN.test(token)) throw new ConfigError(`${p}TOKEN_ADDRESS`, `must be 0x plus 40 hex characters`);
   return {
     rpcUrl: url(env, `${p}RPC_URL`, rpc, ['http:', 'https:', 'ws:', 'wss:']),
     chainId: BigInt(chainIdRaw),

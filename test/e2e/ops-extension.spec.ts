@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Wallet } from 'ethers';
 import type { ChainConfig, Mode } from '../../src/config/config';
-import { CHAIN_READERS, type ChainReaderFactory } from '../../src/modules/chain/asset-registry';
+import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry';
 import {
   TRANSFER_TOPIC, decodeTransferLog, type ChainBlock, type ChainReader, type ChainReceipt, type ChainTransfer,
 } from '../../src/modules/chain/chain-reader';
@@ -13,7 +13,7 @@ import { waitFor } from '../support/wait';
 
 /**
  * Issue 6 item 8 (docs/extending.md): the chain reader replaced through dependency injection. The service
- * runs with `overrides: [{ provide: CHAIN_READERS, useValue: factory }]` and no EVM node at all: the reader
+ * runs with `chain: { readerFactory }` (ChainModule.forRoot's options) and no EVM node at all: the reader
  * below is an in-memory chain with its own chain id and an 18-decimals token. Prices, asset ids, health and
  * verification all go through it.
  */
@@ -102,7 +102,7 @@ class InMemoryChainReader implements ChainReader {
 }
 
 const readers = new Map<Mode, InMemoryChainReader>();
-const factory: ChainReaderFactory = (mode: Mode, chain: ChainConfig) => {
+const readerFactory: ChainReaderFactory = (mode: Mode, chain: ChainConfig) => {
   const reader = new InMemoryChainReader(mode, chain.tokenAddress);
   readers.set(mode, reader);
   return reader;
@@ -113,7 +113,7 @@ let svc: TestService;
 beforeAll(async () => {
   svc = await startService({
     worker: true,
-    overrides: [{ provide: CHAIN_READERS, useValue: factory }],
+    chain: { readerFactory },
     env: {
       // Never dialled: the reader above answers for the test mode.
       CHAIN_TEST_RPC_URL: 'http://127.0.0.1:9/unused',

@@ -1,4 +1,4 @@
-import { RATE_PROVIDER, type RateProvider } from '../../src/modules/rates/rate-provider';
+import type { RateProvider } from '../../src/modules/rates/rate-provider';
 import { createOnboardedMerchant, createPartner, admin } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { call } from '../support/http';
@@ -19,7 +19,7 @@ let svc: TestService;
 
 beforeAll(async () => {
   // RATES names only usd: chf can only come from the provider.
-  svc = await startService({ env: { RATES: 'usd:1' }, overrides: [{ provide: RATE_PROVIDER, useValue: provider }] });
+  svc = await startService({ env: { RATES: 'usd:1' }, rates: { provider } });
 });
 
 afterAll(async () => {

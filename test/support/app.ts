@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Provider } from '@nestjs/common';
+import type { Extensions } from '../../src/app.module';
 import { start, type Running } from '../../src/bootstrap';
 import { loadConfig, type AppConfig } from '../../src/config/config';
 import { testEnv } from './test-env';
@@ -49,9 +49,13 @@ export interface TestService extends Running {
 
 /** A real service (both listeners, optionally the worker) on ephemeral ports against the run's database. */
 export async function startService(
-  opts: { env?: Record<string, string>; worker?: boolean; overrides?: Provider[] } = {},
+  opts: Extensions & { env?: Record<string, string>; worker?: boolean } = {},
 ): Promise<TestService> {
   const config = testConfig(opts.env);
-  const running = await start(config, { http: true, worker: opts.worker ?? false }, { logger: false, overrides: opts.overrides });
+  const running = await start(config, { http: true, worker: opts.worker ?? false }, {
+    logger: false,
+    chain: opts.chain,
+    rates: opts.rates,
+  });
   return { ...running, config, publicUrl: running.publicUrl!, adminUrl: running.adminUrl! };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../errors';
+import { isForbiddenKey } from '../forbidden-keys';
 
 export const MAX_BODY = '64kb';
 
@@ -73,7 +74,7 @@ export function textErrors(value: unknown, path = '', depth = 0): { field: strin
 export function hasForbiddenKey(value: unknown, depth = 0): boolean {
   if (depth > 32 || value === null || typeof value !== 'object') return false;
   for (const key of Object.keys(value)) {
-    if (key === '__proto__' || key === 'constructor' || key === 'prototype') return true;
+    if (isForbiddenKey(key)) return true;
     if (hasForbiddenKey((value as Record<string, unknown>)[key], depth + 1)) return true;
   }
   return false;

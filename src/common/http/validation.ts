@@ -2,7 +2,10 @@ import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
+import { FORBIDDEN_KEYS } from '../forbidden-keys';
 import { hasForbiddenKey, MAX_BODY_DEPTH, nestedDeeperThan, textErrors } from './body';
+
+const FORBIDDEN_KEY_LIST = [...FORBIDDEN_KEYS].join(', ').replace(/, ([^,]+)$/, ' and $1');
 
 /** Field errors, flattened to dotted paths. */
 export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
@@ -38,7 +41,7 @@ export class DtoPipe implements PipeTransform {
       throw AppError.invalid([{ field: '(body)', message: `must not nest more than ${MAX_BODY_DEPTH} levels deep` }]);
     }
     if (hasForbiddenKey(value)) {
-      throw AppError.invalid([{ field: '(body)', message: '__proto__, constructor and prototype are not allowed as keys' }]);
+      throw AppError.invalid([{ field: '(body)', message: `${FORBIDDEN_KEY_LIST} are not allowed as keys` }]);
     }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
     const errors = [

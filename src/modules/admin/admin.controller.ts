@@ -7,6 +7,7 @@ import { RatesService, type RateRow } from '../rates/rates.service';
 import { AdminTokenGuard } from './admin-token.guard';
 import { CreateKeyDto, CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
 import { PartnersService } from './partners.service';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** The operator API of DESIGN §4, on the admin listener only. */
 @Controller('admin/api')
@@ -25,39 +26,39 @@ export class AdminController {
   }
 
   @Get('partners/:id')
-  getPartner(@Param('id') id: string) {
+  getPartner(@Param('id', UuidParamPipe) id: string) {
     return this.partners.get(id);
   }
 
   @Patch('partners/:id')
-  updatePartner(@Param('id') id: string, @Body() dto: UpdatePartnerDto) {
+  updatePartner(@Param('id', UuidParamPipe) id: string, @Body() dto: UpdatePartnerDto) {
     return this.partners.update(id, dto);
   }
 
   @Post('partners/:id/keys')
-  createKey(@Param('id') id: string, @Body() dto: CreateKeyDto) {
+  createKey(@Param('id', UuidParamPipe) id: string, @Body() dto: CreateKeyDto) {
     return this.partners.createKey(id, dto);
   }
 
   @Get('partners/:id/keys')
-  listKeys(@Param('id') id: string) {
+  listKeys(@Param('id', UuidParamPipe) id: string) {
     return this.partners.listKeys(id);
   }
 
   @Delete('partners/:id/keys/:keyId')
-  revokeKey(@Param('id') id: string, @Param('keyId') keyId: string) {
+  revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string) {
     return this.partners.revokeKey(id, keyId);
   }
 
   @Post('merchants/:id/disable')
   @HttpCode(200)
-  disable(@Param('id') id: string) {
+  disable(@Param('id', UuidParamPipe) id: string) {
     return this.merchants.setDisabled(id, true);
   }
 
   @Post('merchants/:id/enable')
   @HttpCode(200)
-  enable(@Param('id') id: string) {
+  enable(@Param('id', UuidParamPipe) id: string) {
     return this.merchants.setDisabled(id, false);
   }
 
@@ -69,7 +70,7 @@ export class AdminController {
   /** A manual refresh on a partner's behalf: at most one per minute per partner (spec §8), portal included. */
   @Post('partners/:id/rates/refresh')
   @HttpCode(200)
-  async refreshRates(@Param('id') id: string) {
+  async refreshRates(@Param('id', UuidParamPipe) id: string) {
     await this.partners.get(id);
     await this.limiter.consume('rates-refresh', id, 1);
     return ratesBody(await this.rates.refresh());

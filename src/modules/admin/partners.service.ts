@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
 import { iso } from '../../common/time';
 import { Db, isUniqueViolation } from '../../database/db';
 import { generateApiKey } from '../auth/api-key';
@@ -106,7 +105,6 @@ export class PartnersService {
 
   /** Revoked at once on every instance: the row is marked and the cached record evicted everywhere. */
   async revokeKey(partnerId: string, keyId: string): Promise<Record<string, unknown>> {
-    if (!isUuid(partnerId) || !isUuid(keyId)) throw AppError.notFound();
     const [row] = await this.db.query<{ key_hash: Buffer; revoked_at: Date }>(
       `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND partner_id = $2 RETURNING key_hash, revoked_at`,
       [keyId, partnerId],
@@ -117,7 +115,6 @@ export class PartnersService {
   }
 
   private async load(id: string): Promise<PartnerRow> {
-    if (!isUuid(id)) throw AppError.notFound();
     const [row] = await this.db.query<PartnerRow>(`SELECT * FROM partners WHERE id = $1`, [id]);
     if (!row) throw AppError.notFound();
     return row;

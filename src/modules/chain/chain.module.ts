@@ -1,20 +1,33 @@
-import { Global, Module } from '@nestjs/common';
+import { ConfigurableModuleBuilder, Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AssetRegistry, CHAIN_READERS, type ChainReaderFactory } from './asset-registry';
 import { EthersChainReader } from './ethers-chain-reader';
 
-/** The chain boundary: one ChainReader per mode (replaceable by providing CHAIN_READERS) and the assets. */
+export interface ChainModuleOptions {
+  /** Builds the reader of each configured mode; the default reads JSON-RPC through ethers. */
+  readerFactory?: ChainReaderFactory;
+}
+
+const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModuleBuilder<ChainModuleOptions>()
+  .setClassMethodName('forRoot')
+  .build();
+
+/** The chain boundary: one ChainReader per mode (from `forRoot({ readerFactory })`) and the assets. */
 @Global()
 @Module({
   providers: [
     {
       provide: CHAIN_READERS,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig): ChainReaderFactory => (_mode, chain) =>
-        new EthersChainReader(chain.rpcUrl, config.chainRpcTimeoutMs),
+      inject: [APP_CONFIG, MODULE_OPTIONS_TOKEN],
+      useFactory: (config: AppConfig, options: ChainModuleOptions): ChainReaderFactory =>
+        options.readerFactory ?? ((_mode, chain) => new EthersChainReader(chain.rpcUrl, config.chainRpcTimeoutMs)),
     },
     AssetRegistry,
   ],
   exports: [AssetRegistry],
 })
-export class ChainModule {}
+export class ChainModule extends ConfigurableModuleClass {
+  static override forRoot(options: ChainModuleOptions = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}

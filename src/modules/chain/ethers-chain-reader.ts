@@ -8,6 +8,7 @@ import {
   TRANSFER_TOPIC,
   decodeTransferLog,
 } from './chain-reader';
+import { ADDRESS_PATTERN } from '../../common/address';
 import { VALIDATE_SIG_OFFCHAIN_BYTECODE } from './validate-sig-offchain.bytecode';
 
 interface RpcBlock {
@@ -38,7 +39,6 @@ interface RpcReceipt {
 }
 
 const HASH = /^0x[0-9a-fA-F]{64}$/;
-const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const DECIMALS_SELECTOR = '0x313ce567'; // decimals()
 const SYMBOL_SELECTOR = '0x95d89b41'; // symbol()
 
@@ -219,7 +219,7 @@ function toChainLog(log: RpcLog): ChainLog {
 }
 
 function checkedAddress(address: string): string {
-  if (!ADDRESS.test(address)) throw new TypeError(`invalid address: ${address}`);
+  if (!ADDRESS_PATTERN.test(address)) throw new TypeError(`invalid address: ${address}`);
   return address.toLowerCase();
 }
 

@@ -1,5 +1,8 @@
 import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, ResponseObject, SchemaObject } from '@nestjs/swagger';
+import { ADDRESS_PATTERN } from '../../common/address';
 import { ERROR_STATUS, type ErrorCode } from '../../common/errors';
+import { PAGE_DEFAULT, PAGE_MAX } from '../../common/paging';
+import { WEBHOOK_USER_AGENT } from '../webhooks/payload';
 
 /**
  * The OpenAPI 3.1 document of the partner API (spec partner-api-v1.md §2, §4–§8 and DESIGN §3), written by
@@ -172,7 +175,7 @@ const createMerchantBody: SchemaObject = {
     account_type: { type: 'string', enum: ['consumer', 'business'], default: 'consumer' },
     wallet_address: {
       type: 'string',
-      pattern: '^0x[0-9a-fA-F]{40}$',
+      pattern: ADDRESS_PATTERN.source,
       description: 'Stored lower case. Create is idempotent on it within the partner and key mode; another partner or mode → 409 wallet_address_conflict.',
     },
   },
@@ -254,7 +257,7 @@ function op(o: {
 const idParam = (description: string): ParameterObject => ({ name: 'id', in: 'path', required: true, schema: UUID, description });
 const query = (name: string, schema: SchemaObject, description: string): ParameterObject => ({ name, in: 'query', required: false, schema, description });
 const pageParams: ParameterObject[] = [
-  query('limit', { type: 'integer', minimum: 1, maximum: 100, default: 50 }, 'Page size; at most 100 (101 is a 400, not clamped).'),
+  query('limit', { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: PAGE_DEFAULT }, `Page size; at most ${PAGE_MAX} (${PAGE_MAX + 1} is a 400, not clamped).`),
   query('offset', { type: 'integer', minimum: 0, default: 0 }, 'Rows to skip. Paging by a moving `since` is safe under concurrent creation; stepping offset can skip rows.'),
 ];
 
@@ -500,7 +503,7 @@ function webhook(event: string, fires: string): Record<string, OperationObject> 
         { name: 'x-service-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^(v1=[0-9a-f]{64},)+t=[0-9]+$' } },
         { name: 'x-service-event', in: 'header', required: true, schema: { type: 'string', enum: [event] } },
         { name: 'x-service-delivery', in: 'header', required: true, schema: UUID, description: 'The payload delivery_id' },
-        { name: 'user-agent', in: 'header', required: true, schema: { type: 'string', enum: ['Service-Webhook/1.0'] } },
+        { name: 'user-agent', in: 'header', required: true, schema: { type: 'string', enum: [WEBHOOK_USER_AGENT] } },
       ],
       requestBody: { required: true, content: { 'application/json': { schema: ref('WebhookPayload') } } },
       responses: {

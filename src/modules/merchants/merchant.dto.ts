@@ -1,6 +1,8 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { ADDRESS_PATTERN } from '../../common/address';
 import { strictInt } from '../../common/http/query';
+import { PAGE_MAX } from '../../common/paging';
 
 /** Lower-cases the hex digits of an address; the 0x prefix itself must be sent lower case (spec §4.5). */
 const lowerHex = ({ value }: { value: unknown }) =>
@@ -20,7 +22,7 @@ export class CreateMerchantDto {
   @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'display_currency must be an ISO 4217 code' })
   display_currency?: string;
   @IsOptional() @IsIn(['consumer', 'business']) account_type?: 'consumer' | 'business';
-  @IsOptional() @IsString() @Matches(/^0x[0-9a-fA-F]{40}$/, { message: 'wallet_address must be 0x plus 40 hex characters' })
+  @IsOptional() @IsString() @Matches(ADDRESS_PATTERN, { message: 'wallet_address must be 0x plus 40 hex characters' })
   @Transform(lowerHex)
   wallet_address?: string;
 }
@@ -30,6 +32,6 @@ const toBool = ({ value }: { value: unknown }) => (value === 'true' ? true : val
 export class ListMerchantsQuery {
   @IsOptional() @IsIn(['complete', 'incomplete']) onboarding_status?: 'complete' | 'incomplete';
   @IsOptional() @Transform(toBool) @IsBoolean({ message: 'disabled must be true or false' }) disabled?: boolean;
-  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(100) limit?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }

@@ -8,6 +8,7 @@ import { ApiKeyGuard } from '../auth/api-key.guard';
 import { RequireScope } from '../auth/scopes';
 import { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { MerchantsService } from './merchants.service';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** Spec §4.5–4.8; the accounts paths are the same three operations (and share their rate-limit buckets). */
 @Controller(['api/v1/merchants', 'api/v1/accounts'])
@@ -35,7 +36,7 @@ export class MerchantsController {
   @HttpCode(200)
   @RequireScope('merchants:read')
   @RateLimit(60)
-  get(@Req() req: AuthedRequest, @Param('id') id: string) {
+  get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
     return this.merchants.get(req.principal, id);
   }
 }

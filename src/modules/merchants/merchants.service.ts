@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { normalizeCurrency } from '../../common/currencies';
 import { AppError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
+import { PAGE_DEFAULT } from '../../common/paging';
 import { Db, type Queryable } from '../../database/db';
 import { RatesService } from '../rates/rates.service';
 import { MerchantDirectory } from './merchant-directory';
@@ -11,8 +11,6 @@ import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { hashToken, MERCHANT_COLUMNS, onboardingToken, type MerchantRow } from './merchant';
 import { toMerchantResponse } from './merchant.mapper';
-
-const PAGE_DEFAULT = 50;
 
 @Injectable()
 export class MerchantsService {
@@ -72,7 +70,6 @@ export class MerchantsService {
   }
 
   async findOwned(partnerId: string, mode: Mode, id: string): Promise<MerchantRow | null> {
-    if (!isUuid(id)) return null;
     const [m] = await this.db.query<MerchantRow>(
       `SELECT ${MERCHANT_COLUMNS} FROM merchants m JOIN partners p ON p.id = m.partner_id
         WHERE m.id = $1 AND m.partner_id = $2 AND m.test_mode = $3`,
@@ -117,7 +114,6 @@ export class MerchantsService {
 
   /** Admin: disable or enable any merchant. */
   async setDisabled(id: string, disabled: boolean): Promise<Record<string, unknown>> {
-    if (!isUuid(id)) throw AppError.notFound();
     const rows = await this.db.query<{ id: string }>(
       `UPDATE merchants SET disabled = $2, updated_at = now() WHERE id = $1 RETURNING id`,
       [id, disabled],

@@ -3,7 +3,7 @@ import { RequestMethod } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import type { Level, LevelWithSilent, LoggerOptions } from 'pino';
+import type { LevelWithSilent, LoggerOptions } from 'pino';
 import { destination, stdSerializers, stdTimeFunctions } from 'pino';
 import type { AppConfig } from '../../config/config';
 import { UNMATCHED_ROUTE, matchedRoute } from './metrics.service';
@@ -101,8 +101,6 @@ export function responseLevel(status: number, err?: Error): LevelWithSilent {
   return 'debug';
 }
 
-export const LOG_LEVELS: readonly LevelWithSilent[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 /** pino's own options: level, redaction, serializers and the scrubbing hook. Shared by HTTP and worker. */
 export function pinoOptions(config: Pick<AppConfig, 'logLevel' | 'adminToken' | 'onboardingTokenSecret'>): LoggerOptions {
   const scrub = makeScrubber([config.adminToken, config.onboardingTokenSecret]);
@@ -191,10 +189,6 @@ export function loggerParams(
     // the default level a successful call writes nothing, so the cost is small.
     pinoHttp: [options, stream ?? destination({ dest: 1, sync: true })] as Params['pinoHttp'],
   };
-}
-
-export function isLogLevel(v: string): v is Level | 'silent' {
-  return (LOG_LEVELS as readonly string[]).includes(v);
 }
 
 /**

@@ -1,8 +1,5 @@
 import 'reflect-metadata';
-import { Global, Module } from '@nestjs/common';
-import { GLOBAL_MODULE_METADATA, MODULE_METADATA } from '@nestjs/common/constants';
 import { REDACTED, loggablePath, makeScrubber, responseLevel } from './logging';
-import { withOverrides } from './module-overrides';
 import { basicAuth } from './queue-board';
 import { publicMessage } from './readiness.service';
 import { verificationOutcome } from './verification-timer';
@@ -87,36 +84,4 @@ describe('queue board basic auth', () => {
       expect(res.headers['www-authenticate']).toMatch(/^Basic realm=/);
     },
   );
-});
-
-describe('provider overrides', () => {
-  const TOKEN = Symbol('TOKEN');
-  const OTHER = Symbol('OTHER');
-  @Global()
-  @Module({ providers: [{ provide: TOKEN, useValue: 'default' }, { provide: OTHER, useValue: 1 }], exports: [TOKEN] })
-  class Extensible {}
-  @Module({ providers: [] })
-  class Plain {}
-
-  it('swaps the declaring module for one with the override in place, keeping the rest', () => {
-    const override = { provide: TOKEN, useValue: 'mine' };
-    const extra = { provide: 'EXTRA', useValue: 2 };
-    const { imports, rest } = withOverrides([Plain, Extensible], [override, extra]);
-    expect(imports[0]).toBe(Plain);
-    const swapped = imports[1] as Function;
-    expect(swapped).not.toBe(Extensible);
-    expect(swapped.name).toBe('Extensible');
-    expect(Reflect.getMetadata(MODULE_METADATA.PROVIDERS, swapped)).toEqual([override, { provide: OTHER, useValue: 1 }]);
-    expect(Reflect.getMetadata(MODULE_METADATA.EXPORTS, swapped)).toEqual([TOKEN]);
-    expect(Reflect.getMetadata(GLOBAL_MODULE_METADATA, swapped)).toBe(true);
-    expect(rest).toEqual([extra]);
-    // The original class is untouched (other applications in the process keep the default).
-    expect(Reflect.getMetadata(MODULE_METADATA.PROVIDERS, Extensible)[0]).toEqual({ provide: TOKEN, useValue: 'default' });
-  });
-
-  it('refuses when another module imports the declaring module too', () => {
-    @Module({ imports: [Extensible] })
-    class Consumer {}
-    expect(() => withOverrides([Extensible, Consumer], [{ provide: TOKEN, useValue: 'mine' }])).toThrow(/Consumer imports it too/);
-  });
 });

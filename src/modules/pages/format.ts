@@ -36,7 +36,3 @@ export function formatTokenUnits(baseUnits: string | bigint, decimals: number, g
   return trimmed ? `${grouped}.${trimmed}` : grouped;
 }
 
-/** "0x1234…abcd", for places where the full address follows elsewhere. */
-export function shortAddress(address: string): string {
-  return address.length > 12 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address;
-}

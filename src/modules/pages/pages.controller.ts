@@ -13,6 +13,7 @@ import { PageErrorFilter } from './page-error.filter';
 import { PageHeaders } from './page-security';
 import { renderPayPage, type PayView } from './pay-page.view';
 import { renderTermsPage, TERMS } from './terms';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /**
  * The server-rendered pages (DESIGN §4), public port only. They read through the same services as their
@@ -32,7 +33,7 @@ export class PagesController {
   ) {}
 
   @Get('pay/:id')
-  async payPage(@Param('id') id: string): Promise<string> {
+  async payPage(@Param('id', UuidParamPipe) id: string): Promise<string> {
     const view = (await this.pay.view(id)) as unknown as PayView;
     const qr = await qrSvg(view.payment_uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
     return renderPayPage(view, qr, { stylesheet: this.assets.url('pages.css'), script: this.assets.url('pay.js') }, new Date());

@@ -3,6 +3,7 @@ import { BodyCheckGuard } from '../../common/http/body';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { CreatePortalUserDto } from './portal-users.dto';
 import { PortalUsersService } from './portal-users.service';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** Operators create the partner's portal users (DESIGN §4 style: admin listener, bearer ADMIN_TOKEN). */
 @Controller('admin/api')
@@ -12,7 +13,7 @@ export class PortalUsersAdminController {
 
   /** → 201 {ok, user_id, partner_id, email, created_at}; the password is never echoed. 409 when the email is taken. */
   @Post('partners/:id/users')
-  create(@Param('id') partnerId: string, @Body() dto: CreatePortalUserDto) {
+  create(@Param('id', UuidParamPipe) partnerId: string, @Body() dto: CreatePortalUserDto) {
     return this.users.create(partnerId, dto);
   }
 }

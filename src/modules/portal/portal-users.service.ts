@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, type FieldError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
 import { iso } from '../../common/time';
 import { Db, isUniqueViolation } from '../../database/db';
 import { dummyHash, hashPassword, PASSWORD_MAX, passwordProblem, verifyPassword } from './password';
@@ -27,7 +26,6 @@ export class PortalUsersService {
   constructor(private readonly db: Db) {}
 
   async create(partnerId: string, input: { email?: unknown; password?: unknown }): Promise<Record<string, unknown>> {
-    if (!isUuid(partnerId)) throw AppError.notFound();
     const errors: FieldError[] = [];
     const email = normalizeEmail(input.email);
     if (!email) errors.push({ field: 'email', message: `email must be an email address of at most ${EMAIL_MAX} characters` });

@@ -43,6 +43,7 @@ import type { PortalSession } from './portal-sessions.service';
 import { PAGE_SIZE, PortalService, type PingResult } from './portal.service';
 import { doneNotice, refusalNotice } from './portal-words';
 import type { SafeHtml } from '../pages/html';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** The signed-in user's session, attached by PortalSessionGuard. */
 const Session = createParamDecorator((_: unknown, ctx: ExecutionContext): PortalSession => ctx.switchToHttp().getRequest<PortalRequest>().portal!);
@@ -116,7 +117,7 @@ export class PortalController {
   }
 
   @Post('keys/:keyId/revoke')
-  async revokeKey(@Session() s: PortalSession, @Param('keyId') keyId: string, @Res() res: Response): Promise<void> {
+  async revokeKey(@Session() s: PortalSession, @Param('keyId', UuidParamPipe) keyId: string, @Res() res: Response): Promise<void> {
     await this.portal.revokeKey(s.partnerId, keyId);
     seeOther(res, '/portal/keys?done=key-revoked');
   }
@@ -184,12 +185,12 @@ export class PortalController {
   }
 
   @Get('deliveries/:deliveryId')
-  async delivery(@Session() s: PortalSession, @Param('deliveryId') id: string, @Res() res: Response, @Query('done') done?: string): Promise<void> {
+  async delivery(@Session() s: PortalSession, @Param('deliveryId', UuidParamPipe) id: string, @Res() res: Response, @Query('done') done?: string): Promise<void> {
     await this.deliveryPage(res, 200, s, id, doneNotice(done));
   }
 
   @Post('deliveries/:deliveryId/redeliver')
-  async redeliver(@Session() s: PortalSession, @Param('deliveryId') id: string, @Res() res: Response): Promise<void> {
+  async redeliver(@Session() s: PortalSession, @Param('deliveryId', UuidParamPipe) id: string, @Res() res: Response): Promise<void> {
     const r = await this.portal.redeliver(s.partnerId, id);
     if (!r.ok) return this.deliveryPage(res, r.refusal.status, s, id, refusalNotice('redeliver', r.refusal));
     seeOther(res, `/portal/deliveries/${encodeURIComponent(id)}?done=redelivery-queued`);

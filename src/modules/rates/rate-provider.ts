@@ -1,4 +1,4 @@
-/** Where fiat-per-token rates come from. Replace it by providing RATE_PROVIDER (see README "Extending"). */
+/** Where fiat-per-token rates come from. Replace it with `RatesModule.forRoot({ provider })` (docs/extending.md). */
 export interface RateProvider {
   /** A name stored beside each rate, e.g. "static" or the source URL's host. */
   readonly name: string;

@@ -1,13 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
+import { PAGE_DEFAULT } from '../../common/paging';
 import { iso } from '../../common/time';
 import { Db } from '../../database/db';
 import type { ListDeliveriesQuery } from './webhooks.dto';
 import { WebhookEventsRepository, type AttemptRow, type DeliveryRow } from './webhook-events.repository';
 import { WebhookRelay } from './webhook-relay';
-
-const PAGE_DEFAULT = 50;
 
 /** The operator's view of deliveries (DESIGN §4): list, show with attempts, redeliver. */
 @Injectable()
@@ -64,7 +62,6 @@ export class DeliveriesService {
   }
 
   private async load(deliveryId: string): Promise<DeliveryRow> {
-    if (!isUuid(deliveryId)) throw AppError.notFound();
     const row = await this.events.get(deliveryId);
     if (!row) throw AppError.notFound();
     return row;

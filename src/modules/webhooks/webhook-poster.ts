@@ -4,6 +4,7 @@ import * as https from 'node:https';
 import { isIP, Socket, type LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
+import { WEBHOOK_USER_AGENT } from './payload';
 import { forbiddenAddressReason, hostOf, parseWebhookUrl, WebhookUrlRejectedError } from './url-guard';
 
 /**
@@ -183,7 +184,7 @@ export class WebhookPoster {
     for (const k of Object.keys(finalHeaders)) if (k.toLowerCase() === 'content-length') delete finalHeaders[k];
     finalHeaders['content-length'] = payload.length;
     if (!hasHeader(headers, 'content-type')) finalHeaders['content-type'] = 'application/json';
-    if (!hasHeader(headers, 'user-agent')) finalHeaders['user-agent'] = 'Service-Webhook/1.0';
+    if (!hasHeader(headers, 'user-agent')) finalHeaders['user-agent'] = WEBHOOK_USER_AGENT;
 
     const requestOptions: http.RequestOptions = {
       method: 'POST',

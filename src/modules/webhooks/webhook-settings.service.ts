@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { isUuid } from '../../common/ids';
 import { Db } from '../../database/db';
 import { assertWebhookUrlAllowed, WebhookUrlRejectedError } from './url-guard';
 import { WebhookUpdateLimiter } from './webhook-update-limiter';
@@ -97,7 +96,6 @@ export class WebhookSettingsService {
 
   /** What the partner portal shows: the settings without any secret. */
   async status(partnerId: string): Promise<{ url: string | null; enabled: boolean; enabledAt: Date | null; hasSecret: boolean; rotationPending: boolean }> {
-    if (!isUuid(partnerId)) throw AppError.notFound();
     const [row] = await this.db.query<{ webhook_url: string | null; webhook_enabled: boolean; webhook_enabled_at: Date | null; has_secret: boolean; rotation_pending: boolean }>(
       `SELECT webhook_url, webhook_enabled, webhook_enabled_at, webhook_secret IS NOT NULL AS has_secret,
               webhook_previous_secret IS NOT NULL AS rotation_pending
@@ -110,7 +108,6 @@ export class WebhookSettingsService {
 
   /** URL and the secrets a delivery is signed with now ([current] or, during a rotation, [new, old]); for the portal's test ping. */
   async signingTarget(partnerId: string): Promise<{ url: string | null; secrets: string[] }> {
-    if (!isUuid(partnerId)) throw AppError.notFound();
     const [row] = await this.db.query<{ webhook_url: string | null; webhook_secret: string | null; webhook_previous_secret: string | null }>(
       `SELECT webhook_url, webhook_secret, webhook_previous_secret FROM partners WHERE id = $1`,
       [partnerId],
@@ -121,7 +118,6 @@ export class WebhookSettingsService {
   }
 
   private async load(partnerId: string): Promise<PartnerWebhookRow> {
-    if (!isUuid(partnerId)) throw AppError.notFound();
     const [row] = await this.db.query<PartnerWebhookRow>(`SELECT id, webhook_secret FROM partners WHERE id = $1`, [partnerId]);
     if (!row) throw AppError.notFound();
     return row;

@@ -4,6 +4,7 @@ import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { DeliveriesService } from './deliveries.service';
 import { ListDeliveriesQuery, PutWebhookDto } from './webhooks.dto';
 import { WebhookSettingsService } from './webhook-settings.service';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** Webhook settings and the delivery log on the admin listener (DESIGN §4). */
 @Controller('admin/api')
@@ -12,19 +13,19 @@ export class WebhooksAdminController {
   constructor(private readonly settings: WebhookSettingsService, private readonly deliveries: DeliveriesService) {}
 
   @Put('partners/:id/webhook')
-  configure(@Param('id') id: string, @Body() dto: PutWebhookDto) {
+  configure(@Param('id', UuidParamPipe) id: string, @Body() dto: PutWebhookDto) {
     return this.settings.configure(id, dto);
   }
 
   @Post('partners/:id/webhook/rotate')
   @HttpCode(200)
-  rotate(@Param('id') id: string) {
+  rotate(@Param('id', UuidParamPipe) id: string) {
     return this.settings.rotate(id);
   }
 
   @Post('partners/:id/webhook/confirm-rotation')
   @HttpCode(200)
-  confirmRotation(@Param('id') id: string) {
+  confirmRotation(@Param('id', UuidParamPipe) id: string) {
     return this.settings.confirmRotation(id);
   }
 
@@ -34,13 +35,13 @@ export class WebhooksAdminController {
   }
 
   @Get('deliveries/:deliveryId')
-  get(@Param('deliveryId') deliveryId: string) {
+  get(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
     return this.deliveries.get(deliveryId);
   }
 
   @Post('deliveries/:deliveryId/redeliver')
   @HttpCode(200)
-  redeliver(@Param('deliveryId') deliveryId: string) {
+  redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
     return this.deliveries.redeliver(deliveryId);
   }
 }

@@ -1,7 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
-import { isUuid } from '../../../common/ids';
 import { iso } from '../../../common/time';
 import { Db } from '../../../database/db';
 import { AssetRegistry } from '../../chain/asset-registry';
@@ -111,7 +110,7 @@ export class PayService {
   }
 
   private async load(id: string): Promise<PaymentRequest> {
-    const r = isUuid(id) ? await this.repo.findById(this.db, id) : null;
+    const r = await this.repo.findById(this.db, id);
     if (!r) throw AppError.notFound();
     return r;
   }

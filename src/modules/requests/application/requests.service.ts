@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
-import { isUuid } from '../../../common/ids';
+import { PAGE_DEFAULT } from '../../../common/paging';
 import { Db } from '../../../database/db';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
@@ -15,8 +15,6 @@ import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
 import { toRequestResponse } from '../http/request.mapper';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
-
-const PAGE_DEFAULT = 50;
 
 /** The partner API's use cases on payment requests (spec §4.1–4.4). */
 @Injectable()
@@ -97,7 +95,7 @@ export class RequestsService {
   }
 
   async get(p: Principal, id: string): Promise<Record<string, unknown>> {
-    const r = isUuid(id) ? await this.repo.findOwned(p.partnerId, p.mode === 'test', id) : null;
+    const r = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
     if (!r) throw AppError.notFound();
     return this.respond(r);
   }
@@ -122,7 +120,6 @@ export class RequestsService {
 
   /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
   async cancel(p: Principal, id: string): Promise<Record<string, unknown>> {
-    if (!isUuid(id)) throw AppError.notFound();
     const scope = { partnerId: p.partnerId, testMode: p.mode === 'test' };
     const voided = await this.repo.applyStatus(this.db, id, 'cancel', scope);
     if (voided) return this.respond(voided);

@@ -1,11 +1,8 @@
 import type { FieldError } from '../../../common/errors';
+import { isForbiddenKey } from '../../../common/forbidden-keys';
 
 /** 32 to 64 characters of the base64url alphabet (which contains hex) — spec §4.1. */
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{32,64}$/;
-
-export function isValidIdempotencyKey(key: unknown): boolean {
-  return typeof key === 'string' && IDEMPOTENCY_KEY.test(key);
-}
 
 /**
  * The key used when the partner sends none: random, and starting with a character outside the partner
@@ -16,13 +13,6 @@ export function internalIdempotencyKey(random: string): string {
 }
 
 export const METADATA_LIMITS = { maxKeys: 20, maxKeyLength: 40, maxValueLength: 500 } as const;
-
-/** Keys that could reach an object's prototype if anything ever assigned them naively. */
-const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
-
-export function isForbiddenKey(key: string): boolean {
-  return FORBIDDEN_KEYS.has(key);
-}
 
 /** Validates metadata: an object of at most 20 string values, keys ≤ 40 chars, values ≤ 500 chars. */
 export function metadataErrors(value: unknown, field = 'metadata'): FieldError[] {

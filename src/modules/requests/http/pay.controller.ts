@@ -3,6 +3,7 @@ import { BodyCheckGuard } from '../../../common/http/body';
 import { PublicRateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { PayService } from '../application/pay.service';
+import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 
 /** The pay page's JSON API (DESIGN §4): public, no key, limited per client address. */
 @Controller('pay/api')
@@ -12,19 +13,19 @@ export class PayController {
   constructor(private readonly pay: PayService) {}
 
   @Get(':id')
-  view(@Param('id') id: string) {
+  view(@Param('id', UuidParamPipe) id: string) {
     return this.pay.view(id);
   }
 
   @Post(':id/open')
   @HttpCode(200)
-  open(@Param('id') id: string) {
+  open(@Param('id', UuidParamPipe) id: string) {
     return this.pay.open(id);
   }
 
   @Post(':id/proof')
   @HttpCode(200)
-  proof(@Param('id') id: string, @Body() body: unknown) {
+  proof(@Param('id', UuidParamPipe) id: string, @Body() body: unknown) {
     const hash = body && typeof body === 'object' && !Array.isArray(body) ? (body as { tx_hash?: unknown }).tx_hash : undefined;
     return this.pay.submitProof(id, hash);
   }

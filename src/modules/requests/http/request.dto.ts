@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { strictInt } from '../../../common/http/query';
+import { PAGE_MAX } from '../../../common/paging';
 import {
   IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, Validate, ValidateIf,
   ValidatorConstraint, type ValidatorConstraintInterface, type ValidationArguments,
@@ -54,6 +55,6 @@ export class ListRequestsQuery {
   @IsOptional() @IsUUID('all', { message: 'account_id must be a UUID' }) account_id?: string;
   @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
   @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) until?: string;
-  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(100) limit?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }

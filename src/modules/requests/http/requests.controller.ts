@@ -7,6 +7,7 @@ import { ApiKeyGuard, type AuthedRequest } from '../../auth/api-key.guard';
 import { RequireScope } from '../../auth/scopes';
 import { RequestsService } from '../application/requests.service';
 import { CreateRequestDto, ListRequestsQuery } from './request.dto';
+import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 
 @Controller('api/v1/requests')
 @UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
@@ -32,7 +33,7 @@ export class RequestsController {
   @Get(':id')
   @RequireScope('requests:read')
   @RateLimit(60)
-  get(@Req() req: AuthedRequest, @Param('id') id: string) {
+  get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
     return this.requests.get(req.principal, id);
   }
 
@@ -40,7 +41,7 @@ export class RequestsController {
   @HttpCode(200)
   @RequireScope('requests:write')
   @RateLimit(60)
-  cancel(@Req() req: AuthedRequest, @Param('id') id: string) {
+  cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
     return this.requests.cancel(req.principal, id);
   }
 }
