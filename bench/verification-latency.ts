@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   await mint(node.url, token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
   const config = loadConfig({
     ...process.env,
+    NODE_ENV: 'development',
     DATABASE_URL: dbUrl,
     REDIS_PREFIX: `prs-bench-verify-${Date.now()}`,
     PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN: 'test-admin-token-0123456789', PUBLIC_URL: 'http://localhost:3999',

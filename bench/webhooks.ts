@@ -237,6 +237,7 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
   try {
     const f = await seed(client, receiver.url);
     const config = loadConfig({
+      NODE_ENV: 'development',
       DATABASE_URL,
       REDIS_URL,
       REDIS_PREFIX,

@@ -75,6 +75,8 @@ async function main(): Promise<void> {
 
   const env = {
     ...process.env,
+    // A local sandbox: the development defaults for ONBOARDING_TOKEN_SECRET and SECRET_KEY apply.
+    NODE_ENV: 'development',
     ADMIN_TOKEN,
     CHAIN_TEST_RPC_URL: process.env.CHAIN_TEST_RPC_URL ?? node.url,
     CHAIN_TEST_CHAIN_ID: process.env.CHAIN_TEST_CHAIN_ID ?? '31337',

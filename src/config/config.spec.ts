@@ -1,9 +1,12 @@
-import { ConfigError, loadConfig, parseRates, type AppConfig } from './config';
+import { ConfigError, loadConfig as load, parseRates, type AppConfig } from './config';
+
+/** The development defaults apply only with NODE_ENV exactly development or test: these specs run as test. */
+const loadConfig = (env: Record<string, string>) => load({ NODE_ENV: 'test', ...env });
 
 /** loadConfig on exactly this environment (never process.env), returning the error it stops with. */
 function failure(env: Record<string, string>): ConfigError {
   try {
-    loadConfig(env);
+    load(env);
   } catch (e) {
     expect(e).toBeInstanceOf(ConfigError);
     return e as ConfigError;
@@ -13,7 +16,8 @@ function failure(env: Record<string, string>): ConfigError {
 
 const TOKEN = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 const CHAIN = { CHAIN_TEST_RPC_URL: 'http://127.0.0.1:8545', CHAIN_TEST_CHAIN_ID: '31337', CHAIN_TEST_TOKEN_ADDRESS: TOKEN };
-const PRODUCTION = { NODE_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token', ONBOARDING_TOKEN_SECRET: 'a-secret-for-onboarding' };
+const HEX_KEY = 'ab'.repeat(32);
+const PRODUCTION = { NODE_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token', ONBOARDING_TOKEN_SECRET: 'a-secret-for-onboarding', SECRET_KEY: HEX_KEY };
 
 describe('loadConfig defaults (DESIGN §2)', () => {
   let c: AppConfig;
@@ -78,6 +82,20 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     expect(x.adminToken).toBe(PRODUCTION.ADMIN_TOKEN);
   });
 
+  it('has a development SECRET_KEY of 32 bytes and no previous key', () => {
+    expect(c.secretKey).toHaveLength(32);
+    expect(c.secretKeyPrevious).toBeNull();
+  });
+
+  it('reads SECRET_KEY and SECRET_KEY_PREVIOUS as 64 hex characters or base64 of 32 bytes', () => {
+    const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i));
+    for (const raw of [bytes.toString('hex'), bytes.toString('hex').toUpperCase(), bytes.toString('base64'), bytes.toString('base64url')]) {
+      const x = loadConfig({ SECRET_KEY: raw, SECRET_KEY_PREVIOUS: raw });
+      expect(x.secretKey.equals(bytes)).toBe(true);
+      expect(x.secretKeyPrevious!.equals(bytes)).toBe(true);
+    }
+  });
+
   it('allows PORT and ADMIN_PORT both 0 (ephemeral ports, as the tests use)', () => {
     const x = loadConfig({ PORT: '0', ADMIN_PORT: '0' });
     expect([x.port, x.adminPort]).toEqual([0, 0]);
@@ -103,9 +121,16 @@ describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', 
     ['CHAIN_TEST_TOKEN_ADDRESS missing', { CHAIN_TEST_RPC_URL: CHAIN.CHAIN_TEST_RPC_URL, CHAIN_TEST_CHAIN_ID: '31337' }, 'CHAIN_TEST_TOKEN_ADDRESS'],
     ['CHAIN_TEST_CHAIN_ID not a number', { ...CHAIN, CHAIN_TEST_CHAIN_ID: 'mainnet' }, 'CHAIN_TEST_CHAIN_ID'],
     ['CHAIN_LIVE_TOKEN_ADDRESS bad', { CHAIN_LIVE_RPC_URL: 'https://rpc.example', CHAIN_LIVE_CHAIN_ID: '1', CHAIN_LIVE_TOKEN_ADDRESS: 'x' }, 'CHAIN_LIVE_TOKEN_ADDRESS'],
-    ['NODE_ENV=production without ADMIN_TOKEN', { NODE_ENV: 'production', ONBOARDING_TOKEN_SECRET: 'a-secret-for-onboarding' }, 'ADMIN_TOKEN'],
+    ['NODE_ENV=production without ADMIN_TOKEN', { ...PRODUCTION, ADMIN_TOKEN: undefined }, 'ADMIN_TOKEN'],
     ['NODE_ENV=production with an empty ADMIN_TOKEN', { ...PRODUCTION, ADMIN_TOKEN: '' }, 'ADMIN_TOKEN'],
-    ['NODE_ENV=production without ONBOARDING_TOKEN_SECRET', { NODE_ENV: 'production', ADMIN_TOKEN: PRODUCTION.ADMIN_TOKEN }, 'ONBOARDING_TOKEN_SECRET'],
+    ['NODE_ENV=production without ONBOARDING_TOKEN_SECRET', { ...PRODUCTION, ONBOARDING_TOKEN_SECRET: undefined }, 'ONBOARDING_TOKEN_SECRET'],
+    ['NODE_ENV=production without SECRET_KEY', { ...PRODUCTION, SECRET_KEY: undefined }, 'SECRET_KEY'],
+    ['SECRET_KEY too short (hex)', { SECRET_KEY: 'ab'.repeat(31) }, 'SECRET_KEY'],
+    ['SECRET_KEY too long (hex)', { SECRET_KEY: 'ab'.repeat(33) }, 'SECRET_KEY'],
+    ['SECRET_KEY base64 of 31 bytes', { SECRET_KEY: Buffer.alloc(31, 7).toString('base64') }, 'SECRET_KEY'],
+    ['SECRET_KEY base64 of 33 bytes', { SECRET_KEY: Buffer.alloc(33, 7).toString('base64') }, 'SECRET_KEY'],
+    ['SECRET_KEY a passphrase', { SECRET_KEY: 'correct horse battery staple' }, 'SECRET_KEY'],
+    ['SECRET_KEY_PREVIOUS malformed', { SECRET_KEY: HEX_KEY, SECRET_KEY_PREVIOUS: 'xyz' }, 'SECRET_KEY_PREVIOUS'],
     ['ADMIN_TOKEN too short', { ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
     ['PORT equal to ADMIN_PORT', { PORT: '4000', ADMIN_PORT: '4000' }, 'ADMIN_PORT'],
     ['PORT equal to the default ADMIN_PORT', { PORT: '3001' }, 'ADMIN_PORT'],
@@ -121,9 +146,48 @@ describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', 
     ['KEY_PREFIX with an underscore', { KEY_PREFIX: 'p_s' }, 'KEY_PREFIX'],
     ['RATE_LIMIT_SCALE zero', { RATE_LIMIT_SCALE: '0' }, 'RATE_LIMIT_SCALE'],
   ] as const)('%s', (_label, env, variable) => {
-    const e = failure({ ...env });
+    const e = failure({ NODE_ENV: 'test', ...env } as Record<string, string>);
     expect(e.variable).toBe(variable);
     expect(e.message).toContain(variable);
+  });
+});
+
+describe('production rules unless NODE_ENV is exactly development or test (issue 10 point 7)', () => {
+  const ALL = 'ADMIN_TOKEN, ONBOARDING_TOKEN_SECRET, SECRET_KEY';
+  it.each([
+    ['unset', {}],
+    ['production', { NODE_ENV: 'production' }],
+    ['empty', { NODE_ENV: '' }],
+    ['misspelt "prod"', { NODE_ENV: 'prod' }],
+    ['misspelt "developement"', { NODE_ENV: 'developement' }],
+    ['"Development" (case differs)', { NODE_ENV: 'Development' }],
+    ['"test " (trailing space)', { NODE_ENV: 'test ' }],
+    ['staging', { NODE_ENV: 'staging' }],
+  ])('NODE_ENV %s without secrets stops, naming every missing one', (_label, env: Record<string, string>) => {
+    const e = failure(env);
+    expect(e.variable).toBe(ALL);
+    expect(e.message).toContain(ALL);
+    expect(e.message).toMatch(/development or test/);
+  });
+
+  it('names only the missing ones', () => {
+    expect(failure({ ADMIN_TOKEN: PRODUCTION.ADMIN_TOKEN }).variable).toBe('ONBOARDING_TOKEN_SECRET, SECRET_KEY');
+    expect(failure({ SECRET_KEY: HEX_KEY, ADMIN_TOKEN: PRODUCTION.ADMIN_TOKEN }).variable).toBe('ONBOARDING_TOKEN_SECRET');
+  });
+
+  it('starts with all three whatever NODE_ENV says, and then counts as production', () => {
+    const { NODE_ENV: _ignored, ...secrets } = PRODUCTION;
+    for (const nodeEnv of [undefined, 'staging', 'prod']) {
+      const x = load(nodeEnv === undefined ? secrets : { ...secrets, NODE_ENV: nodeEnv });
+      expect(x.production).toBe(true);
+      expect(x.secretKey.equals(Buffer.from(HEX_KEY, 'hex'))).toBe(true);
+    }
+  });
+
+  it.each(['development', 'test'])('NODE_ENV=%s starts without secrets (development defaults)', (nodeEnv) => {
+    const x = load({ NODE_ENV: nodeEnv });
+    expect(x.production).toBe(false);
+    expect(x.adminToken.length).toBeGreaterThanOrEqual(12);
   });
 });
 

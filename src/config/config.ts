@@ -15,6 +15,10 @@ export interface ChainConfig {
 }
 
 export interface AppConfig {
+  /**
+   * True unless NODE_ENV is exactly `development` or `test`: production rules (required secrets, no
+   * development defaults) apply to any other value, unset and misspelt included.
+   */
   production: boolean;
   databaseUrl: string;
   redisUrl: string;
@@ -35,12 +39,17 @@ export interface AppConfig {
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
   onboardingTokenSecret: string;
+  /** 32-byte key (AES-256-GCM) for secrets stored at rest; the previous one while a key rotation runs. */
+  secretKey: Buffer;
+  secretKeyPrevious: Buffer | null;
   /** Express's `trust proxy`: false, a hop count, or a list of proxy addresses/subnets. */
   trustProxy: false | number | string;
   /** Multiplies every per-minute rate limit; the bench raises it. */
   rateLimitScale: number;
   /** Calls per minute per client address on each public page route. */
   publicRateLimit: number;
+  /** Partner API calls without a valid key per minute per client address; past it → 429 before any key lookup. */
+  authFailureRateLimit: number;
   /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
   apiKeyCacheMs: number;
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
@@ -76,6 +85,11 @@ type Env = Record<string, string | undefined>;
 
 const DEV_ADMIN_TOKEN = 'dev-admin-token';
 const DEV_ONBOARDING_SECRET = 'dev-onboarding-secret-change-me';
+/** Public, so only for development and tests: 32 bytes as 64 hex characters. */
+const DEV_SECRET_KEY = '6465762d7365637265742d6b65792d6e6f742d666f722d70726f64756374696f';
+/** The only NODE_ENV values that get the development defaults above; anything else is treated as production. */
+export const DEVELOPMENT_ENVS: readonly string[] = ['development', 'test'];
+const REQUIRED_IN_PRODUCTION = ['ADMIN_TOKEN', 'ONBOARDING_TOKEN_SECRET', 'SECRET_KEY'] as const;
 
 function str(env: Env, name: string, fallback?: string): string {
   const v = env[name];
@@ -129,6 +143,17 @@ export function parseRates(raw: string, name = 'RATES'): Record<string, string> 
   return rates;
 }
 
+/** A 32-byte key given as 64 hex characters or as base64 (standard or URL-safe, padding optional). */
+export function parseSecretKey(raw: string, name: string): Buffer {
+  const v = raw.trim();
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return Buffer.from(v, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(v)) {
+    const key = Buffer.from(v.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (key.length === 32) return key;
+  }
+  throw new ConfigError(name, 'must be 32 bytes given as 64 hex characters or as base64 (e.g. `openssl rand -hex 32`)');
+}
+
 function chain(env: Env, mode: Mode): ChainConfig | undefined {
   const p = `CHAIN_${mode.toUpperCase()}_`;
   const rpc = env[`${p}RPC_URL`];
@@ -172,11 +197,24 @@ function trustProxy(raw: string | undefined): false | number | string {
 }
 
 export function loadConfig(env: Env = process.env): AppConfig {
-  const production = env.NODE_ENV === 'production';
+  // Exact match: an unset or misspelt NODE_ENV ("prod", "Development") must not start with public secrets.
+  const production = !DEVELOPMENT_ENVS.includes(env.NODE_ENV ?? '');
+  if (production) {
+    const missing = REQUIRED_IN_PRODUCTION.filter((name) => !env[name]);
+    if (missing.length > 0) {
+      const nodeEnv = env.NODE_ENV === undefined ? 'unset' : `"${env.NODE_ENV}"`;
+      throw new ConfigError(
+        missing.join(', '),
+        `${missing.length === 1 ? 'is' : 'are'} required: NODE_ENV is ${nodeEnv}, and development defaults apply only when it is exactly development or test`,
+      );
+    }
+  }
   const publicUrl = url(env, 'PUBLIC_URL', 'http://localhost:3000');
-  const adminToken = str(env, 'ADMIN_TOKEN', production ? undefined : DEV_ADMIN_TOKEN);
+  const adminToken = str(env, 'ADMIN_TOKEN', DEV_ADMIN_TOKEN);
   if (adminToken.length < 12) throw new ConfigError('ADMIN_TOKEN', 'must be at least 12 characters');
-  const onboardingTokenSecret = str(env, 'ONBOARDING_TOKEN_SECRET', production ? undefined : DEV_ONBOARDING_SECRET);
+  const onboardingTokenSecret = str(env, 'ONBOARDING_TOKEN_SECRET', DEV_ONBOARDING_SECRET);
+  const secretKey = parseSecretKey(str(env, 'SECRET_KEY', DEV_SECRET_KEY), 'SECRET_KEY');
+  const secretKeyPrevious = env.SECRET_KEY_PREVIOUS ? parseSecretKey(env.SECRET_KEY_PREVIOUS, 'SECRET_KEY_PREVIOUS') : null;
   const keyPrefix = str(env, 'KEY_PREFIX', 'prs');
   if (!/^[a-z][a-z0-9]{1,15}$/.test(keyPrefix)) throw new ConfigError('KEY_PREFIX', 'must be 2-16 lower-case letters or digits');
   const port = int(env, 'PORT', 3000, 0, 65535);
@@ -210,9 +248,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,
+    secretKey,
+    secretKeyPrevious,
     rateLimitScale: Number(scaleRaw),
     trustProxy: trustProxy(env.TRUST_PROXY),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
+    authFailureRateLimit: int(env, 'AUTH_FAILURE_RATE_LIMIT', 60, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
     logLevel: logLevel(env),

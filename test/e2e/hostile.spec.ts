@@ -1,5 +1,6 @@
 import { createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call, type Reply } from '../support/http';
 
 /*
@@ -18,6 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await svc?.close();
+  await closeSql();
   delete (Object.prototype as Record<string, unknown>).polluted;
 });
 
@@ -262,24 +264,75 @@ describe('wrong shapes', () => {
   });
 });
 
-describe('content types', () => {
-  it('a JSON body sent as text/plain is read as JSON (bodies are JSON whatever the label)', async () => {
-    const r = await raw(CREATE, JSON.stringify({ account_id: merchantId, fiat_amount_int: 101 }), { 'content-type': 'text/plain' });
+describe('content types (DESIGN §7/§8: 415 unless application/json)', () => {
+  /** The test partner's requests and merchants: a refused call must create nothing. */
+  const requestCount = async () =>
+    (await sql(`SELECT (SELECT count(*) FROM payment_requests WHERE partner_id = $1) || '/' || (SELECT count(*) FROM merchants WHERE partner_id = $1) AS n`, [p.id]))[0].n as string;
+  const body = () => JSON.stringify({ account_id: merchantId, fiat_amount_int: 101 });
+
+  it.each([
+    ['text/plain (what a cross-site form sends)', 'text/plain'],
+    ['text/plain with a charset', 'text/plain; charset=utf-8'],
+    ['form-encoded', 'application/x-www-form-urlencoded'],
+    ['multipart', 'multipart/form-data; boundary=x'],
+    ['a +json type', 'application/merchant+json'],
+    ['application/jsonx', 'application/jsonx'],
+  ])('a JSON body sent as %s → 415 unsupported_media_type, nothing created', async (_label, type) => {
+    const before = await requestCount();
+    for (const path of [CREATE, '/api/v1/merchants']) {
+      const r = await raw(path, body(), { 'content-type': type });
+      expectJsonError(r, 415, 'unsupported_media_type');
+      expect(r.body).toEqual({ ok: false, error: 'unsupported_media_type' });
+    }
+    expect(await requestCount()).toBe(before);
+  });
+
+  it('a body without a content type → 415, nothing created', async () => {
+    const before = await requestCount();
+    const res = await fetch(`${svc.publicUrl}${CREATE}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await k()}` },
+      body: new Blob([body()]),
+    });
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 415, body: { ok: false, error: 'unsupported_media_type' } });
+    expect(await requestCount()).toBe(before);
+  });
+
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8'])('%s is read', async (type) => {
+    const r = await raw(CREATE, body(), { 'content-type': type });
     expect(r.status).toBe(201);
     expect(r.body.fiat_amount).toBe(101);
   });
 
-  it('a JSON body with no content type is read as JSON', async () => {
-    const res = await fetch(`${svc.publicUrl}${CREATE}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${await k()}` },
-      body: new Blob([JSON.stringify({ account_id: merchantId, fiat_amount_int: 102 })]),
-    });
-    expect(res.status).toBe(201);
+  it('bodiless calls are unaffected, whatever their content type says', async () => {
+    for (const headers of [{}, { 'content-type': 'text/plain' }] as Record<string, string>[]) {
+      const made = await call(svc.publicUrl, 'POST', CREATE, { key: await k(), body: { account_id: merchantId, fiat_amount_int: 103 } });
+      expect(made.status).toBe(201);
+      const r = await call(svc.publicUrl, 'POST', `/api/v1/requests/${made.body.request_id}/cancel`, { key: await k(), headers });
+      expect(r.status).toBe(200);
+    }
   });
 
-  it('a form-encoded body → 400 invalid_json, not a silently empty request', async () => {
-    const r = await raw(CREATE, `account_id=${merchantId}&fiat_amount_int=100`, { 'content-type': 'application/x-www-form-urlencoded' });
-    expectJsonError(r, 400, 'invalid_json');
+  it('auth comes first: a bad key with a text/plain body is still 401', async () => {
+    const r = await call(svc.publicUrl, 'POST', CREATE, { key: 'prs_test_nope', raw: body(), headers: { 'content-type': 'text/plain' } });
+    expectJsonError(r, 401, 'unauthorized');
+  });
+
+  it('the admin API and the public pay API refuse text/plain bodies too', async () => {
+    const a = await call(svc.adminUrl, 'POST', '/admin/api/partners', {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      raw: JSON.stringify({ slug: `ct-${Date.now()}`, name: 'Form post', default_currency: 'usd' }),
+    });
+    expectJsonError(a, 415, 'unsupported_media_type');
+    expect(await sql(`SELECT 1 FROM partners WHERE name = 'Form post'`)).toHaveLength(0);
+    const made = await call(svc.publicUrl, 'POST', CREATE, { key: await k(), body: { account_id: merchantId, fiat_amount_int: 104 } });
+    const proof = await call(svc.publicUrl, 'POST', `/pay/api/${made.body.request_id}/proof`, {
+      raw: JSON.stringify({ tx_hash: `0x${'ab'.repeat(32)}` }),
+      headers: { 'content-type': 'text/plain' },
+    });
+    expectJsonError(proof, 415, 'unsupported_media_type');
+    expect((await sql(`SELECT proof_status FROM payment_requests WHERE id = $1`, [made.body.request_id]))[0].proof_status).toBe('none');
   });
 });
+

@@ -1,3 +1,5 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import type { Browser } from 'playwright-core';
 import { ALL_QUEUES } from '../../src/common/queue/queues';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
@@ -56,6 +58,35 @@ describe('HTTP', () => {
     expect(api.status).toBe(200);
     const names = (api.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
     expect(names).toEqual([...ALL_QUEUES].sort());
+  });
+});
+
+describe('cross-site forms (DESIGN §7: 415 unless application/json)', () => {
+  const auth = { authorization: basic('admin', ADMIN_TOKEN) };
+  const queue = () => svc.app.get<Queue>(getQueueToken(ALL_QUEUES[0]), { strict: false });
+  const add = `/admin/queues/api/queues/${ALL_QUEUES[0]}/add`;
+  const job = JSON.stringify({ name: 'forged', data: {}, options: {} });
+
+  it('a text/plain or form post with the operator’s credentials adds nothing; the board’s own JSON call does', async () => {
+    const before = await queue().count();
+    for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const r = await call(svc.adminUrl, 'POST', add, { headers: { ...auth, 'content-type': type }, raw: job });
+      expect({ type, status: r.status, body: r.body }).toEqual({ type, status: 415, body: { ok: false, error: 'unsupported_media_type' } });
+    }
+    // An empty form post too: a browser form always names its type.
+    const empty = await call(svc.adminUrl, 'POST', add, { headers: { ...auth, 'content-type': 'text/plain' }, raw: '' });
+    expect(empty.status).toBe(415);
+    expect(await queue().count()).toBe(before);
+
+    const json = await call(svc.adminUrl, 'POST', add, { headers: auth, raw: job });
+    expect(json.status).toBe(200);
+    expect(await queue().count()).toBe(before + 1);
+    await queue().drain();
+  });
+
+  it('still asks for credentials first', async () => {
+    const r = await call(svc.adminUrl, 'POST', add, { headers: { 'content-type': 'text/plain' }, raw: job });
+    expect(r.status).toBe(401);
   });
 });
 

@@ -64,6 +64,8 @@ const SPEC_ERRORS: Array<[string, number]> = [
   ['wallet_address_conflict', 409], ['rate_limited', 429],
   ['unauthorized', 401], ['insufficient_scope', 403], ['invalid_request', 400], ['invalid_json', 400],
   ['payload_too_large', 413], ['internal_error', 500], ['invalid_expiry_minutes', 400], ['merchant_disabled', 400],
+  // DESIGN §7.
+  ['unsupported_media_type', 415],
 ];
 const ERROR_EXTRA_FIELDS = ['errors', 'expected_fiat_code', 'required_scope', 'allowed_expiry_minutes', 'request_id'];
 // Spec §6.3 (+ test_mode, DESIGN §3).

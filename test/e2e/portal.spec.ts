@@ -1,6 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
-import { PortalAuthService } from '../../src/modules/portal/portal-auth.service';
+import {
+  LOGIN_ATTEMPTS_PER_ADDRESS,
+  LOGIN_DELAY_MAX_MS,
+  LOGIN_FAILURE_BUDGET,
+  LOGIN_FREE_FAILURES,
+  PortalAuthService,
+} from '../../src/modules/portal/portal-auth.service';
 import { verifyPassword } from '../../src/modules/portal/password';
 import { Db } from '../../src/database/db';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
@@ -332,16 +338,47 @@ describe('sign-in rate limit', () => {
     }
   });
 
-  it('limits attempts per email across client addresses too', async () => {
+  it('slows an email hammered from many addresses down instead of locking its owner out (issue 10 point 9)', async () => {
     const auth = svc.app.get(PortalAuthService);
     const email = await createUser(svc, partner.id);
-    await withinOneMinute(20000);
-    for (let i = 0; i < 10; i++) expect(await auth.signIn(`198.51.100.${i}`, email, `wrong password ${i}`)).toBeNull();
-    await expect(auth.signIn('198.51.100.200', email, PASSWORD)).rejects.toMatchObject({ code: 'rate_limited' });
+    const usual = '198.51.100.50';
+    const session = { token: expect.any(String) };
+    // The owner has signed in from their usual address before.
+    expect(await auth.signIn(usual, email, PASSWORD)).toEqual(session);
+    // An attacker fails LOGIN_FREE_FAILURES + 10 times on this email, each attempt from another address.
+    const burst = (n: number, offset: number) =>
+      Promise.all(Array.from({ length: n }, (_, i) => auth.signIn(`2001:db8:${(offset + i).toString(16)}::1`, email, `wrong password ${i}`)));
+    expect(await burst(LOGIN_FREE_FAILURES + 10, 0)).toEqual(Array(LOGIN_FREE_FAILURES + 10).fill(null));
+
+    // A new address waits the longest delay, but the right password still works: no lockout.
+    let t = Date.now();
+    expect(await auth.signIn('203.0.113.77', email, PASSWORD)).toEqual(session);
+    expect(Date.now() - t).toBeGreaterThanOrEqual(LOGIN_DELAY_MAX_MS - 100);
+    // The owner's usual address does not wait at all.
+    t = Date.now();
+    expect(await auth.signIn(usual, email, PASSWORD)).toEqual(session);
+    expect(Date.now() - t).toBeLessThan(LOGIN_DELAY_MAX_MS / 2);
+
+    // Past the budget, new addresses are refused for this email; the owner's usual address still signs in.
+    expect(await burst(LOGIN_FAILURE_BUDGET, 1000)).toEqual(expect.arrayContaining([null]));
+    await expect(auth.signIn('203.0.113.78', email, PASSWORD)).rejects.toMatchObject({ code: 'rate_limited' });
+    expect(await auth.signIn(usual, email, PASSWORD)).toEqual(session);
     // Another account from a fresh address is unaffected.
     const other = await createUser(svc, partner.id);
-    expect(await auth.signIn('198.51.100.201', other.toUpperCase(), PASSWORD)).toEqual({ token: expect.any(String) });
-  });
+    expect(await auth.signIn('198.51.100.201', other.toUpperCase(), PASSWORD)).toEqual(session);
+  }, 120000);
+
+  it('counts an IPv6 client by its /64 for the per-address limit', async () => {
+    const auth = svc.app.get(PortalAuthService);
+    await withinOneMinute(20000);
+    const emails = await Promise.all(Array.from({ length: 3 }, () => createUser(svc, partner.id)));
+    // LOGIN_ATTEMPTS_PER_ADDRESS attempts from one /64, spread over addresses and emails, then 429 for that /64.
+    for (let i = 0; i < LOGIN_ATTEMPTS_PER_ADDRESS; i++) {
+      expect(await auth.signIn(`2001:db8:feed:1::${(i + 1).toString(16)}`, emails[i % 3], PASSWORD)).toEqual({ token: expect.any(String) });
+    }
+    await expect(auth.signIn('2001:db8:feed:1:ffff::1', emails[0], PASSWORD)).rejects.toMatchObject({ code: 'rate_limited' });
+    expect(await auth.signIn('2001:db8:feed:2::1', emails[0], PASSWORD)).toEqual({ token: expect.any(String) });
+  }, 60000);
 });
 
 describe('the webhook update limit counts portal and admin changes together (DESIGN §3)', () => {

@@ -14,6 +14,8 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export function testEnvVars(env: Record<string, string> = {}): Record<string, string> {
   const t = testEnv();
   return {
+    // Development defaults (ADMIN_TOKEN aside, set below) apply only with NODE_ENV exactly test or development.
+    NODE_ENV: 'test',
     DATABASE_URL: t.databaseUrl,
     REDIS_URL: t.redisUrl,
     // Each service gets its own queues and counters unless a test shares them on purpose (scale-out).

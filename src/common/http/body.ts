@@ -4,8 +4,10 @@ import { AppError } from '../errors';
 import { isForbiddenKey } from '../forbidden-keys';
 
 export const MAX_BODY = '64kb';
+/** Express matches routes case-insensitively: so does this exemption for the portal's HTML forms. */
+const PORTAL_PATH = /^\/portal(\/|$)/i;
 
-type BodyProblem = 'invalid_json' | 'payload_too_large';
+type BodyProblem = 'invalid_json' | 'payload_too_large' | 'unsupported_media_type';
 export interface ParsedRequest {
   bodyProblem?: BodyProblem;
   id?: string;
@@ -20,13 +22,41 @@ export function nextRequestId(): string {
 
 const parser = express.json({ limit: MAX_BODY, strict: false, type: () => true });
 
+/** A request that carries body bytes: a positive Content-Length, or a chunked body (length unknown). */
+function hasBody(req: Request): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && Number(length) > 0;
+}
+
+/** The media type of a Content-Type header, lower-cased, without parameters (charset and the like). */
+export function mediaType(req: Request): string | undefined {
+  const header = req.headers['content-type'];
+  return header ? header.split(';')[0].trim().toLowerCase() : undefined;
+}
+
 /**
- * Parses every body as JSON but defers a parse failure: DESIGN's order of checks puts auth, scope and the
- * rate limit before the body, so the failure is raised by BodyCheckGuard, the last guard.
+ * DESIGN §7/§8: a non-empty body that is not application/json (a missing Content-Type included) is refused
+ * with 415, so a cross-site HTML form (text/plain, urlencoded, multipart) can never be read as JSON.
+ */
+export function unsupportedMediaType(req: Request): boolean {
+  return hasBody(req) && mediaType(req) !== 'application/json';
+}
+
+/**
+ * Parses JSON bodies but defers every failure (not JSON, too large, not application/json): DESIGN's order of
+ * checks puts auth, scope and the rate limit before the body, so the failure is raised by BodyCheckGuard, the
+ * last guard. A body of another media type is not read at all (Node discards it after the answer).
  */
 export function jsonBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   req.id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || nextRequestId();
   if (req.method === 'GET' || req.method === 'HEAD') return next();
+  // The portal's HTML forms were read by their own parser (mounted on /portal ahead of this one): exempt.
+  if (!(req as { _body?: boolean })._body && !PORTAL_PATH.test(req.path) && unsupportedMediaType(req)) {
+    req.bodyProblem = 'unsupported_media_type';
+    req.body = undefined;
+    return next();
+  }
   parser(req, res, (err?: { type?: string }) => {
     if (err) {
       req.bodyProblem = err.type === 'entity.too.large' ? 'payload_too_large' : 'invalid_json';

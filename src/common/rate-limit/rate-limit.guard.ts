@@ -3,9 +3,10 @@ import { Reflector } from '@nestjs/core';
 import { getOptionsToken, ThrottlerGuard, ThrottlerStorage, type ThrottlerModuleOptions, type ThrottlerRequest } from '@nestjs/throttler';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../errors';
+import { addressBucket } from './client-address';
 
 /**
- * Per API key (or per client address on the public pages), per endpoint, per clock minute (spec §8).
+ * Per API key (or per client address on the public pages: IPv6 by /64), per endpoint, per clock minute (spec §8).
  * The key names the controller method, not the path: the accounts alias and case or trailing-slash
  * variants of a path reach the same method and so share its bucket. No rate-limit headers (§8).
  */
@@ -28,7 +29,7 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 
   protected override async getTracker(req: Record<string, any>): Promise<string> {
-    return req.principal ? `key:${req.principal.keyId}` : `ip:${req.ip}`;
+    return req.principal ? `key:${req.principal.keyId}` : `ip:${addressBucket(req.ip)}`;
   }
 
   protected override generateKey(context: ExecutionContext, tracker: string): string {

@@ -6,11 +6,13 @@ import { hashApiKey, modeOfKey, type Principal } from './api-key';
 import type { Scope } from './scopes';
 
 interface CacheEntry {
-  principal: Principal | null;
+  principal: Principal;
   expires: number;
 }
 
 const MAX_CACHE = 10000;
+/** Unknown keys are remembered apart, in a smaller map, so a flood of bad keys never pushes a valid one out. */
+const MAX_NEGATIVE = 2000;
 const NEGATIVE_TTL_MS = 2000;
 
 /**
@@ -22,6 +24,8 @@ const NEGATIVE_TTL_MS = 2000;
 export class ApiKeyService implements OnModuleInit {
   private readonly logger = new Logger('ApiKeys');
   private readonly cache = new Map<string, CacheEntry>();
+  /** Key hash → until when it is known not to resolve. */
+  private readonly negative = new Map<string, number>();
   /** Counts invalidations, so a load that raced one is not cached. */
   private generation = 0;
 
@@ -37,7 +41,8 @@ export class ApiKeyService implements OnModuleInit {
       .catch((e: Error) => this.logger.warn(`cannot subscribe to invalidations: ${e.message}`));
   }
 
-  async authenticate(raw: string): Promise<Principal | null> {
+  /** `beforeLookup` runs only when the answer is not cached, just before the database is asked (it may throw). */
+  async authenticate(raw: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> {
     const mode = modeOfKey(this.config.keyPrefix, raw);
     if (!mode || raw.length > 200) return null;
     // Keyed by the key's hash: the process never keeps a key itself.
@@ -46,15 +51,22 @@ export class ApiKeyService implements OnModuleInit {
     const now = Date.now();
     const hit = this.cache.get(cacheKey);
     if (hit && hit.expires > now) return hit.principal;
+    if ((this.negative.get(cacheKey) ?? 0) > now) return null;
+    await beforeLookup?.();
     const generation = this.generation;
     const principal = await this.load(hash, mode);
     // An invalidation that arrived while the row was being read may concern it: use the answer, keep nothing.
     if (generation !== this.generation) return principal;
-    if (this.cache.size >= MAX_CACHE) this.cache.clear();
-    this.cache.set(cacheKey, {
-      principal,
-      expires: now + (principal ? this.config.apiKeyCacheMs : Math.min(NEGATIVE_TTL_MS, this.config.apiKeyCacheMs)),
-    });
+    if (principal) {
+      this.cache.delete(cacheKey);
+      // Maps iterate in insertion order: the first entry is the oldest load.
+      if (this.cache.size >= MAX_CACHE) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(cacheKey, { principal, expires: now + this.config.apiKeyCacheMs });
+    } else if (this.config.apiKeyCacheMs > 0) {
+      this.negative.delete(cacheKey);
+      if (this.negative.size >= MAX_NEGATIVE) this.negative.delete(this.negative.keys().next().value!);
+      this.negative.set(cacheKey, now + Math.min(NEGATIVE_TTL_MS, this.config.apiKeyCacheMs));
+    }
     return principal;
   }
 
@@ -72,9 +84,10 @@ export class ApiKeyService implements OnModuleInit {
     this.generation++;
     if (target.startsWith('partner:')) {
       const partnerId = target.slice('partner:'.length);
-      for (const [k, v] of this.cache) if (v.principal?.partnerId === partnerId) this.cache.delete(k);
+      for (const [k, v] of this.cache) if (v.principal.partnerId === partnerId) this.cache.delete(k);
     } else {
       this.cache.delete(target);
+      this.negative.delete(target);
     }
   }
 

@@ -43,7 +43,7 @@ export const ERROR_DESCRIPTIONS: Partial<Record<ErrorCode, string>> = {
   tx_hash_already_used: 'Pay API: the transaction already paid another request.',
   conflict: 'The change conflicts with the current state (e.g. a taken partner slug).',
   payload_too_large: 'The body is over 64 KiB.',
-  unsupported_media_type: 'The body is not of a supported media type.',
+  unsupported_media_type: 'A non-empty body whose Content-Type is not `application/json` (a charset parameter is fine), a missing Content-Type included. Calls without a body are unaffected.',
   rate_limited: 'The per-key, per-endpoint limit of this minute is used up; it resets at the start of the next minute. No rate-limit headers are sent.',
   internal_error: 'An unexpected failure; `request_id` identifies it in the service logs.',
   asset_unavailable: "The key mode's chain is not configured or is misconfigured (wrong chain id): no requests can be priced.",
@@ -221,7 +221,7 @@ function responses(success: Record<string, ResponseObject>, codes: ErrorCode[]):
 
 /** Every partner endpoint may answer these. */
 const COMMON: ErrorCode[] = ['unauthorized', 'insufficient_scope', 'rate_limited', 'internal_error'];
-const BODY: ErrorCode[] = ['invalid_json', 'payload_too_large'];
+const BODY: ErrorCode[] = ['invalid_json', 'payload_too_large', 'unsupported_media_type'];
 
 const json = (schema: SchemaObject | ReferenceObject, description: string): ResponseObject => ({
   description,
@@ -322,7 +322,7 @@ export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject {
         '',
         `**Authentication.** Every call carries \`Authorization: Bearer <API_KEY>\`. Keys look like \`${p}_test_…\` (test mode) or \`${p}_live_…\` (live mode); the prefix fixes the mode, and test and live data never mix. Scopes: requests:read, requests:write, merchants:read, merchants:write.`,
         '',
-        '**Bodies.** JSON both ways (send `Content-Type: application/json`). Success bodies carry `ok: true`, error bodies `ok: false` and `error` (see the ErrorCode schema). Unknown body fields are rejected (400 invalid_request).',
+        '**Bodies.** JSON both ways (send `Content-Type: application/json`; a body of any other type, or without one, gets 415 unsupported_media_type). Success bodies carry `ok: true`, error bodies `ok: false` and `error` (see the ErrorCode schema). Unknown body fields are rejected (400 invalid_request).',
         '',
         '**Limits.** Per key and endpoint, per clock minute (see each operation); the 429 carries no rate-limit headers. Back off from 60 s with jitter.',
         '',

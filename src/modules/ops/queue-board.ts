@@ -6,6 +6,7 @@ import type { INestApplication } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, Response } from 'express';
+import { mediaType, unsupportedMediaType } from '../../common/http/body';
 import { ALL_QUEUES } from '../../common/queue/queues';
 import type { AppConfig } from '../../config/config';
 
@@ -31,6 +32,25 @@ export function basicAuth(password: string, user = QUEUE_BOARD_USER) {
   };
 }
 
+/** The content types an HTML form can send cross-site without a CORS preflight. */
+const FORM_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data'];
+
+/**
+ * The board's API acts on POST/PUT/DELETE with the operator's cached basic-auth credentials, so a cross-site
+ * form must not reach it (DESIGN §7): any body that is not application/json → 415, and so is a form's
+ * content type even with an empty body (the board's own script sends JSON or no body at all).
+ */
+function jsonOnly(req: Request, res: Response, next: NextFunction): void {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  const type = mediaType(req);
+  if (unsupportedMediaType(req) || (type !== undefined && FORM_TYPES.includes(type))) {
+    res.setHeader('cache-control', 'no-store');
+    res.status(415).json({ ok: false, error: 'unsupported_media_type' });
+    return;
+  }
+  next();
+}
+
 /**
  * The BullMQ board at /admin/queues with every queue of the service. Mounted on the Express app before the
  * Nest routes; the listener gate (bootstrap) already keeps /admin/* off the public listener.
@@ -46,5 +66,5 @@ export function mountQueueBoard(app: INestApplication, config: AppConfig): void 
   });
   const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
   router.disable?.('x-powered-by');
-  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken), router);
+  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken), jsonOnly, router);
 }

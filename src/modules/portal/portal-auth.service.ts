@@ -1,35 +1,85 @@
 import { createHash } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { AppError } from '../../common/errors';
+import { addressBucket } from '../../common/rate-limit/client-address';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
+import { RedisConnections } from '../../common/redis/redis.module';
 import { normalizeEmail, PortalUsersService } from './portal-users.service';
 import { PortalSessionsService } from './portal-sessions.service';
 
-/** Sign-in attempts per minute, counted per client address and, separately, per email address. */
+/** Sign-in attempts per minute from one client address (any email): bounds the scrypt work one address causes. */
+export const LOGIN_ATTEMPTS_PER_ADDRESS = 30;
+/** Sign-in attempts per minute for one email from one client address. */
 export const LOGIN_ATTEMPTS_PER_MINUTE = 10;
+/** Failures of one email (from any address) in a 15-minute window before its sign-ins from new addresses slow down. */
+export const LOGIN_FREE_FAILURES = 5;
+/** Failures of one email in the window past which new addresses are refused (429) for that email. */
+export const LOGIN_FAILURE_BUDGET = 100;
+export const LOGIN_FAILURE_WINDOW_MS = 15 * 60000;
+/** The delay added per failure beyond the free ones, and its cap. */
+export const LOGIN_DELAY_STEP_MS = 500;
+export const LOGIN_DELAY_MAX_MS = 5000;
+/** How long an address the owner signed in from stays known, exempt from the per-email slow-down. */
+const KNOWN_ADDRESS_TTL_MS = 30 * 24 * 3600 * 1000;
 
 /**
- * Sign-in and sign-out. Attempts are counted before the password is checked, so a flood is refused before
- * it costs a scrypt run each; over the limit → rate_limited (429). The counters are Redis minute windows
- * (PartnerLimiter), shared by every instance.
+ * Sign-in and sign-out. Limits, all Redis counters shared by every instance, checked before the password
+ * so a flood is refused before it costs a scrypt run each:
+ * - per client address (IPv6 by /64): LOGIN_ATTEMPTS_PER_ADDRESS a minute, then 429;
+ * - per (email, address): LOGIN_ATTEMPTS_PER_MINUTE a minute, then 429;
+ * - per email, from any address: failures in a fixed 15-minute window. Past LOGIN_FREE_FAILURES each attempt from an
+ *   address the owner has not signed in from waits longer (500 ms more per failure, at most 5 s), and past
+ *   LOGIN_FAILURE_BUDGET such addresses get 429 for that email. An address the owner signed in from in the
+ *   last 30 days is exempt: someone hammering an email from elsewhere cannot lock its owner out.
  */
 @Injectable()
 export class PortalAuthService {
+  private readonly logger = new Logger('PortalAuth');
+
   constructor(
     private readonly users: PortalUsersService,
     private readonly sessions: PortalSessionsService,
     private readonly limiter: PartnerLimiter,
+    private readonly redis: RedisConnections,
   ) {}
 
   /** A new session's cookie token, or null when email and password do not match (whichever is wrong). */
   async signIn(clientAddress: string, email: unknown, password: unknown): Promise<{ token: string } | null> {
-    await this.limiter.consume('portal-login-ip', clientAddress, LOGIN_ATTEMPTS_PER_MINUTE);
-    // The email is hashed for the counter's key: Redis keys are not a place for personal data.
+    const address = addressBucket(clientAddress);
+    await this.limiter.consume('portal-login-ip', address, LOGIN_ATTEMPTS_PER_ADDRESS);
+    // The email is hashed for the counters' keys: Redis keys are not a place for personal data.
     const who = normalizeEmail(email) ?? (typeof email === 'string' ? email.slice(0, 300) : '');
-    await this.limiter.consume('portal-login-email', createHash('sha256').update(who).digest('hex').slice(0, 32), LOGIN_ATTEMPTS_PER_MINUTE);
+    const emailKey = createHash('sha256').update(who).digest('hex').slice(0, 32);
+    await this.limiter.consume('portal-login-email-ip', `${emailKey}:${address}`, LOGIN_ATTEMPTS_PER_MINUTE);
+    const now = Date.now();
+    const windowStart = now - (now % LOGIN_FAILURE_WINDOW_MS);
+    const failuresKey = `${this.redis.channel('portal-login-failures')}:${emailKey}:${windowStart}`;
+    const knownKey = `${this.redis.channel('portal-login-known')}:${emailKey}:${address}`;
+    const [failures, known] = await this.read(failuresKey, knownKey);
+    if (!known && failures > LOGIN_FREE_FAILURES) {
+      if (failures > LOGIN_FAILURE_BUDGET) throw new AppError('rate_limited');
+      // Before the password check, so a right and a wrong password wait alike.
+      await new Promise((r) => setTimeout(r, Math.min((failures - LOGIN_FREE_FAILURES) * LOGIN_DELAY_STEP_MS, LOGIN_DELAY_MAX_MS)));
+    }
     const user = await this.users.authenticate(email, password);
-    if (!user) return null;
+    if (!user) {
+      await this.redis.hitWindow(failuresKey, windowStart + LOGIN_FAILURE_WINDOW_MS + 1000).catch((e: Error) => this.logger.error(`cannot count a sign-in failure: ${e.message}`));
+      return null;
+    }
+    await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error(`cannot remember a sign-in address: ${e.message}`));
     const { token } = await this.sessions.create(user.id);
     return { token };
+  }
+
+  /** The email's failure count and whether this address is known for it; fails open (0, known) without Redis. */
+  private async read(failuresKey: string, knownKey: string): Promise<[number, boolean]> {
+    try {
+      const [failures, known] = await this.redis.main.mget(failuresKey, knownKey);
+      return [Number(failures ?? 0), known !== null];
+    } catch (e) {
+      this.logger.error(`cannot reach Redis for sign-in counters, allowing: ${(e as Error).message}`);
+      return [0, true];
+    }
   }
 
   signOut(token: string | undefined): Promise<void> {

@@ -1,0 +1,87 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AppError } from '../../common/errors';
+import { RedisConnections } from '../../common/redis/redis.module';
+
+const MINUTE = 60000;
+/** Addresses this instance remembers as over budget; beyond it the oldest is forgotten (Redis still knows). */
+const MAX_BLOCKED = 10000;
+
+/**
+ * Partner API calls without a valid key (none, malformed, unknown, revoked), counted per client address
+ * bucket and clock minute in Redis, shared by every instance. Once an address has used its budget
+ * (AUTH_FAILURE_RATE_LIMIT × RATE_LIMIT_SCALE), its calls get 429 rate_limited until the minute ends:
+ * this instance refuses from memory before the key is even hashed, another instance after one Redis read
+ * and before the database lookup. Valid keys from that address are refused too for the rest of the minute
+ * (the check comes before the key is read). Fails open when Redis is away, like every other limiter.
+ */
+@Injectable()
+export class AuthFailureLimiter {
+  private readonly logger = new Logger('AuthFailureLimiter');
+  /** Address bucket → end of the minute it is refused in. */
+  private readonly blocked = new Map<string, number>();
+  private lastWarn = 0;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly redis: RedisConnections,
+  ) {}
+
+  private get limit(): number {
+    return Math.max(1, Math.floor(this.config.authFailureRateLimit * this.config.rateLimitScale));
+  }
+
+  private key(address: string, windowStart: number): string {
+    return `${this.redis.channel('authfail')}:${address}:${windowStart}`;
+  }
+
+  /** No I/O: 429 when this instance already knows the address is over budget this minute. */
+  refuseIfBlocked(address: string): void {
+    const until = this.blocked.get(address);
+    if (until === undefined) return;
+    if (until > Date.now()) throw new AppError('rate_limited');
+    this.blocked.delete(address);
+  }
+
+  /** One Redis read, before a key lookup: 429 when the address is over budget (counted by any instance). */
+  async refuseIfOverBudget(address: string): Promise<void> {
+    const now = Date.now();
+    const start = now - (now % MINUTE);
+    let used: number;
+    try {
+      used = Number((await this.redis.main.get(this.key(address, start))) ?? 0);
+    } catch (e) {
+      this.warn(e as Error);
+      return;
+    }
+    if (used >= this.limit) {
+      this.block(address, start + MINUTE);
+      throw new AppError('rate_limited');
+    }
+  }
+
+  /** Counts a call that ended in 401. */
+  async record(address: string): Promise<void> {
+    const now = Date.now();
+    const start = now - (now % MINUTE);
+    try {
+      const used = await this.redis.hitWindow(this.key(address, start), start + MINUTE + 1000);
+      if (used >= this.limit) this.block(address, start + MINUTE);
+    } catch (e) {
+      this.warn(e as Error);
+    }
+  }
+
+  private block(address: string, until: number): void {
+    this.blocked.delete(address);
+    if (this.blocked.size >= MAX_BLOCKED) this.blocked.delete(this.blocked.keys().next().value!);
+    this.blocked.set(address, until);
+  }
+
+  private warn(e: Error): void {
+    const now = Date.now();
+    if (now - this.lastWarn < 10000) return;
+    this.lastWarn = now;
+    this.logger.error(`auth failure limiter cannot reach Redis, letting calls through: ${e.message}`);
+  }
+}

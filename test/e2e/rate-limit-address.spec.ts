@@ -1,0 +1,112 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ApiKeyService } from '../../src/modules/auth/api-key.service';
+import { createKey, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { withinOneMinute } from '../support/clock';
+import { closeSql, sql } from '../support/db';
+import { call, type Reply } from '../support/http';
+
+/*
+ * Issue 10 point 9 (a)–(c): calls without a valid key are limited per client address before any key lookup;
+ * bad keys never push valid ones out of the key cache; per-address limits count IPv6 by /64 and IPv4-mapped
+ * IPv6 as IPv4. TRUST_PROXY=loopback lets the test speak for any client address through X-Forwarded-For.
+ */
+const AUTH_FAILURES = 5;
+const PUBLIC_LIMIT = 3;
+let svc: TestService;
+let p: TestPartner;
+
+beforeAll(async () => {
+  svc = await startService({ env: { TRUST_PROXY: 'loopback', AUTH_FAILURE_RATE_LIMIT: String(AUTH_FAILURES), PUBLIC_RATE_LIMIT: String(PUBLIC_LIMIT) } });
+  p = await createPartner(svc);
+});
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+const from = (address: string, key?: string): Promise<Reply> =>
+  call(svc.publicUrl, 'GET', '/api/v1/requests', { key, headers: { 'x-forwarded-for': address } });
+const badKey = () => `prs_test_${randomBytes(32).toString('base64url')}`;
+function expectLimited(r: Reply) {
+  expect({ status: r.status, text: r.text }).toEqual({ status: 429, text: '{"ok":false,"error":"rate_limited"}' });
+}
+
+describe('calls without a valid key, per client address (a)', () => {
+  it('after AUTH_FAILURE_RATE_LIMIT bad or missing keys an address gets 429, and its keys are not looked up', async () => {
+    const keys = svc.app.get(ApiKeyService);
+    const lookups = jest.spyOn(keys, 'authenticate');
+    const valid = await createKey(svc, p.id, { mode: 'test' });
+    await withinOneMinute(15000);
+    const attacker = '198.51.100.10';
+    for (let i = 0; i < AUTH_FAILURES; i++) {
+      const r = await from(attacker, i === 0 ? undefined : badKey());
+      expect({ call: i + 1, status: r.status, error: r.body?.error }).toEqual({ call: i + 1, status: 401, error: 'unauthorized' });
+    }
+    lookups.mockClear();
+    for (let i = 0; i < 20; i++) expectLimited(await from(attacker, badKey()));
+    // Refused before ApiKeyService is asked at all: no hash, no cache, no database.
+    expect(lookups).not.toHaveBeenCalled();
+    // The address is refused whatever it sends for the rest of the minute; other addresses are unaffected.
+    expectLimited(await from(attacker, valid));
+    expect((await from('198.51.100.11', valid)).status).toBe(200);
+    expect((await from('198.51.100.11', badKey())).status).toBe(401);
+    lookups.mockRestore();
+  });
+
+  it('another instance sharing Redis refuses the address too, before its database lookup', async () => {
+    const other = await startService({ env: { TRUST_PROXY: 'loopback', AUTH_FAILURE_RATE_LIMIT: String(AUTH_FAILURES), REDIS_PREFIX: svc.config.redisPrefix } });
+    try {
+      await withinOneMinute(15000);
+      const attacker = '198.51.100.20';
+      for (let i = 0; i < AUTH_FAILURES; i++) expect((await from(attacker, badKey())).status).toBe(401);
+      const db = jest.spyOn(other.app.get(ApiKeyService) as unknown as { load: () => Promise<unknown> }, 'load');
+      const r = await call(other.publicUrl, 'GET', '/api/v1/requests', { key: badKey(), headers: { 'x-forwarded-for': attacker } });
+      expectLimited(r);
+      expect(db).not.toHaveBeenCalled();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('counts an IPv6 client by its /64 and an IPv4-mapped client as its IPv4 address (c)', async () => {
+    await withinOneMinute(15000);
+    for (let i = 1; i <= AUTH_FAILURES; i++) expect((await from(`2001:db8:77:1::${i.toString(16)}`, badKey())).status).toBe(401);
+    expectLimited(await from('2001:db8:77:1:ffff:1234:5678:9abc', badKey()));
+    expect((await from('2001:db8:77:2::1', badKey())).status).toBe(401);
+
+    for (let i = 0; i < AUTH_FAILURES; i++) expect((await from(i % 2 ? '203.0.113.40' : '::ffff:203.0.113.40', badKey())).status).toBe(401);
+    expectLimited(await from('203.0.113.40', badKey()));
+    expectLimited(await from('::ffff:203.0.113.40', badKey()));
+    expect((await from('203.0.113.41', badKey())).status).toBe(401);
+  });
+});
+
+describe('public page limits bucket IPv6 by /64 (c)', () => {
+  it('addresses of one /64 share the pay API budget; the next /64 has its own', async () => {
+    await withinOneMinute(15000);
+    const path = `/pay/api/${randomUUID()}`;
+    const get = (address: string) => call(svc.publicUrl, 'GET', path, { headers: { 'x-forwarded-for': address } });
+    for (let i = 1; i <= PUBLIC_LIMIT; i++) expect((await get(`2001:db8:88:5::${i}`)).status).toBe(404);
+    expectLimited(await get('2001:db8:88:5:abcd::1'));
+    expect((await get('2001:db8:88:6::1')).status).toBe(404);
+  });
+});
+
+describe('the key cache (b)', () => {
+  it('10,000 distinct bad keys do not evict a cached valid key', async () => {
+    const keys = svc.app.get(ApiKeyService);
+    const valid = await createKey(svc, p.id, { mode: 'test' });
+    expect(await keys.authenticate(valid)).not.toBeNull();
+    // Revoked behind the service's back (no invalidation): only a cached entry can still answer for it.
+    await sql(`UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1`, [p.id]);
+    const started = Date.now();
+    for (let i = 0; i < 10000; i += 100) {
+      const answers = await Promise.all(Array.from({ length: 100 }, () => keys.authenticate(badKey())));
+      expect(answers.every((a) => a === null)).toBe(true);
+    }
+    // Within the cache TTL (API_KEY_CACHE_MS, 30 s), the valid entry must still be there.
+    expect(Date.now() - started).toBeLessThan(svc.config.apiKeyCacheMs);
+    expect(await keys.authenticate(valid)).toMatchObject({ partnerId: p.id });
+  }, 60000);
+});
