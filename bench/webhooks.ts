@@ -23,7 +23,6 @@ import { start, type Running } from '../src/bootstrap';
 import { QUEUES } from '../src/common/queue/queues';
 import { loadConfig } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
-import { Db } from '../src/database/db';
 import { WEBHOOK_USER_AGENT } from '../src/modules/webhooks/payload';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay';
 import { type Child, cleanup, startNode } from './children';
@@ -89,11 +88,14 @@ interface Fixture {
 async function seed(client: Client, url: string): Promise<Fixture> {
   const secret = randomBytes(32).toString('hex');
   const [partner] = (await client.query<{ id: string }>(
-    `INSERT INTO partners (slug, name, default_currency, allowed_expiry_minutes, default_expiry_minutes,
-       webhook_url, webhook_enabled, webhook_enabled_at, webhook_secret)
-     VALUES ($1, 'Bench webhooks', 'usd', '{60}', 60, $2, true, now(), $3) RETURNING id`,
-    [`bench-wh-${randomBytes(4).toString('hex')}`, url, secret],
+    `INSERT INTO partners (slug, name, default_currency, allowed_expiry_minutes, default_expiry_minutes)
+     VALUES ($1, 'Bench webhooks', 'usd', '{60}', 60) RETURNING id`,
+    [`bench-wh-${randomBytes(4).toString('hex')}`],
   )).rows;
+  await client.query(
+    `INSERT INTO webhook_endpoints (partner_id, url, enabled, enabled_at, secret) VALUES ($1, $2, true, now(), $3)`,
+    [partner.id, url, secret],
+  );
   const recipient = `0x${randomBytes(20).toString('hex')}`;
   const [merchant] = (await client.query<{ id: string }>(
     `INSERT INTO merchants (partner_id, test_mode, display_currency, wallet_address, onboarding_status,

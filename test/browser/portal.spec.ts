@@ -158,7 +158,7 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     expect(await page.content()).not.toContain(secret);
     expect(await text(page, '#webhook-status dd')).toMatch(/^enabled since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
     expect(await page.locator('#webhook-url').inputValue()).toBe(receiver.url);
-    const [stored] = await sql(`SELECT webhook_url, webhook_enabled, webhook_secret FROM partners WHERE id = $1`, [partner.id]);
+    const [stored] = await sql(`SELECT url AS webhook_url, enabled AS webhook_enabled, secret AS webhook_secret FROM webhook_endpoints WHERE partner_id = $1`, [partner.id]);
     expect(stored).toEqual({ webhook_url: receiver.url, webhook_enabled: true, webhook_secret: secret });
 
     // A test event: a signed ping, answered now, and not an outbox event.
@@ -193,7 +193,7 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     expect((await submit(page, '#confirm-rotation')).status()).toBe(303);
     await page.waitForURL(/\/portal\/webhook\?done=rotation-confirmed$/);
     expect(await text(page, '#notice')).toBe('Rotation confirmed: deliveries are signed with the new secret only.');
-    expect(await sql(`SELECT webhook_secret, webhook_previous_secret FROM partners WHERE id = $1`, [partner.id])).toEqual([
+    expect(await sql(`SELECT secret AS webhook_secret, previous_secret AS webhook_previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [partner.id])).toEqual([
       { webhook_secret: newSecret, webhook_previous_secret: null },
     ]);
     await shoot(page, '11-webhook-confirmed');

@@ -8,7 +8,7 @@ import {
   PortalAuthService,
 } from '../../src/modules/portal/portal-auth.service';
 import { verifyPassword } from '../../src/modules/portal/password';
-import { Db } from '../../src/database/db';
+import { DataSource } from 'typeorm';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -267,7 +267,7 @@ describe('CSRF on every POST', () => {
 
     const hook = await c.post('/portal/webhook', { url: 'http://127.0.0.1:9/hook', enabled: 'on', ...(token === undefined ? {} : { _csrf: token }) });
     expect(hook.status).toBe(403);
-    const [p] = await sql(`SELECT webhook_url FROM partners WHERE id = $1`, [partner.id]);
+    const [p] = await sql(`SELECT e.url AS webhook_url FROM partners p LEFT JOIN webhook_endpoints e ON e.partner_id = p.id WHERE p.id = $1`, [partner.id]);
     expect(p.webhook_url).toBeNull();
     expect((await c.post('/portal/logout', token === undefined ? {} : { _csrf: token })).status).toBe(403);
     expect((await c.get('/portal')).status).toBe(200); // still signed in
@@ -402,7 +402,7 @@ describe('the webhook update limit counts portal and admin changes together (DES
     const rotate = await c.post('/portal/webhook/rotate', { _csrf: csrf });
     expect(rotate.status).toBe(429);
     expect((await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/admin-late', enabled: true })).status).toBe(429);
-    const [row] = await sql(`SELECT webhook_url, webhook_enabled, webhook_previous_secret FROM partners WHERE id = $1`, [p.id]);
+    const [row] = await sql(`SELECT url AS webhook_url, enabled AS webhook_enabled, previous_secret AS webhook_previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [p.id]);
     expect(row).toEqual({ webhook_url: 'http://127.0.0.1:9/portal-4', webhook_enabled: false, webhook_previous_secret: null });
   });
 });
@@ -412,8 +412,8 @@ describe('partner isolation', () => {
     const other = await createPartner(svc);
     const m = await createOnboardedMerchant(svc, other.testKey);
     const req = await mustCreateRequest(svc, other.testKey, { account_id: m.id, fiat_amount_int: 1234 });
-    const ev = await svc.app.get(Db).tx((tx) =>
-      svc.app.get(EventOutbox).record(tx, { partnerId: other.id, requestId: req.request_id, event: 'payment.proof_attached', testMode: true }),
+    const ev = await svc.app.get(DataSource).transaction((em) =>
+      svc.app.get(EventOutbox).record(em, { partnerId: other.id, requestId: req.request_id, event: 'payment.proof_attached', testMode: true }),
     );
     const c = client();
     await c.signIn(await createUser(svc, partner.id), PASSWORD);

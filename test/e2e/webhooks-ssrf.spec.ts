@@ -78,7 +78,7 @@ describe('at save time (admin PUT)', () => {
     const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url, enabled: true });
     expect(r.status).toBe(400);
     expect(r.body).toEqual({ ok: false, error: 'invalid_request', errors: [{ field: 'url', message: expect.stringMatching(reason) }] });
-    const [row] = await db.query(`SELECT webhook_url, webhook_enabled, webhook_secret FROM partners WHERE id = $1`, [p.id]);
+    const [row] = await db.query(`SELECT e.url AS webhook_url, COALESCE(e.enabled, false) AS webhook_enabled, e.secret AS webhook_secret FROM partners p LEFT JOIN webhook_endpoints e ON e.partner_id = p.id WHERE p.id = $1`, [p.id]);
     expect(row).toEqual({ webhook_url: null, webhook_enabled: false, webhook_secret: null });
   });
 
@@ -101,7 +101,7 @@ describe('at delivery time', () => {
     const m = await createOnboardedMerchant(svc, p.testKey);
     const url = urlFor(rec.port);
     await db.query(
-      `UPDATE partners SET webhook_url = $2, webhook_enabled = true, webhook_enabled_at = now(), webhook_secret = $3 WHERE id = $1`,
+      `INSERT INTO webhook_endpoints (partner_id, url, enabled, enabled_at, secret) VALUES ($1, $2, true, now(), $3)`,
       [p.id, url, randomBytes(32).toString('hex')],
     );
     const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 500 });

@@ -146,7 +146,7 @@ describe('admin: webhook settings', () => {
     const first = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: r.url, enabled: false });
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ ok: true, url: r.url, enabled: false, enabled_at: null, secret: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    const [row] = await db.query(`SELECT webhook_secret, webhook_enabled_at FROM partners WHERE id = $1`, [p.id]);
+    const [row] = await db.query(`SELECT secret AS webhook_secret, enabled_at AS webhook_enabled_at FROM webhook_endpoints WHERE partner_id = $1`, [p.id]);
     expect(row.webhook_secret).toBe(first.body.secret);
 
     const on = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: `${r.url}?v=2`, enabled: true });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Db } from '../../src/database/db';
+import { DataSource } from 'typeorm';
 import { EventOutbox, type EventKind } from '../../src/modules/webhooks/event-outbox';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import type { TestService } from '../support/app';
@@ -14,8 +14,8 @@ export async function recordProofEvent(
   e: { partnerId: string; requestId: string; event?: EventKind; relay?: boolean },
 ): Promise<{ id: string; deliver: boolean }> {
   const event = e.event ?? 'payment.proof_attached';
-  const recorded = await svc.app.get(Db).tx(async (tx) => {
-    await tx.query(
+  const recorded = await svc.app.get(DataSource).transaction(async (em) => {
+    await em.query(
       `UPDATE payment_requests SET proof_status = $2, tx_hash = $3, proof_source = 'payer', payer_address = $4,
               proof_attached_at = COALESCE(proof_attached_at, now()),
               proof_verified_at = CASE WHEN $2 = 'verified' THEN now() END
@@ -23,7 +23,7 @@ export async function recordProofEvent(
       [e.requestId, event === 'payment.proof_verified' ? 'verified' : 'attached',
         `0x${randomBytes(32).toString('hex')}`, `0x${randomBytes(20).toString('hex')}`],
     );
-    return svc.app.get(EventOutbox).record(tx, { partnerId: e.partnerId, requestId: e.requestId, event, testMode: true });
+    return svc.app.get(EventOutbox).record(em, { partnerId: e.partnerId, requestId: e.requestId, event, testMode: true });
   });
   if (e.relay !== false) await svc.app.get(WebhookRelay).enqueue([recorded.id]);
   return recorded;

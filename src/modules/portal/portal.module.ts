@@ -1,9 +1,7 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AdminModule } from '../admin/admin.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { PagesModule } from '../pages/pages.module';
-import { WebhookPoster } from '../webhooks/webhook-poster';
 import { PortalAuthController } from './portal-auth.controller';
 import { PortalAuthService } from './portal-auth.service';
 import { PortalErrorFilter } from './portal-error.filter';
@@ -32,12 +30,6 @@ import { PortalService } from './portal.service';
     PortalRenderer,
     PortalSessionGuard,
     PortalErrorFilter,
-    {
-      // The test ping's own poster (the worker's is not in the HTTP role): same SSRF guard and time-out.
-      provide: WebhookPoster,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new WebhookPoster({ allowPrivate: config.webhookAllowPrivateUrls, timeoutMs: config.webhookTimeoutMs }),
-    },
   ],
 })
 export class PortalModule {}

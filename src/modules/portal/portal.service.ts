@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { signWebhook } from '../../../sdk/webhook-verify/src/index';
 import type { Mode } from '../../config/config';
 import { AppError, type ErrorCode, type FieldError } from '../../common/errors';
@@ -98,7 +98,7 @@ const LABEL_MAX = 100;
  * and the shared limits of spec §8 are the same whichever surface makes the change.
  */
 @Injectable()
-export class PortalService implements OnApplicationShutdown {
+export class PortalService {
   constructor(
     private readonly partners: PartnersService,
     private readonly merchants: MerchantsService,
@@ -108,10 +108,6 @@ export class PortalService implements OnApplicationShutdown {
     private readonly limiter: PartnerLimiter,
     private readonly poster: WebhookPoster,
   ) {}
-
-  onApplicationShutdown(): void {
-    this.poster.close();
-  }
 
   // ---- API keys
 

@@ -1,9 +1,8 @@
-import { OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown } from '@nestjs/common';
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { QUEUES, type WebhookJob } from '../../common/queue/queues';
 import { DeliveryService } from './delivery.service';
-import { WebhookPoster } from './webhook-poster';
 
 /**
  * The `webhooks` queue. 50 attempts run at once per worker, so a partner whose endpoint hangs holds one slot
@@ -12,8 +11,8 @@ import { WebhookPoster } from './webhook-poster';
  * hands the job to another worker, which delivers it again under the same delivery_id.
  */
 @Processor(QUEUES.webhooks, { concurrency: 50, lockDuration: 10_000, stalledInterval: 5_000 })
-export class DeliveryProcessor extends WorkerHost implements OnApplicationShutdown {
-  constructor(private readonly delivery: DeliveryService, private readonly poster: WebhookPoster) {
+export class DeliveryProcessor extends WorkerHost implements BeforeApplicationShutdown {
+  constructor(private readonly delivery: DeliveryService) {
     super();
   }
 
@@ -21,9 +20,8 @@ export class DeliveryProcessor extends WorkerHost implements OnApplicationShutdo
     return this.delivery.attempt(job.data.eventId, job.data.attempt);
   }
 
-  async onApplicationShutdown(): Promise<void> {
-    // Let running attempts finish before their keep-alive sockets go.
+  async beforeApplicationShutdown(): Promise<void> {
+    // Let running attempts finish before the poster closes its keep-alive sockets (at application shutdown).
     await this.worker.close();
-    this.poster.close();
   }
 }

@@ -1,10 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { MicroBatch } from '../../common/micro-batch';
 import { nextStep, type NextStep } from './delivery-policy';
 import { webhookBody, webhookHeaders, type DeliverySource } from './payload';
+import { RequestFactsPort, type RequestFacts } from './request-facts.port';
+import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookEventsRepository, type ClaimedEvent } from './webhook-events.repository';
 import { WebhookPoster, type PostOutcome } from './webhook-poster';
-import { WebhookRelay } from './webhook-relay';
+
+type Claim = ClaimedEvent & { request: RequestFacts | undefined };
 
 /**
  * One delivery attempt (spec §6): claim it, build the body from the stored event and request, sign it with
@@ -13,16 +17,19 @@ import { WebhookRelay } from './webhook-relay';
 @Injectable()
 export class DeliveryService {
   private readonly logger = new Logger('WebhookDelivery');
+  /** Claims made together share one statement and one read of their requests. */
+  private readonly claims = new MicroBatch<{ eventId: string; attempt: number }, Claim | null>((xs) => this.claimBatch(xs));
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly events: WebhookEventsRepository,
+    private readonly requests: RequestFactsPort,
     private readonly poster: WebhookPoster,
-    private readonly relay: WebhookRelay,
+    private readonly queue: WebhookDeliveryQueue,
   ) {}
 
   async attempt(eventId: string, attempt: number): Promise<void> {
-    const ev = await this.events.claim(eventId, attempt);
+    const ev = await this.claims.submit({ eventId, attempt });
     if (!ev) {
       // A stale or duplicate job, or an event not meant for delivery: nothing to do.
       this.logger.debug(`attempt ${attempt} of ${eventId} not due; job ignored`);
@@ -31,17 +38,20 @@ export class DeliveryService {
     const startedAt = new Date();
     let step: NextStep;
     let post: Omit<PostOutcome, 'errorClass'> & { errorClass: string | null };
-    if (!ev.webhook_enabled || !ev.webhook_url || !ev.webhook_secret) {
+    const { url, enabled, secret, previousSecret } = ev.endpoint;
+    if (!enabled || !url || !secret) {
       // Switched off after the event was recorded: the partner asked for no more deliveries.
       post = { statusCode: null, durationMs: 0, errorClass: 'webhook_disabled', errorMessage: 'webhooks are disabled for this partner' };
       step = { outcome: 'abandoned' };
     } else {
-      const source = toSource(ev);
+      // The outbox row references its request (foreign key), so this is a failure of the read: BullMQ retries.
+      if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${eventId} not found`);
+      const source = toSource(ev, ev.request);
       const body = webhookBody(source);
-      const secrets = ev.webhook_previous_secret ? [ev.webhook_secret, ev.webhook_previous_secret] : [ev.webhook_secret];
-      const outcome = await this.poster.post(ev.webhook_url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
+      const secrets = previousSecret ? [secret, previousSecret] : [secret];
+      const outcome = await this.poster.post(url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
       post = outcome;
-      step = nextStep(outcome, attempt - ev.series_base, {
+      step = nextStep(outcome, attempt - ev.seriesBase, {
         delaysMs: this.config.webhookRetryDelaysMs,
         maxAttempts: this.config.webhookMaxAttempts,
       });
@@ -49,23 +59,30 @@ export class DeliveryService {
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
     const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
     // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
-    if (recorded && step.outcome === 'retry') await this.relay.scheduleRetry(eventId, attempt + 1, delayMs);
+    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry(eventId, attempt + 1, delayMs);
+  }
+
+  private async claimBatch(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<Claim | null>> {
+    const claimed = await this.events.claimMany(xs);
+    const requestIds = [...new Set(claimed.flatMap((c) => (c ? [c.requestId] : [])))];
+    const facts = requestIds.length ? await this.requests.factsFor(requestIds) : new Map<string, RequestFacts>();
+    return claimed.map((c) => c && { ...c, request: facts.get(c.requestId) });
   }
 }
 
-function toSource(ev: ClaimedEvent): DeliverySource {
+function toSource(ev: ClaimedEvent, r: RequestFacts): DeliverySource {
   return {
     eventId: ev.id,
     event: ev.event,
-    partnerId: ev.partner_id,
-    requestId: ev.request_id,
-    merchantId: ev.merchant_id,
-    proofStatus: ev.proof_status,
-    proofSource: ev.proof_source,
-    txHash: ev.tx_hash,
-    payerAddress: ev.payer_address,
-    metadata: ev.metadata,
-    recordedAt: ev.recorded_at,
-    testMode: ev.test_mode,
+    partnerId: ev.partnerId,
+    requestId: ev.requestId,
+    merchantId: r.merchantId,
+    proofStatus: r.proofStatus,
+    proofSource: r.proofSource,
+    txHash: r.txHash,
+    payerAddress: r.payerAddress,
+    metadata: r.metadata,
+    recordedAt: ev.recordedAt,
+    testMode: ev.testMode,
   };
 }

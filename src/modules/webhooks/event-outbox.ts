@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Queryable } from '../../database/db';
+import type { EntityManager } from 'typeorm';
+import { WebhookEventsRepository } from './webhook-events.repository';
 
 export type EventKind = 'payment.proof_attached' | 'payment.proof_verified';
 
@@ -11,20 +12,14 @@ export interface RecordedEvent {
 /**
  * Writes an event into the outbox in the caller's transaction, beside the state change that caused it, so
  * an event exists exactly when its change committed. An event is marked for delivery only when the
- * partner's webhooks were enabled at that moment: nothing earlier is ever backfilled (spec §6 step 3).
+ * partner's webhooks were enabled with a URL at that moment: nothing earlier is ever backfilled (spec §6
+ * step 3). After the commit, hand the ids to WebhookRelay.enqueue.
  */
 @Injectable()
 export class EventOutbox {
-  async record(tx: Queryable, e: { partnerId: string; requestId: string; event: EventKind; testMode: boolean }): Promise<RecordedEvent> {
-    const [row] = await tx.query<{ id: string; deliver: boolean }>(
-      `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
-       SELECT p.id, $2, $3, $4, p.webhook_enabled AND p.webhook_url IS NOT NULL,
-              CASE WHEN p.webhook_enabled AND p.webhook_url IS NOT NULL THEN 'pending' ELSE 'skipped' END
-         FROM partners p WHERE p.id = $1
-       RETURNING id, deliver`,
-      [e.partnerId, e.requestId, e.event, e.testMode],
-      'outbox_record',
-    );
-    return row;
+  constructor(private readonly events: WebhookEventsRepository) {}
+
+  record(em: EntityManager, e: { partnerId: string; requestId: string; event: EventKind; testMode: boolean }): Promise<RecordedEvent> {
+    return this.events.insert(em, e);
   }
 }

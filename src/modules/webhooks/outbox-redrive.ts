@@ -1,11 +1,11 @@
-import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import type { Job, Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { MAINTENANCE_JOBS, QUEUES } from '../../common/queue/queues';
 import { keepSchedules } from '../../common/queue/schedules';
 import { WebhookEventsRepository } from './webhook-events.repository';
-import { WebhookRelay } from './webhook-relay';
+import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 
 export const REDRIVE_EVERY_MS = 15_000;
 // A due event gets this long to be picked up before its job is looked for.
@@ -26,12 +26,12 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @InjectQueue(QUEUES.maintenance) private readonly maintenance: Queue,
     private readonly events: WebhookEventsRepository,
-    private readonly relay: WebhookRelay,
+    private readonly deliveries: WebhookDeliveryQueue,
   ) {}
 
   async run(): Promise<number> {
     const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + REDRIVE_GRACE_MS, REDRIVE_BATCH);
-    const added = await Promise.all(overdue.map(({ id, attempt }) => this.relay.ensureJob(id, attempt)));
+    const added = await Promise.all(overdue.map(({ id, attempt }) => this.deliveries.ensureJob(id, attempt)));
     const n = added.filter(Boolean).length;
     if (n > 0) this.logger.warn(`re-queued ${n} webhook deliveries whose job was missing`);
     return n;
@@ -47,25 +47,5 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.stop?.();
-  }
-}
-
-/**
- * The `maintenance` queue: the webhooks module's repeating work. BullMQ hands any job of a queue to any of
- * its workers, so a queue has one processor that dispatches by job name (the chain side has `scheduled`).
- */
-@Processor(QUEUES.maintenance)
-export class MaintenanceProcessor extends WorkerHost {
-  constructor(private readonly redrive: OutboxRedrive) {
-    super();
-  }
-
-  async process(job: Job): Promise<unknown> {
-    switch (job.name) {
-      case MAINTENANCE_JOBS.outboxRedrive:
-        return this.redrive.run();
-      default:
-        throw new Error(`no handler for maintenance job "${job.name}"`);
-    }
   }
 }

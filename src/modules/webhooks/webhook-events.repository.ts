@@ -1,58 +1,28 @@
 import { Injectable } from '@nestjs/common';
-import { Db } from '../../database/db';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Brackets, DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { PostOutcome } from './webhook-poster';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { MicroBatch } from '../../common/micro-batch';
+import { WebhookAttemptEntity } from './webhook-attempt.entity';
+import { WebhookEventEntity } from './webhook-event.entity';
 
 export const DELIVERY_STATES = ['pending', 'delivering', 'delivered', 'abandoned', 'skipped'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
-/** An outbox row claimed for one attempt, with what the attempt is built from. */
+/** An outbox row claimed for one attempt, with the partner's endpoint as it stands at the claim. */
 export interface ClaimedEvent {
   id: string;
   event: EventKind;
-  partner_id: string;
-  request_id: string;
-  test_mode: boolean;
-  recorded_at: Date;
-  merchant_id: string;
-  proof_status: string;
-  proof_source: string | null;
-  tx_hash: string | null;
-  payer_address: string | null;
-  metadata: Record<string, unknown> | null;
-  webhook_url: string | null;
-  webhook_enabled: boolean;
-  webhook_secret: string | null;
-  webhook_previous_secret: string | null;
+  partnerId: string;
+  requestId: string;
+  testMode: boolean;
+  recordedAt: Date;
+  /** No endpoint row counts as switched off. */
+  endpoint: { url: string | null; enabled: boolean; secret: string | null; previousSecret: string | null };
   /** Number of the last attempt that ended a series (delivered or abandoned); 0 when none did. */
-  series_base: number;
-}
-
-export interface DeliveryRow {
-  id: string;
-  partner_id: string;
-  request_id: string;
-  event: EventKind;
-  test_mode: boolean;
-  state: DeliveryState;
-  attempts: number;
-  next_attempt_at: Date | null;
-  last_attempt_at: Date | null;
-  delivered_at: Date | null;
-  recorded_at: Date;
-  relayed_at: Date | null;
-}
-
-export interface AttemptRow {
-  attempt: number;
-  started_at: Date;
-  duration_ms: number;
-  status_code: number | null;
-  error_class: string | null;
-  error_message: string | null;
-  outcome: AttemptOutcome;
+  seriesBase: number;
 }
 
 export interface AttemptRecord {
@@ -66,8 +36,6 @@ export interface AttemptRecord {
 }
 
 const STATE_AFTER: Record<AttemptOutcome, DeliveryState> = { delivered: 'delivered', retry: 'pending', abandoned: 'abandoned' };
-const DELIVERY_COLUMNS = `id, partner_id, request_id, event, test_mode, state, attempts, next_attempt_at, last_attempt_at,
-  delivered_at, recorded_at, relayed_at`;
 const MAX_ERROR_MESSAGE = 500;
 
 /**
@@ -91,19 +59,68 @@ function firstOfEach(keys: string[]): boolean[] {
  */
 @Injectable()
 export class WebhookEventsRepository {
-  constructor(private readonly db: Db) {}
-
-  private readonly claims = new MicroBatch<{ eventId: string; attempt: number }, ClaimedEvent | null>((xs) => this.claimBatch(xs));
   private readonly records = new MicroBatch<AttemptRecord, boolean>((xs) => this.recordBatch(xs));
 
+  constructor(
+    private readonly dataSource: DataSource,
+    @InjectRepository(WebhookEventEntity) private readonly events: Repository<WebhookEventEntity>,
+    @InjectRepository(WebhookAttemptEntity) private readonly attemptLog: Repository<WebhookAttemptEntity>,
+  ) {}
+
   /**
-   * Takes attempt n of an event: only when the event is due for delivery and n follows the last recorded
-   * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
-   * purpose: the crashed run recorded nothing. Returns null for a stale or duplicate job. Claims made
-   * together share one statement.
+   * Writes an event in the caller's transaction. It is to be delivered ('pending') only when the partner's
+   * endpoint is enabled with a URL at this moment; otherwise it is stored 'skipped' for good (no row = off).
+   * One statement: the endpoint is read by the INSERT itself.
    */
-  claim(eventId: string, attempt: number): Promise<ClaimedEvent | null> {
-    return this.claims.submit({ eventId, attempt });
+  async insert(em: EntityManager, e: { partnerId: string; requestId: string; event: EventKind; testMode: boolean }): Promise<{ id: string; deliver: boolean }> {
+    const on = `COALESCE((SELECT w.enabled AND w.url IS NOT NULL FROM webhook_endpoints w WHERE w.partner_id = :partnerId), false)`;
+    const result = await em
+      .createQueryBuilder()
+      .insert()
+      .into(WebhookEventEntity)
+      .values({
+        partnerId: e.partnerId,
+        requestId: e.requestId,
+        event: e.event,
+        testMode: e.testMode,
+        deliver: () => on,
+        state: () => `CASE WHEN ${on} THEN 'pending' ELSE 'skipped' END`,
+      })
+      .setParameter('partnerId', e.partnerId)
+      .returning(['id', 'deliver'])
+      .updateEntity(false)
+      .execute();
+    const [row] = result.raw as Array<{ id: string; deliver: boolean }>;
+    return { id: row.id, deliver: row.deliver };
+  }
+
+  /**
+   * Takes attempt n of each event: only when the event is due for delivery and n follows the last recorded
+   * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
+   * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
+   * (benchmarked hot path: the worker claims its 50 concurrent attempts together).
+   */
+  async claimMany(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
+    const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
+    const sorted = inIdOrder(xs);
+    const rows = await this.dataSource.manager.query<ClaimRow[]>(
+      `WITH c AS (
+         UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
+           FROM unnest($1::uuid[], $2::int[]) AS j(id, attempt)
+          WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND e.state IN ('pending','delivering')
+         RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
+                   (SELECT COALESCE(max(a.attempt), 0)::int FROM webhook_attempts a
+                     WHERE a.event_id = e.id AND a.outcome <> 'retry') AS series_base)
+       SELECT c.*, w.url, COALESCE(w.enabled, false) AS enabled, w.secret, w.previous_secret
+         FROM c LEFT JOIN webhook_endpoints w ON w.partner_id = c.partner_id`,
+      [sorted.map((x) => x.eventId), sorted.map((x) => x.attempt)],
+    );
+    const byKey = new Map(rows.map((r) => [`${r.id}/${r.claimed_attempt}`, r]));
+    // The same attempt twice in one batch (a duplicate job): the second is the duplicate.
+    return xs.map((x, i) => {
+      const r = first[i] ? byKey.get(`${x.eventId}/${x.attempt}`) : undefined;
+      return r ? toClaimed(r) : null;
+    });
   }
 
   /**
@@ -115,31 +132,10 @@ export class WebhookEventsRepository {
     return this.records.submit(r);
   }
 
-  private async claimBatch(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
-    const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
-    const sorted = inIdOrder(xs);
-    const rows = await this.db.query<ClaimedEvent & { claimed_attempt: number }>(
-      `UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
-         FROM unnest($1::uuid[], $2::int[]) AS j(id, attempt), payment_requests r, partners p
-        WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND e.state IN ('pending','delivering')
-          AND r.id = e.request_id AND p.id = e.partner_id
-       RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
-                 r.merchant_id, r.proof_status, r.proof_source, r.tx_hash, r.payer_address, r.metadata,
-                 p.webhook_url, p.webhook_enabled, p.webhook_secret, p.webhook_previous_secret,
-                 (SELECT COALESCE(max(a.attempt), 0)::int FROM webhook_attempts a
-                   WHERE a.event_id = e.id AND a.outcome <> 'retry') AS series_base`,
-      [sorted.map((x) => x.eventId), sorted.map((x) => x.attempt)],
-      'webhook_claim',
-    );
-    const byKey = new Map(rows.map((r) => [`${r.id}/${r.claimed_attempt}`, r]));
-    // The same attempt twice in one batch (a duplicate job): the second is the duplicate.
-    return xs.map((x, i) => (first[i] ? (byKey.get(`${x.eventId}/${x.attempt}`) ?? null) : null));
-  }
-
   private async recordBatch(xs: AttemptRecord[]): Promise<boolean[]> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
     const rs = inIdOrder(xs.filter((_, i) => first[i]));
-    const rows = await this.db.query<{ event_id: string; attempt: number }>(
+    const rows = await this.dataSource.manager.query<Array<{ event_id: string; attempt: number }>>(
       `WITH j AS (
          SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
                               $8::text[], $9::int[], $10::text[])
@@ -169,7 +165,6 @@ export class WebhookEventsRepository {
         rs.map((r) => r.delayMs),
         rs.map((r) => r.outcome),
       ],
-      'webhook_record_attempts',
     );
     const done = new Set(rows.map((r) => `${r.event_id}/${r.attempt}`));
     return xs.map((x, i) => first[i] && done.has(`${x.eventId}/${x.attempt}`));
@@ -177,13 +172,16 @@ export class WebhookEventsRepository {
 
   /** Marks freshly committed events as relayed; returns those that are to be delivered, with their next attempt. */
   async markRelayed(eventIds: string[]): Promise<Array<{ id: string; attempt: number }>> {
-    return this.db.query<{ id: string; attempt: number }>(
-      `UPDATE webhook_events SET relayed_at = now(), next_attempt_at = COALESCE(next_attempt_at, now())
-        WHERE id = ANY($1::uuid[]) AND deliver AND state = 'pending' AND relayed_at IS NULL
-       RETURNING id, attempts + 1 AS attempt`,
-      [eventIds],
-      'webhook_mark_relayed',
-    );
+    const result = await this.events
+      .createQueryBuilder()
+      .update()
+      .set({ relayedAt: () => 'now()', nextAttemptAt: () => 'COALESCE(next_attempt_at, now())' })
+      .where('id = ANY(:ids)', { ids: eventIds })
+      .andWhere(`deliver AND state = 'pending' AND relayed_at IS NULL`)
+      .returning('id, attempts + 1 AS attempt')
+      .updateEntity(false)
+      .execute();
+    return result.raw as Array<{ id: string; attempt: number }>;
   }
 
   /**
@@ -191,55 +189,81 @@ export class WebhookEventsRepository {
    * 'delivering' for longer than an attempt can take (its worker may have died).
    */
   async overdue(graceMs: number, attemptMaxMs: number, limit: number): Promise<Array<{ id: string; attempt: number }>> {
-    return this.db.query<{ id: string; attempt: number }>(
-      `SELECT id, attempts + 1 AS attempt FROM webhook_events
-        WHERE deliver AND (
-              (state = 'pending' AND COALESCE(next_attempt_at, recorded_at) < now() - $1::int * interval '1 millisecond')
-           OR (state = 'delivering' AND last_attempt_at < now() - $2::int * interval '1 millisecond'))
-        ORDER BY COALESCE(next_attempt_at, recorded_at)
-        LIMIT $3`,
-      [graceMs, attemptMaxMs, limit],
-      'webhook_overdue',
-    );
+    return this.events
+      .createQueryBuilder('e')
+      .select('e.id', 'id')
+      .addSelect('e.attempts + 1', 'attempt')
+      .where('e.deliver')
+      .andWhere(
+        new Brackets((q) =>
+          q
+            .where(`e.state = 'pending' AND COALESCE(e.next_attempt_at, e.recorded_at) < now() - CAST(:graceMs AS int) * interval '1 millisecond'`, { graceMs })
+            .orWhere(`e.state = 'delivering' AND e.last_attempt_at < now() - CAST(:attemptMaxMs AS int) * interval '1 millisecond'`, { attemptMaxMs }),
+        ),
+      )
+      .orderBy('COALESCE(e.next_attempt_at, e.recorded_at)')
+      .limit(limit)
+      .getRawMany<{ id: string; attempt: number }>();
   }
 
-  async list(f: { partnerId?: string; requestId?: string; state?: DeliveryState; limit: number; offset: number }): Promise<DeliveryRow[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (f.partnerId) where.push(`partner_id = $${params.push(f.partnerId)}`);
-    if (f.requestId) where.push(`request_id = $${params.push(f.requestId)}`);
-    if (f.state) where.push(`state = $${params.push(f.state)}`);
-    return this.db.query<DeliveryRow>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY recorded_at DESC, id DESC LIMIT $${params.push(f.limit)} OFFSET $${params.push(f.offset)}`,
-      params,
-    );
+  /** Newest first. */
+  async list(f: { partnerId?: string; requestId?: string; state?: DeliveryState; limit: number; offset: number }): Promise<WebhookEventEntity[]> {
+    const q = this.events.createQueryBuilder('e');
+    if (f.partnerId) q.andWhere('e.partner_id = :partnerId', { partnerId: f.partnerId });
+    if (f.requestId) q.andWhere('e.request_id = :requestId', { requestId: f.requestId });
+    if (f.state) q.andWhere('e.state = :state', { state: f.state });
+    return q.orderBy('e.recorded_at', 'DESC').addOrderBy('e.id', 'DESC').limit(f.limit).offset(f.offset).getMany();
   }
 
-  async get(eventId: string): Promise<DeliveryRow | null> {
-    const [row] = await this.db.query<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM webhook_events WHERE id = $1`, [eventId]);
-    return row ?? null;
+  get(eventId: string): Promise<WebhookEventEntity | null> {
+    return this.events.findOneBy({ id: eventId });
   }
 
-  async attempts(eventId: string): Promise<AttemptRow[]> {
-    return this.db.query<AttemptRow>(
-      `SELECT attempt, started_at, duration_ms, status_code, error_class, error_message, outcome
-         FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt`,
-      [eventId],
-    );
+  attempts(eventId: string): Promise<WebhookAttemptEntity[]> {
+    return this.attemptLog.find({ where: { eventId }, order: { attempt: 'ASC' } });
   }
 
   /**
    * Opens a new series of attempts for a finished delivery, keeping its id (the payload's delivery_id).
    * Attempt numbers continue, so job ids stay unique. Null when the event is not in a finished state.
    */
-  async reopen(eventId: string): Promise<DeliveryRow | null> {
-    const [row] = await this.db.query<DeliveryRow>(
-      `UPDATE webhook_events SET state = 'pending', next_attempt_at = now()
-        WHERE id = $1 AND deliver AND state IN ('delivered','abandoned')
-       RETURNING ${DELIVERY_COLUMNS}`,
-      [eventId],
-    );
-    return row ?? null;
+  async reopen(eventId: string): Promise<WebhookEventEntity | null> {
+    const result = await this.events
+      .createQueryBuilder()
+      .update()
+      .set({ state: 'pending', nextAttemptAt: () => 'now()' })
+      .where('id = :eventId', { eventId })
+      .andWhere(`deliver AND state IN ('delivered','abandoned')`)
+      .updateEntity(false)
+      .execute();
+    return result.affected ? this.get(eventId) : null;
   }
+}
+
+interface ClaimRow {
+  claimed_attempt: number;
+  id: string;
+  event: EventKind;
+  partner_id: string;
+  request_id: string;
+  test_mode: boolean;
+  recorded_at: Date;
+  series_base: number;
+  url: string | null;
+  enabled: boolean;
+  secret: string | null;
+  previous_secret: string | null;
+}
+
+function toClaimed(r: ClaimRow): ClaimedEvent {
+  return {
+    id: r.id,
+    event: r.event,
+    partnerId: r.partner_id,
+    requestId: r.request_id,
+    testMode: r.test_mode,
+    recordedAt: r.recorded_at,
+    endpoint: { url: r.url, enabled: r.enabled, secret: r.secret, previousSecret: r.previous_secret },
+    seriesBase: r.series_base,
+  };
 }

@@ -158,6 +158,11 @@ export class WebhookPoster {
     this.httpsAgent.destroy();
   }
 
+  /** Nest calls this at shutdown, after the delivery worker has let its running attempts finish. */
+  onApplicationShutdown(): void {
+    this.close();
+  }
+
   /** POSTs body to url. Never throws: every failure is an outcome. */
   async post(url: string, body: string, headers: Record<string, string>): Promise<PostOutcome> {
     const started = performance.now();

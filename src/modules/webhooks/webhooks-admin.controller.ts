@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Put, Query, UseGuards } f
 import { BodyCheckGuard } from '../../common/http/body';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { DeliveriesService } from './deliveries.service';
+import { toConfiguredView } from './webhooks.mapper';
 import { ListDeliveriesQuery, PutWebhookDto } from './webhooks.dto';
 import { WebhookSettingsService } from './webhook-settings.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
@@ -13,35 +14,36 @@ export class WebhooksAdminController {
   constructor(private readonly settings: WebhookSettingsService, private readonly deliveries: DeliveriesService) {}
 
   @Put('partners/:id/webhook')
-  configure(@Param('id', UuidParamPipe) id: string, @Body() dto: PutWebhookDto) {
-    return this.settings.configure(id, dto);
+  async configure(@Param('id', UuidParamPipe) id: string, @Body() dto: PutWebhookDto) {
+    return { ok: true, ...toConfiguredView(await this.settings.configure(id, dto)) };
   }
 
   @Post('partners/:id/webhook/rotate')
   @HttpCode(200)
-  rotate(@Param('id', UuidParamPipe) id: string) {
-    return this.settings.rotate(id);
+  async rotate(@Param('id', UuidParamPipe) id: string) {
+    return { ok: true, ...(await this.settings.rotate(id)) };
   }
 
   @Post('partners/:id/webhook/confirm-rotation')
   @HttpCode(200)
-  confirmRotation(@Param('id', UuidParamPipe) id: string) {
-    return this.settings.confirmRotation(id);
+  async confirmRotation(@Param('id', UuidParamPipe) id: string) {
+    await this.settings.confirmRotation(id);
+    return { ok: true };
   }
 
   @Get('deliveries')
-  list(@Query() q: ListDeliveriesQuery) {
-    return this.deliveries.list(q);
+  async list(@Query() q: ListDeliveriesQuery) {
+    return { ok: true, ...(await this.deliveries.list(q)) };
   }
 
   @Get('deliveries/:deliveryId')
-  get(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
-    return this.deliveries.get(deliveryId);
+  async get(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
+    return { ok: true, ...(await this.deliveries.get(deliveryId)) };
   }
 
   @Post('deliveries/:deliveryId/redeliver')
   @HttpCode(200)
-  redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
-    return this.deliveries.redeliver(deliveryId);
+  async redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
+    return { ok: true, ...(await this.deliveries.redeliver(deliveryId)) };
   }
 }

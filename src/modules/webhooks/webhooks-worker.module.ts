@@ -1,26 +1,26 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryService } from './delivery.service';
-import { MaintenanceProcessor, OutboxRedrive } from './outbox-redrive';
-import { WebhookEventsRepository } from './webhook-events.repository';
-import { WebhookPoster } from './webhook-poster';
+import { MaintenanceProcessor } from './maintenance.processor';
+import { OutboxRedrive } from './outbox-redrive';
+import { RequestFactsPort } from './request-facts.port';
+import { TemporaryRequestFacts } from './request-facts.temporary';
+import { WebhooksCoreModule } from './webhooks-core.module';
 
-/** The worker's part of webhooks: the delivery processor and the outbox re-drive. */
+/**
+ * The worker's part of webhooks: the delivery processor and the outbox re-drive. The poster comes from the
+ * global WebhooksModule; the request fields of a payload from
+ * RequestFactsPort, which the requests module provides.
+ */
 @Module({
+  imports: [WebhooksCoreModule],
   providers: [
-    {
-      // One poster per process: its keep-alive agents reuse sockets to a partner across deliveries.
-      provide: WebhookPoster,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
-        new WebhookPoster({ allowPrivate: config.webhookAllowPrivateUrls, timeoutMs: config.webhookTimeoutMs }),
-    },
-    WebhookEventsRepository,
     DeliveryService,
     DeliveryProcessor,
     OutboxRedrive,
     MaintenanceProcessor,
+    // Removed at merge: the requests module provides RequestFactsPort.
+    { provide: RequestFactsPort, useClass: TemporaryRequestFacts },
   ],
 })
 export class WebhooksWorkerModule {}

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
 import { iso } from '../../../common/time';
-import { Db } from '../../../database/db';
+import { Db, type Queryable } from '../../../database/db';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import { assetId, type PaymentRequest } from '../domain/payment-request';
@@ -87,7 +87,10 @@ export class PayService {
       [r.chainId.toString(), txHash, r.id],
     );
     if (claimedElsewhere) throw new AppError('tx_hash_already_used');
-    const result = await this.db.tx(async (tx) => {
+    const result = await this.db.dataSource.transaction(async (em) => {
+      // Minimal bridge until the requests module moves to TypeORM: EventOutbox.record takes the EntityManager
+      // (structured result: rows for UPDATE … RETURNING too).
+      const tx: Queryable = { query: async (sql, params) => (await em.queryRunner!.query(sql, params, true)).records };
       const current = (await this.repo.findById(tx, id, true))!;
       if (current.proofStatus === 'verified') {
         if (current.txHash === txHash) return { eventIds: [] as string[], queue: false };
@@ -101,7 +104,7 @@ export class PayService {
         [id, txHash],
       );
       if (!attaching) return { eventIds: [], queue: true };
-      const e = await this.outbox.record(tx, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });
+      const e = await this.outbox.record(em, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });
       return { eventIds: [e.id], queue: true };
     });
     if (result.eventIds.length) await this.afterCommit.eventsRecorded(result.eventIds);

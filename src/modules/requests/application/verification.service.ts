@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Mode } from '../../../config/config';
-import { Db, isUniqueViolation } from '../../../database/db';
+import { Db, isUniqueViolation, type Queryable } from '../../../database/db';
 import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { EventOutbox } from '../../webhooks/event-outbox';
@@ -76,7 +76,10 @@ export class VerificationService {
    */
   private async claim(r: PaymentRequest, t: ChainTransfer, source: ProofSource): Promise<boolean> {
     try {
-      const eventIds = await this.db.tx(async (tx) => {
+      const eventIds = await this.db.dataSource.transaction(async (em) => {
+        // Minimal bridge until the requests module moves to TypeORM: EventOutbox.record takes the EntityManager
+        // (structured result: rows for UPDATE … RETURNING too).
+        const tx: Queryable = { query: async (sql, params) => (await em.queryRunner!.query(sql, params, true)).records };
         const rows = await tx.query(
           `UPDATE payment_requests
               SET proof_status = 'verified', proof_verified_at = now(), tx_hash = $2, claimed_log_index = $3,
@@ -85,7 +88,7 @@ export class VerificationService {
           [r.id, t.txHash, t.logIndex, t.from, source, VERIFIABLE_FROM],
         );
         if (rows.length === 0) return null;
-        const e = await this.outbox.record(tx, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
+        const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
         return [e.id];
       });
       if (eventIds === null) return true; // verified meanwhile by a racing claim of the same transfer

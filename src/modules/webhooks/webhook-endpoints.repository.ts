@@ -1,0 +1,46 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { EntityManager, Repository } from 'typeorm';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+
+/**
+ * webhook_endpoints: a partner's URL, switch and secrets. A partner without a row has webhooks off; so has
+ * a row without a URL. Writes take the caller's transaction (the settings use cases lock the row first).
+ */
+@Injectable()
+export class WebhookEndpointsRepository {
+  constructor(@InjectRepository(WebhookEndpointEntity) private readonly endpoints: Repository<WebhookEndpointEntity>) {}
+
+  find(partnerId: string): Promise<WebhookEndpointEntity | null> {
+    return this.endpoints.findOneBy({ partnerId });
+  }
+
+  /**
+   * Creates the partner's row unless it exists, with `secret` if given. Rejects with Postgres' foreign-key
+   * violation when the partner does not exist. Of two racing creations the second waits for the first to
+   * commit and then does nothing.
+   */
+  async createIfAbsent(em: EntityManager, partnerId: string, secret: string | null): Promise<void> {
+    await em
+      .createQueryBuilder()
+      .insert()
+      .into(WebhookEndpointEntity)
+      .values({ partnerId, secret })
+      .orIgnore()
+      .updateEntity(false)
+      .execute();
+  }
+
+  /** The row, locked until the transaction ends: settings changes of one partner apply one after the other. */
+  async lock(em: EntityManager, partnerId: string): Promise<WebhookEndpointEntity | null> {
+    return em.getRepository(WebhookEndpointEntity).findOne({ where: { partnerId }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  async update(
+    em: EntityManager,
+    partnerId: string,
+    patch: Partial<Pick<WebhookEndpointEntity, 'url' | 'enabled' | 'enabledAt' | 'secret' | 'previousSecret'>>,
+  ): Promise<void> {
+    await em.getRepository(WebhookEndpointEntity).update({ partnerId }, { ...patch, updatedAt: () => 'now()' });
+  }
+}

@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { WebhookAttemptEntity } from './webhook-attempt.entity';
+import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+import { WebhookEventEntity } from './webhook-event.entity';
+import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
+import { WebhookEventsRepository } from './webhook-events.repository';
+import { WebhookDeliveryQueue } from './webhook-delivery.queue';
+
+/**
+ * The webhooks tables (webhook_events, webhook_attempts, webhook_endpoints), their repositories and the
+ * `webhooks` queue's producer, one instance each. Internal to webhooks: imported only by WebhooksModule and WebhooksWorkerModule; other
+ * modules go through WebhooksModule's exported services.
+ */
+@Module({
+  imports: [TypeOrmModule.forFeature([WebhookEventEntity, WebhookAttemptEntity, WebhookEndpointEntity])],
+  providers: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue],
+  exports: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue],
+})
+export class WebhooksCoreModule {}
