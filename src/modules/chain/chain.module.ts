@@ -1,11 +1,15 @@
 import { Global, Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AssetRegistry, CHAIN_READERS, type ChainReaderFactory } from './asset-registry';
+import { AssetEntity } from './asset.entity';
+import { AssetRepository } from './asset.repository';
 import { EthersChainReader } from './ethers-chain-reader';
 
 /** The chain boundary: one ChainReader per mode (replaceable by providing CHAIN_READERS) and the assets. */
 @Global()
 @Module({
+  imports: [TypeOrmModule.forFeature([AssetEntity])],
   providers: [
     {
       provide: CHAIN_READERS,
@@ -13,6 +17,7 @@ import { EthersChainReader } from './ethers-chain-reader';
       useFactory: (config: AppConfig): ChainReaderFactory => (_mode, chain) =>
         new EthersChainReader(chain.rpcUrl, config.chainRpcTimeoutMs),
     },
+    AssetRepository,
     AssetRegistry,
   ],
   exports: [AssetRegistry],
