@@ -1,6 +1,14 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PartnersModule } from '../admin/partners.module';
+import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyGuard } from './api-key.guard';
+import { ApiKeyRepository } from './api-key.repository';
 import { ApiKeyService } from './api-key.service';
 
-@Module({ providers: [ApiKeyService, ApiKeyGuard], exports: [ApiKeyService, ApiKeyGuard] })
+@Module({
+  imports: [TypeOrmModule.forFeature([ApiKeyEntity]), PartnersModule],
+  providers: [ApiKeyRepository, ApiKeyService, ApiKeyGuard],
+  exports: [ApiKeyService, ApiKeyGuard],
+})
 export class AuthModule {}
