@@ -20,7 +20,7 @@ export class ApiKeyRepository {
 
   /** A foreign-key violation when the partner does not exist. */
   async insert(k: { partnerId: string; mode: Mode; scopes: Scope[]; keyHash: Buffer; displayPrefix: string; label: string | null }): Promise<ApiKeyInfo> {
-    const r = await this.keys.createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'created_at']).execute();
+    const r = await this.keys.createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'createdAt']).execute();
     const row = r.raw[0] as { id: string; created_at: Date };
     return { id: row.id, mode: k.mode, scopes: k.scopes, displayPrefix: k.displayPrefix, label: k.label, createdAt: row.created_at, revokedAt: null };
   }
@@ -39,7 +39,7 @@ export class ApiKeyRepository {
       .update(ApiKeyEntity)
       .set({ revokedAt: () => 'COALESCE(revoked_at, now())' })
       .where('id = :keyId AND partner_id = :partnerId', { keyId, partnerId })
-      .returning(['key_hash', 'revoked_at'])
+      .returning(['keyHash', 'revokedAt'])
       .execute();
     const row = (r.raw as Array<{ key_hash: Buffer; revoked_at: Date }>)[0];
     return row ? { keyHash: row.key_hash, revokedAt: row.revoked_at } : null;

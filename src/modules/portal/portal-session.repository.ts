@@ -19,7 +19,7 @@ export class PortalSessionRepository {
       .insert()
       .into(PortalSessionEntity)
       .values({ id, userId, csrfToken, expiresAt: () => `now() + ${Math.trunc(ttlMs)} * interval '1 millisecond'` })
-      .returning(['expires_at'])
+      .returning(['expiresAt'])
       .execute();
     return (r.raw[0] as { expires_at: Date }).expires_at;
   }

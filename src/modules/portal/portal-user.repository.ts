@@ -15,7 +15,7 @@ export class PortalUserRepository {
       .insert()
       .into(PortalUserEntity)
       .values({ partnerId, email, passwordHash })
-      .returning(['id', 'created_at'])
+      .returning(['id', 'createdAt'])
       .execute();
     const row = r.raw[0] as { id: string; created_at: Date };
     return { id: row.id, createdAt: row.created_at };
