@@ -19,7 +19,7 @@ const MAX_SLUGS = 10000;
  */
 @Injectable()
 export class PartnersService {
-  private readonly slugs = new Map<string, string>();
+  private readonly slugs = new Map<string, Promise<string>>();
   private readonly changeListeners: Array<(partnerId: string) => Promise<void>> = [];
 
   constructor(private readonly repo: PartnerRepository, private readonly rates: RatesService) {}
@@ -60,12 +60,14 @@ export class PartnersService {
   }
 
   /** The partner's slug (a merchant's home_portal); kept in process, since a slug never changes. */
-  async slugOf(id: string): Promise<string> {
+  slugOf(id: string): Promise<string> {
     const known = this.slugs.get(id);
     if (known) return known;
-    const { slug } = await this.get(id);
+    // The pending read is shared, so a page of one partner's merchants reads the slug once.
+    const slug = this.get(id).then((p) => p.slug);
     if (this.slugs.size >= MAX_SLUGS) this.slugs.clear();
     this.slugs.set(id, slug);
+    slug.catch(() => this.slugs.delete(id));
     return slug;
   }
 
