@@ -1,11 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { BodyCheckGuard } from '../../common/http/body';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
-import { iso } from '../../common/time';
+import { ApiKeyService } from '../auth/api-key.service';
+import { merchantBody } from '../merchants/merchant.mapper';
 import { MerchantsService } from '../merchants/merchants.service';
-import { RatesService, type RateRow } from '../rates/rates.service';
+import { RatesService } from '../rates/rates.service';
+import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
 import { AdminTokenGuard } from './admin-token.guard';
 import { CreateKeyDto, CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
+import { issuedKeyBody, keysBody, partnerBody, ratesBody, revokedKeyBody } from './admin.mapper';
+import type { Partner } from './partner';
 import { PartnersService } from './partners.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
@@ -15,51 +19,53 @@ import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 export class AdminController {
   constructor(
     private readonly partners: PartnersService,
+    private readonly keys: ApiKeyService,
     private readonly merchants: MerchantsService,
+    private readonly webhooks: WebhookSettingsService,
     private readonly rates: RatesService,
     private readonly limiter: PartnerLimiter,
   ) {}
 
   @Post('partners')
-  createPartner(@Body() dto: CreatePartnerDto) {
-    return this.partners.create(dto);
+  async createPartner(@Body() dto: CreatePartnerDto) {
+    return this.partnerBody(await this.partners.create(dto));
   }
 
   @Get('partners/:id')
-  getPartner(@Param('id', UuidParamPipe) id: string) {
-    return this.partners.get(id);
+  async getPartner(@Param('id', UuidParamPipe) id: string) {
+    return this.partnerBody(await this.partners.get(id));
   }
 
   @Patch('partners/:id')
-  updatePartner(@Param('id', UuidParamPipe) id: string, @Body() dto: UpdatePartnerDto) {
-    return this.partners.update(id, dto);
+  async updatePartner(@Param('id', UuidParamPipe) id: string, @Body() dto: UpdatePartnerDto) {
+    return this.partnerBody(await this.partners.update(id, dto));
   }
 
   @Post('partners/:id/keys')
-  createKey(@Param('id', UuidParamPipe) id: string, @Body() dto: CreateKeyDto) {
-    return this.partners.createKey(id, dto);
+  async createKey(@Param('id', UuidParamPipe) id: string, @Body() dto: CreateKeyDto) {
+    return issuedKeyBody(await this.keys.issue(id, dto));
   }
 
   @Get('partners/:id/keys')
-  listKeys(@Param('id', UuidParamPipe) id: string) {
-    return this.partners.listKeys(id);
+  async listKeys(@Param('id', UuidParamPipe) id: string) {
+    return keysBody(await this.keys.list(id));
   }
 
   @Delete('partners/:id/keys/:keyId')
-  revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string) {
-    return this.partners.revokeKey(id, keyId);
+  async revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string) {
+    return revokedKeyBody(await this.keys.revoke(id, keyId));
   }
 
   @Post('merchants/:id/disable')
   @HttpCode(200)
-  disable(@Param('id', UuidParamPipe) id: string) {
-    return this.merchants.setDisabled(id, true);
+  async disable(@Param('id', UuidParamPipe) id: string) {
+    return merchantBody(await this.merchants.setDisabled(id, true));
   }
 
   @Post('merchants/:id/enable')
   @HttpCode(200)
-  enable(@Param('id', UuidParamPipe) id: string) {
-    return this.merchants.setDisabled(id, false);
+  async enable(@Param('id', UuidParamPipe) id: string) {
+    return merchantBody(await this.merchants.setDisabled(id, false));
   }
 
   @Get('rates')
@@ -75,11 +81,9 @@ export class AdminController {
     await this.limiter.consume('rates-refresh', id, 1);
     return ratesBody(await this.rates.refresh());
   }
-}
 
-export function ratesBody(rows: RateRow[]) {
-  return {
-    ok: true,
-    rates: rows.map((r) => ({ currency: r.currency, rate: r.rate, source: r.source, updated_at: iso(r.updated_at) })),
-  };
+  /** The partner object shows its webhook URL and switch, which the webhooks module keeps. */
+  private async partnerBody(p: Partner) {
+    return partnerBody(p, await this.webhooks.status(p.id));
+  }
 }

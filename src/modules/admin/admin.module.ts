@@ -3,12 +3,12 @@ import { AuthModule } from '../auth/auth.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { AdminTokenGuard } from './admin-token.guard';
 import { AdminController } from './admin.controller';
-import { PartnersService } from './partners.service';
+import { PartnersModule } from './partners.module';
 
+/** The operator API over partners, their keys, merchants and rates (partners themselves: PartnersModule). */
 @Module({
-  imports: [AuthModule, MerchantsModule],
+  imports: [PartnersModule, AuthModule, MerchantsModule],
   controllers: [AdminController],
-  providers: [PartnersService, AdminTokenGuard],
-  exports: [PartnersService],
+  providers: [AdminTokenGuard],
 })
 export class AdminModule {}

@@ -1,123 +1,77 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { Injectable } from '@nestjs/common';
 import { AppError } from '../../common/errors';
-import { iso } from '../../common/time';
-import { Db, isUniqueViolation } from '../../database/db';
-import { generateApiKey } from '../auth/api-key';
-import { ApiKeyService } from '../auth/api-key.service';
-import { SCOPES } from '../auth/scopes';
-import { MerchantsService } from '../merchants/merchants.service';
-import type { CreateKeyDto, CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
+import { isUniqueViolation } from '../../database/pg-errors';
+import { RatesService } from '../rates/rates.service';
+import type { CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
+import type { Partner } from './partner';
+import { PartnerRepository } from './partner.repository';
 
 export const DEFAULT_ALLOWED_EXPIRY = [15, 30, 60, 120, 360, 1440, 4320, 10080];
 export const DEFAULT_EXPIRY = 60;
 
-interface PartnerRow {
-  id: string;
-  slug: string;
-  name: string;
-  default_currency: string;
-  allowed_expiry_minutes: number[];
-  default_expiry_minutes: number;
-  webhook_url: string | null;
-  webhook_enabled: boolean;
-  created_at: Date;
-}
+/** Slugs never change (the update takes none), so a slug once read is kept; this bounds the map. */
+const MAX_SLUGS = 10000;
 
-/** Partners and their API keys: operator CRUD (DESIGN §4). */
+/**
+ * Partners: the owner of the partners table. Operators create and change them (DESIGN §4); other modules
+ * read them here. Modules that keep partner facts in a cache (auth's key → principal) register onChange.
+ */
 @Injectable()
 export class PartnersService {
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly db: Db,
-    private readonly keys: ApiKeyService,
-    private readonly merchants: MerchantsService,
-  ) {}
+  private readonly slugs = new Map<string, Promise<string>>();
+  private readonly changeListeners: Array<(partnerId: string) => Promise<void>> = [];
 
-  async create(dto: CreatePartnerDto): Promise<Record<string, unknown>> {
-    const currency = this.merchants.supportedCurrency(dto.default_currency, 'default_currency');
+  constructor(private readonly repo: PartnerRepository, private readonly rates: RatesService) {}
+
+  async create(dto: CreatePartnerDto): Promise<Partner> {
+    const currency = this.rates.supportedCurrency(dto.default_currency, 'default_currency');
     const allowed = dto.allowed_expiry_minutes ?? DEFAULT_ALLOWED_EXPIRY;
     const def = dto.default_expiry_minutes ?? (allowed.includes(DEFAULT_EXPIRY) ? DEFAULT_EXPIRY : allowed[0]);
     checkDefaultExpiry(allowed, def);
     try {
-      const [row] = await this.db.query<PartnerRow>(
-        `INSERT INTO partners (slug, name, default_currency, allowed_expiry_minutes, default_expiry_minutes)
-         VALUES ($1,$2,$3,$4,$5) RETURNING *`,
-        [dto.slug, dto.name, currency, allowed, def],
-      );
-      return toPartner(row);
+      return await this.repo.create(dto.slug, { name: dto.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def });
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('conflict', { errors: [{ field: 'slug', message: 'slug is taken' }] });
       throw e;
     }
   }
 
-  async get(id: string): Promise<Record<string, unknown>> {
-    return toPartner(await this.load(id));
-  }
-
-  async update(id: string, dto: UpdatePartnerDto): Promise<Record<string, unknown>> {
-    const current = await this.load(id);
-    const allowed = dto.allowed_expiry_minutes ?? current.allowed_expiry_minutes;
-    const def = dto.default_expiry_minutes ?? current.default_expiry_minutes;
-    checkDefaultExpiry(allowed, def);
-    const currency = dto.default_currency
-      ? this.merchants.supportedCurrency(dto.default_currency, 'default_currency')
-      : current.default_currency;
-    const [row] = await this.db.query<PartnerRow>(
-      `UPDATE partners SET name = $2, default_currency = $3, allowed_expiry_minutes = $4, default_expiry_minutes = $5,
-              updated_at = now() WHERE id = $1 RETURNING *`,
-      [id, dto.name ?? current.name, currency, allowed, def],
-    );
-    await this.keys.invalidate(`partner:${id}`);
-    return toPartner(row);
-  }
-
-  async createKey(partnerId: string, dto: CreateKeyDto): Promise<Record<string, unknown>> {
-    await this.load(partnerId);
-    const key = generateApiKey(this.config.keyPrefix, dto.mode);
-    const scopes = dto.scopes ?? [...SCOPES];
-    const [row] = await this.db.query<{ id: string; created_at: Date }>(
-      `INSERT INTO api_keys (partner_id, mode, scopes, key_hash, display_prefix, label)
-       VALUES ($1,$2,$3,$4,$5,$6) RETURNING id, created_at`,
-      [partnerId, dto.mode, scopes, key.hash, key.displayPrefix, dto.label ?? null],
-    );
-    return {
-      ok: true, key_id: row.id, api_key: key.raw, mode: dto.mode, scopes, label: dto.label ?? null,
-      display_prefix: key.displayPrefix, created_at: iso(row.created_at),
-    };
-  }
-
-  async listKeys(partnerId: string): Promise<Record<string, unknown>> {
-    await this.load(partnerId);
-    const rows = await this.db.query<{ id: string; mode: string; scopes: string[]; display_prefix: string; label: string | null; created_at: Date; revoked_at: Date | null }>(
-      `SELECT id, mode, scopes, display_prefix, label, created_at, revoked_at FROM api_keys WHERE partner_id = $1 ORDER BY created_at, id`,
-      [partnerId],
-    );
-    return {
-      ok: true,
-      keys: rows.map((k) => ({
-        key_id: k.id, mode: k.mode, scopes: k.scopes, display_prefix: k.display_prefix, label: k.label,
-        created_at: iso(k.created_at), revoked_at: iso(k.revoked_at),
-      })),
-    };
-  }
-
-  /** Revoked at once on every instance: the row is marked and the cached record evicted everywhere. */
-  async revokeKey(partnerId: string, keyId: string): Promise<Record<string, unknown>> {
-    const [row] = await this.db.query<{ key_hash: Buffer; revoked_at: Date }>(
-      `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND partner_id = $2 RETURNING key_hash, revoked_at`,
-      [keyId, partnerId],
-    );
-    if (!row) throw AppError.notFound();
-    await this.keys.invalidate(row.key_hash.toString('hex'));
-    return { ok: true, key_id: keyId, revoked_at: iso(row.revoked_at) };
-  }
-
-  private async load(id: string): Promise<PartnerRow> {
-    const [row] = await this.db.query<PartnerRow>(`SELECT * FROM partners WHERE id = $1`, [id]);
+  /** The partner, or the API's 404 (route ids are checked by UuidParamPipe). */
+  async get(id: string): Promise<Partner> {
+    const row = await this.repo.findById(id);
     if (!row) throw AppError.notFound();
     return row;
+  }
+
+  async update(id: string, dto: UpdatePartnerDto): Promise<Partner> {
+    const current = await this.get(id);
+    const allowed = dto.allowed_expiry_minutes ?? current.allowedExpiryMinutes;
+    const def = dto.default_expiry_minutes ?? current.defaultExpiryMinutes;
+    checkDefaultExpiry(allowed, def);
+    const currency = dto.default_currency
+      ? this.rates.supportedCurrency(dto.default_currency, 'default_currency')
+      : current.defaultCurrency;
+    const updated = await this.repo.update(id, { name: dto.name ?? current.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def });
+    if (!updated) throw AppError.notFound();
+    for (const listener of this.changeListeners) await listener(id);
+    return updated;
+  }
+
+  /** The partner's slug (a merchant's home_portal); kept in process, since a slug never changes. */
+  slugOf(id: string): Promise<string> {
+    const known = this.slugs.get(id);
+    if (known) return known;
+    // The pending read is shared, so a page of one partner's merchants reads the slug once.
+    const slug = this.get(id).then((p) => p.slug);
+    if (this.slugs.size >= MAX_SLUGS) this.slugs.clear();
+    this.slugs.set(id, slug);
+    slug.catch(() => this.slugs.delete(id));
+    return slug;
+  }
+
+  /** Called after every change of a partner's settings, before the change is answered. */
+  onChange(listener: (partnerId: string) => Promise<void>): void {
+    this.changeListeners.push(listener);
   }
 }
 
@@ -125,19 +79,4 @@ function checkDefaultExpiry(allowed: number[], def: number): void {
   if (!allowed.includes(def)) {
     throw AppError.invalid([{ field: 'default_expiry_minutes', message: 'must be one of allowed_expiry_minutes' }]);
   }
-}
-
-function toPartner(p: PartnerRow): Record<string, unknown> {
-  return {
-    ok: true,
-    partner_id: p.id,
-    slug: p.slug,
-    name: p.name,
-    default_currency: p.default_currency,
-    allowed_expiry_minutes: p.allowed_expiry_minutes,
-    default_expiry_minutes: p.default_expiry_minutes,
-    webhook_url: p.webhook_url,
-    webhook_enabled: p.webhook_enabled,
-    created_at: iso(p.created_at),
-  };
 }

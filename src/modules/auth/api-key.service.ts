@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
-import { Db } from '../../database/db';
+import { AppError } from '../../common/errors';
+import { isUuid } from '../../common/ids';
 import { RedisConnections } from '../../common/redis/redis.module';
-import { hashApiKey, modeOfKey, type Principal } from './api-key';
-import type { Scope } from './scopes';
+import { PartnersService } from '../admin/partners.service';
+import { generateApiKey, hashApiKey, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';
+import { ApiKeyRepository } from './api-key.repository';
+import { SCOPES, type Scope } from './scopes';
 
 interface CacheEntry {
   principal: Principal;
@@ -16,7 +19,8 @@ const MAX_NEGATIVE = 2000;
 const NEGATIVE_TTL_MS = 2000;
 
 /**
- * Resolves a bearer key to its principal. The key → principal record is cached in process (the lookup is
+ * API keys: issued, listed and revoked for a partner (admin API and portal alike), and resolved from a bearer
+ * key to its principal. The key → principal record is cached in process (the lookup is
  * the first cost of every call); a revocation or partner change is published on Redis and evicts the entry
  * on every instance at once, and the TTL bounds staleness should a message be lost.
  */
@@ -31,11 +35,14 @@ export class ApiKeyService implements OnModuleInit {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly db: Db,
+    private readonly repo: ApiKeyRepository,
+    private readonly partners: PartnersService,
     private readonly redis: RedisConnections,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    // A principal carries the partner's settings: a change of them evicts the partner's keys everywhere.
+    this.partners.onChange((partnerId) => this.invalidate(`partner:${partnerId}`));
     await this.redis
       .subscribe('auth-invalidate', (msg) => this.evict(msg))
       .catch((e: Error) => this.logger.warn(`cannot subscribe to invalidations: ${e.message}`));
@@ -70,6 +77,31 @@ export class ApiKeyService implements OnModuleInit {
     return principal;
   }
 
+  /** A new key for the partner (404 when there is none); all four scopes unless some are named. */
+  async issue(partnerId: string, input: { mode: Mode; scopes?: Scope[]; label?: string }): Promise<IssuedKey> {
+    await this.partners.get(partnerId);
+    const key = generateApiKey(this.config.keyPrefix, input.mode);
+    const info = await this.repo.insert({
+      partnerId, mode: input.mode, scopes: input.scopes ?? [...SCOPES], keyHash: key.hash, displayPrefix: key.displayPrefix, label: input.label ?? null,
+    });
+    return { ...info, apiKey: key.raw };
+  }
+
+  async list(partnerId: string): Promise<ApiKeyInfo[]> {
+    await this.partners.get(partnerId);
+    return this.repo.listByPartner(partnerId);
+  }
+
+  /** Revoked at once on every instance: the row is marked and the cached record evicted everywhere. */
+  async revoke(partnerId: string, keyId: string): Promise<{ id: string; revokedAt: Date }> {
+    // The portal's revoke form posts the key id in its body: no route pipe has checked it.
+    if (!isUuid(partnerId) || !isUuid(keyId)) throw AppError.notFound();
+    const row = await this.repo.revoke(partnerId, keyId);
+    if (!row) throw AppError.notFound();
+    await this.invalidate(row.keyHash.toString('hex'));
+    return { id: keyId, revokedAt: row.revokedAt };
+  }
+
   /** Tells every instance to drop cached keys: by key hash (hex) or `partner:<id>`. */
   async invalidate(target: string): Promise<void> {
     this.evict(target);
@@ -92,28 +124,18 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   private async load(hash: Buffer, mode: Mode): Promise<Principal | null> {
-    const rows = await this.db.query<{
-      id: string; partner_id: string; mode: Mode; scopes: Scope[]; slug: string;
-      allowed_expiry_minutes: number[]; default_expiry_minutes: number; default_currency: string;
-    }>(
-      `SELECT k.id, k.partner_id, k.mode, k.scopes, p.slug, p.allowed_expiry_minutes, p.default_expiry_minutes,
-              p.default_currency
-         FROM api_keys k JOIN partners p ON p.id = k.partner_id
-        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-      [hash],
-      'api_key_by_hash',
-    );
-    const row = rows[0];
-    if (!row || row.mode !== mode) return null;
+    const key = await this.repo.findActiveByHash(hash);
+    if (!key || key.mode !== mode) return null;
+    const partner = await this.partners.get(key.partnerId);
     return {
-      keyId: row.id,
-      partnerId: row.partner_id,
-      partnerSlug: row.slug,
-      mode: row.mode,
-      scopes: new Set(row.scopes),
-      defaultCurrency: row.default_currency,
-      allowedExpiryMinutes: row.allowed_expiry_minutes,
-      defaultExpiryMinutes: row.default_expiry_minutes,
+      keyId: key.id,
+      partnerId: key.partnerId,
+      partnerSlug: partner.slug,
+      mode: key.mode,
+      scopes: new Set(key.scopes as Scope[]),
+      defaultCurrency: partner.defaultCurrency,
+      allowedExpiryMinutes: partner.allowedExpiryMinutes,
+      defaultExpiryMinutes: partner.defaultExpiryMinutes,
     };
   }
 }

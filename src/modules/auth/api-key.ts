@@ -30,3 +30,19 @@ export function modeOfKey(prefix: string, raw: string): Mode | null {
   if (raw.startsWith(`${prefix}_live_`)) return 'live';
   return null;
 }
+
+/** A key as its partner sees it: everything but the key itself. */
+export interface ApiKeyInfo {
+  id: string;
+  mode: Mode;
+  scopes: Scope[];
+  displayPrefix: string;
+  label: string | null;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+/** A key just issued: the only time the key itself is known. */
+export interface IssuedKey extends ApiKeyInfo {
+  apiKey: string;
+}

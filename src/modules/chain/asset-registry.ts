@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Mode } from '../../config/config';
-import { Db } from '../../database/db';
 import { assetId } from '../requests/domain/payment-request';
+import { AssetRepository } from './asset.repository';
 import type { ChainReader } from './chain-reader';
 
 export interface Asset {
@@ -39,7 +39,7 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(CHAIN_READERS) private readonly factory: ChainReaderFactory,
-    private readonly db: Db,
+    private readonly repo: AssetRepository,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -91,20 +91,13 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
         return;
       }
       const info = await reader.tokenInfo(chain.tokenAddress);
-      await this.db.query(
-        `INSERT INTO assets (chain_id, token_address, symbol, decimals) VALUES ($1,$2,$3,$4)
-         ON CONFLICT (chain_id, token_address) DO UPDATE SET symbol = EXCLUDED.symbol, decimals = EXCLUDED.decimals`,
-        [chain.chainId.toString(), chain.tokenAddress, info.symbol, info.decimals],
-      );
+      await this.repo.save(chain.chainId, chain.tokenAddress, info.symbol, info.decimals);
       this.setAsset(mode, chain, info.decimals, info.symbol);
       this.health.set(mode, { state: 'ok' });
     } catch (e) {
       const detail = (e as Error).message;
       this.health.set(mode, { state: 'unreachable', detail });
-      const [row] = await this.db.query<{ symbol: string; decimals: number }>(
-        `SELECT symbol, decimals FROM assets WHERE chain_id = $1 AND token_address = $2`,
-        [chain.chainId.toString(), chain.tokenAddress],
-      );
+      const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
       this.logger.warn(`${mode} RPC unreachable at start (${detail}); ${row ? 'using stored token metadata' : 'no token metadata yet'}`);
     }

@@ -1,6 +1,9 @@
 import { ConfigurableModuleBuilder, Global, Module, type DynamicModule } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AssetRegistry, CHAIN_READERS, type ChainReaderFactory } from './asset-registry';
+import { AssetEntity } from './asset.entity';
+import { AssetRepository } from './asset.repository';
 import { EthersChainReader } from './ethers-chain-reader';
 
 export interface ChainModuleOptions {
@@ -15,6 +18,7 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
 /** The chain boundary: one ChainReader per mode (from `forRoot({ readerFactory })`) and the assets. */
 @Global()
 @Module({
+  imports: [TypeOrmModule.forFeature([AssetEntity])],
   providers: [
     {
       provide: CHAIN_READERS,
@@ -22,6 +26,7 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
       useFactory: (config: AppConfig, options: ChainModuleOptions): ChainReaderFactory =>
         options.readerFactory ?? ((_mode, chain) => new EthersChainReader(chain.rpcUrl, config.chainRpcTimeoutMs)),
     },
+    AssetRepository,
     AssetRegistry,
   ],
   exports: [AssetRegistry],

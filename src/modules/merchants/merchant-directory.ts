@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { Db } from '../../database/db';
 import { RedisConnections } from '../../common/redis/redis.module';
+import { MerchantRepository } from './merchant.repository';
 
 /** What creating a request needs to know of its merchant. */
 export interface MerchantForCreate {
@@ -30,7 +30,7 @@ export class MerchantDirectory implements OnModuleInit {
   private readonly cache = new Map<string, { m: MerchantForCreate; expires: number }>();
   private generation = 0;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly db: Db, private readonly redis: RedisConnections) {}
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly repo: MerchantRepository, private readonly redis: RedisConnections) {}
 
   async onModuleInit(): Promise<void> {
     await this.redis
@@ -43,12 +43,17 @@ export class MerchantDirectory implements OnModuleInit {
     const hit = this.cache.get(id);
     if (hit && hit.expires > now) return hit.m;
     const generation = this.generation;
-    const [m] = await this.db.query<MerchantForCreate>(
-      `SELECT id, partner_id, test_mode, onboarding_status, disabled, display_currency, wallet_address FROM merchants WHERE id = $1`,
-      [id],
-      'merchant_for_create',
-    );
-    if (!m) return null;
+    const row = await this.repo.findForCreate(id);
+    if (!row) return null;
+    const m: MerchantForCreate = {
+      id: row.id,
+      partner_id: row.partnerId,
+      test_mode: row.testMode,
+      onboarding_status: row.onboardingStatus,
+      disabled: row.disabled,
+      display_currency: row.displayCurrency,
+      wallet_address: row.walletAddress,
+    };
     if (generation !== this.generation) return m;
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(id, { m, expires: now + TTL_MS });

@@ -1,32 +1,36 @@
 import { iso } from '../../common/time';
-import { onboardingToken, type MerchantRow } from './merchant';
+import type { Merchant } from './merchant';
 
 /** The merchant object of spec §2.2, exactly its fields. */
-export function toMerchantResponse(m: MerchantRow, publicUrl: string, tokenSecret: string, replay = false): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    ok: true,
+export function merchantJson(m: Merchant) {
+  return {
     merchant_id: m.id,
     email: m.email,
-    display_name: m.display_name,
-    business_name: m.business_name,
+    display_name: m.displayName,
+    business_name: m.businessName,
     country: m.country,
     phone: m.phone,
     website: m.website,
     instagram: m.instagram,
     industry: m.industry,
-    account_type: m.account_type,
-    onboarding_status: m.onboarding_status,
-    wallet_address: m.wallet_address,
-    display_currency: m.display_currency,
-    home_portal: m.partner_slug,
+    account_type: m.accountType,
+    onboarding_status: m.onboardingStatus,
+    wallet_address: m.walletAddress,
+    display_currency: m.displayCurrency,
+    home_portal: m.partnerSlug,
     disabled: m.disabled,
-    created_at: iso(m.created_at),
-    test_mode: m.test_mode,
-    onboarding_url:
-      m.onboarding_status === 'complete'
-        ? null
-        : `${publicUrl}/onboarding/${onboardingToken(tokenSecret, m.id, m.onboarding_token_salt)}`,
+    created_at: iso(m.createdAt),
+    test_mode: m.testMode,
+    onboarding_url: m.onboardingUrl,
   };
-  if (replay) body.idempotent_replay = true;
-  return body;
+}
+
+/** One merchant as an API answer; a replayed create says so. */
+export function merchantBody(m: Merchant, replay = false) {
+  return { ok: true, ...merchantJson(m), ...(replay ? { idempotent_replay: true } : {}) };
+}
+
+export function merchantListBody(page: { merchants: Merchant[]; hasMore: boolean; limit: number; offset: number }) {
+  return { ok: true, // Each item has carried its own `ok` since the first release; kept so no client sees a change.
+    merchants: page.merchants.map((m) => merchantBody(m)), has_more: page.hasMore, limit: page.limit, offset: page.offset };
 }

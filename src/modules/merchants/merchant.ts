@@ -1,31 +1,29 @@
 import { createHash, createHmac } from 'node:crypto';
 
-export interface MerchantRow {
+/** A merchant as the merchants module answers for it (spec §2.2's object, before mapping to JSON). */
+export interface Merchant {
   id: string;
-  partner_id: string;
-  partner_slug: string;
-  test_mode: boolean;
+  partnerId: string;
+  /** The partner's slug: the merchant's home_portal. */
+  partnerSlug: string;
+  testMode: boolean;
   email: string | null;
-  display_name: string | null;
-  business_name: string | null;
+  displayName: string | null;
+  businessName: string | null;
   country: string | null;
   phone: string | null;
   website: string | null;
   instagram: string | null;
   industry: string | null;
-  account_type: 'consumer' | 'business';
-  display_currency: string;
-  wallet_address: string | null;
-  onboarding_status: 'incomplete' | 'complete';
-  onboarding_token_salt: Buffer;
+  accountType: 'consumer' | 'business';
+  displayCurrency: string;
+  walletAddress: string | null;
+  onboardingStatus: 'incomplete' | 'complete';
   disabled: boolean;
-  created_at: Date;
+  createdAt: Date;
+  /** Until onboarding is complete, the merchant's link to it; null afterwards. */
+  onboardingUrl: string | null;
 }
-
-/** The columns every merchant read selects, with the partner slug for home_portal. */
-export const MERCHANT_COLUMNS = `m.id, m.partner_id, p.slug AS partner_slug, m.test_mode, m.email, m.display_name,
-  m.business_name, m.country, m.phone, m.website, m.instagram, m.industry, m.account_type, m.display_currency,
-  m.wallet_address, m.onboarding_status, m.onboarding_token_salt, m.disabled, m.created_at`;
 
 /**
  * The onboarding token is derived, not stored: HMAC(secret, merchant id, random salt). The merchant object

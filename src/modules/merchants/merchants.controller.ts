@@ -7,6 +7,7 @@ import type { AuthedRequest } from '../auth/api-key.guard';
 import { ApiKeyGuard } from '../auth/api-key.guard';
 import { RequireScope } from '../auth/scopes';
 import { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
+import { merchantBody, merchantListBody } from './merchant.mapper';
 import { MerchantsService } from './merchants.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
@@ -20,23 +21,23 @@ export class MerchantsController {
   @RequireScope('merchants:write')
   @RateLimit(30)
   async create(@Req() req: AuthedRequest, @Body() dto: CreateMerchantDto, @Res({ passthrough: true }) res: Response) {
-    const { body, created } = await this.merchants.create(req.principal, dto);
+    const { merchant, created } = await this.merchants.create(req.principal, dto);
     res.status(created ? 201 : 200);
-    return body;
+    return merchantBody(merchant, !created);
   }
 
   @Get()
   @RequireScope('merchants:read')
   @RateLimit(60)
-  list(@Req() req: AuthedRequest, @Query() q: ListMerchantsQuery) {
-    return this.merchants.list(req.principal, q);
+  async list(@Req() req: AuthedRequest, @Query() q: ListMerchantsQuery) {
+    return merchantListBody(await this.merchants.list(req.principal, q));
   }
 
   @Get(':id')
   @HttpCode(200)
   @RequireScope('merchants:read')
   @RateLimit(60)
-  get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return this.merchants.get(req.principal, id);
+  async get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
+    return merchantBody(await this.merchants.get(req.principal, id));
   }
 }

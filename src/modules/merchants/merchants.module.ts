@@ -1,15 +1,19 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PartnersModule } from '../admin/partners.module';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantDirectory } from './merchant-directory';
+import { MerchantEntity } from './merchant.entity';
+import { MerchantRepository } from './merchant.repository';
 import { MerchantsController } from './merchants.controller';
 import { MerchantsService } from './merchants.service';
 import { OnboardingController } from './onboarding.controller';
 import { OnboardingService } from './onboarding.service';
 
 @Module({
-  imports: [AuthModule],
+  imports: [TypeOrmModule.forFeature([MerchantEntity]), PartnersModule, AuthModule],
   controllers: [MerchantsController, OnboardingController],
-  providers: [MerchantsService, OnboardingService, MerchantDirectory],
+  providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory],
   exports: [MerchantsService, OnboardingService, MerchantDirectory],
 })
 export class MerchantsModule {}

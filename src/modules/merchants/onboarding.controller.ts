@@ -3,6 +3,7 @@ import { BodyCheckGuard } from '../../common/http/body';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { CompleteOnboardingDto, WalletProofDto } from './onboarding.dto';
+import { onboardingBody, onboardingCompleteBody } from './onboarding.mapper';
 import { OnboardingService } from './onboarding.service';
 
 /** DESIGN §4 onboarding endpoints (public port, no API key, limited per client address). */
@@ -13,19 +14,19 @@ export class OnboardingController {
   constructor(private readonly onboarding: OnboardingService) {}
 
   @Get(':token')
-  state(@Param('token') token: string) {
-    return this.onboarding.state(token);
+  async state(@Param('token') token: string) {
+    return onboardingBody(await this.onboarding.state(token));
   }
 
   @Post(':token/wallet')
   @HttpCode(200)
-  wallet(@Param('token') token: string, @Body() dto: WalletProofDto) {
-    return this.onboarding.proveWallet(token, dto);
+  async wallet(@Param('token') token: string, @Body() dto: WalletProofDto) {
+    return onboardingBody(await this.onboarding.proveWallet(token, dto));
   }
 
   @Post(':token/complete')
   @HttpCode(200)
-  complete(@Param('token') token: string, @Body() dto: CompleteOnboardingDto) {
-    return this.onboarding.complete(token, dto);
+  async complete(@Param('token') token: string, @Body() dto: CompleteOnboardingDto) {
+    return onboardingCompleteBody(await this.onboarding.complete(token, dto));
   }
 }

@@ -3,16 +3,27 @@ import { Inject, Injectable } from '@nestjs/common';
 import { SiweMessage } from 'siwe';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { Db, isUniqueViolation } from '../../database/db';
-import { hashToken, MERCHANT_COLUMNS, type MerchantRow } from './merchant';
+import { isUniqueViolation } from '../../database/pg-errors';
+import { hashToken, type Merchant } from './merchant';
+import type { MerchantEntity } from './merchant.entity';
+import { MerchantRepository } from './merchant.repository';
 import { MerchantsService } from './merchants.service';
 import type { CompleteOnboardingDto, WalletProofDto } from './onboarding.dto';
 
 export const TERMS_VERSION = '2026-11-01';
 
-interface OnboardingRow extends MerchantRow {
-  onboarding_nonce: string | null;
-  wallet_verified_at: Date | null;
+/** What the onboarding page and its API show of a merchant's onboarding. */
+export interface OnboardingState {
+  merchantId: string;
+  onboardingStatus: 'incomplete' | 'complete';
+  walletAddress: string | null;
+  walletVerified: boolean;
+  nonce: string | null;
+  termsVersion: string;
+  /** The network this merchant's payments arrive on: the onboarding page asks the wallet to use it. */
+  chainId: string | null;
+  siwe: { domain: string; uri: string };
+  merchant: Merchant;
 }
 
 /**
@@ -23,7 +34,7 @@ interface OnboardingRow extends MerchantRow {
 export class OnboardingService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly db: Db,
+    private readonly repo: MerchantRepository,
     private readonly merchants: MerchantsService,
   ) {}
 
@@ -31,30 +42,26 @@ export class OnboardingService {
     return `${this.config.publicUrl}/onboarding/`;
   }
 
-  async state(token: string): Promise<Record<string, unknown>> {
-    const m = await this.open(token);
-    let nonce = m.onboarding_nonce;
-    if (!nonce) {
-      nonce = newNonce();
-      await this.db.query(`UPDATE merchants SET onboarding_nonce = $2 WHERE id = $1 AND onboarding_nonce IS NULL`, [m.id, nonce]);
-      nonce = (await this.open(token)).onboarding_nonce;
+  async state(token: string): Promise<OnboardingState> {
+    let m = await this.open(token);
+    if (!m.onboardingNonce) {
+      await this.repo.setNonceIfMissing(m.id, newNonce());
+      m = await this.open(token);
     }
     return {
-      ok: true,
-      merchant_id: m.id,
-      onboarding_status: m.onboarding_status,
-      wallet_address: m.wallet_address,
-      wallet_verified: m.wallet_verified_at !== null,
-      nonce,
-      terms_version: TERMS_VERSION,
-      // The network this merchant's payments arrive on: the onboarding page asks the wallet to use it.
-      chain_id: this.config.chains[m.test_mode ? 'test' : 'live']?.chainId.toString() ?? null,
+      merchantId: m.id,
+      onboardingStatus: m.onboardingStatus,
+      walletAddress: m.walletAddress,
+      walletVerified: m.walletVerifiedAt !== null,
+      nonce: m.onboardingNonce,
+      termsVersion: TERMS_VERSION,
+      chainId: this.config.chains[m.testMode ? 'test' : 'live']?.chainId.toString() ?? null,
       siwe: { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}` },
-      merchant: this.merchants.respond(m),
+      merchant: await this.merchants.toMerchant(m),
     };
   }
 
-  async proveWallet(token: string, dto: WalletProofDto): Promise<Record<string, unknown>> {
+  async proveWallet(token: string, dto: WalletProofDto): Promise<OnboardingState> {
     const m = await this.open(token);
     let siwe: SiweMessage;
     try {
@@ -63,63 +70,54 @@ export class OnboardingService {
       throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'not an EIP-4361 message' }] });
     }
     const expected = { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}` };
-    if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || !m.onboarding_nonce || siwe.nonce !== m.onboarding_nonce) {
+    if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || !m.onboardingNonce || siwe.nonce !== m.onboardingNonce) {
       throw new AppError('invalid_signature', {
         errors: [{ field: 'message', message: 'domain, uri or nonce does not match this onboarding link' }],
       });
     }
     try {
-      const result = await siwe.verify({ signature: dto.signature, domain: expected.domain, nonce: m.onboarding_nonce });
+      const result = await siwe.verify({ signature: dto.signature, domain: expected.domain, nonce: m.onboardingNonce });
       if (!result.success) throw new Error('verification failed');
     } catch {
       throw new AppError('invalid_signature', { errors: [{ field: 'signature', message: 'signature does not match the message' }] });
     }
     const wallet = siwe.address.toLowerCase();
-    if (m.wallet_address && m.wallet_address !== wallet) {
-      throw new AppError('wallet_mismatch', { expected_wallet_address: m.wallet_address });
+    if (m.walletAddress && m.walletAddress !== wallet) {
+      throw new AppError('wallet_mismatch', { expected_wallet_address: m.walletAddress });
     }
+    let won: boolean;
     try {
-      // The nonce is single use: the UPDATE only wins while it still holds the nonce that was signed.
-      const rows = await this.db.query(
-        `UPDATE merchants SET wallet_address = $2, wallet_verified_at = now(), onboarding_nonce = $4, updated_at = now()
-          WHERE id = $1 AND onboarding_nonce = $3 AND onboarding_status = 'incomplete' RETURNING id`,
-        [m.id, wallet, m.onboarding_nonce, newNonce()],
-      );
-      if (rows.length === 0) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
-      await this.merchants.changed(m.id);
+      won = await this.repo.proveWallet(m.id, wallet, m.onboardingNonce, newNonce());
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('wallet_address_conflict');
       throw e;
     }
+    if (!won) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
+    await this.merchants.changed(m.id);
     return this.state(token);
   }
 
-  async complete(token: string, dto: CompleteOnboardingDto): Promise<Record<string, unknown>> {
+  async complete(token: string, dto: CompleteOnboardingDto): Promise<{ onboardingStatus: 'complete'; merchant: Merchant }> {
     const m = await this.open(token);
     if (dto.accept_terms !== true) throw new AppError('terms_not_accepted');
-    if (!m.wallet_address || !m.wallet_verified_at) throw new AppError('wallet_required');
-    const currency = dto.display_currency ? this.merchants.supportedCurrency(dto.display_currency) : m.display_currency;
-    const rows = await this.db.query(
-      `UPDATE merchants SET onboarding_status = 'complete', terms_version = $2, terms_accepted_at = now(),
-              display_name = COALESCE($3, display_name), business_name = COALESCE($4, business_name),
-              country = COALESCE($5, country), display_currency = $6, onboarding_nonce = NULL, updated_at = now()
-        WHERE id = $1 AND onboarding_status = 'incomplete' RETURNING id`,
-      [m.id, TERMS_VERSION, dto.display_name ?? null, dto.business_name ?? null, dto.country ?? null, currency],
-    );
-    if (rows.length === 0) throw AppError.notFound();
+    if (!m.walletAddress || !m.walletVerifiedAt) throw new AppError('wallet_required');
+    const currency = dto.display_currency ? this.merchants.supportedCurrency(dto.display_currency) : m.displayCurrency;
+    const completed = await this.repo.complete(m.id, {
+      termsVersion: TERMS_VERSION,
+      displayName: dto.display_name,
+      businessName: dto.business_name,
+      country: dto.country,
+      displayCurrency: currency,
+    });
+    if (!completed) throw AppError.notFound();
     await this.merchants.changed(m.id);
-    return { ok: true, onboarding_status: 'complete', merchant: this.merchants.respond(await this.merchants.mustLoad(this.db, m.id)) };
+    return { onboardingStatus: 'complete', merchant: await this.merchants.mustLoad(m.id) };
   }
 
   /** The merchant behind a live token; an unknown, malformed or spent token is a plain 404. */
-  private async open(token: string): Promise<OnboardingRow> {
+  private async open(token: string): Promise<MerchantEntity> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) throw AppError.notFound();
-    const [m] = await this.db.query<OnboardingRow>(
-      `SELECT ${MERCHANT_COLUMNS}, m.onboarding_nonce, m.wallet_verified_at
-         FROM merchants m JOIN partners p ON p.id = m.partner_id
-        WHERE m.onboarding_token_hash = $1 AND m.onboarding_status = 'incomplete'`,
-      [hashToken(token)],
-    );
+    const m = await this.repo.findOnboarding(hashToken(token));
     if (!m) throw AppError.notFound();
     return m;
   }

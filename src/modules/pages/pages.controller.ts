@@ -4,6 +4,7 @@ import { toString as qrSvg } from 'qrcode';
 import { AppError } from '../../common/errors';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { onboardingBody } from '../merchants/onboarding.mapper';
 import { OnboardingService } from '../merchants/onboarding.service';
 import { RatesService } from '../rates/rates.service';
 import { PayService } from '../requests/application/pay.service';
@@ -41,7 +42,7 @@ export class PagesController {
 
   @Get('onboarding/:token')
   async onboardingPage(@Param('token') token: string): Promise<string> {
-    const state = (await this.onboarding.state(token)) as unknown as OnboardingView;
+    const state: OnboardingView = onboardingBody(await this.onboarding.state(token));
     return renderOnboardingPage({
       token,
       state,

@@ -1,11 +1,14 @@
 import type { Mode } from '../../config/config';
+import { iso } from '../../common/time';
+import type { ApiKeyInfo, IssuedKey } from '../auth/api-key';
+import type { Merchant } from '../merchants/merchant';
 import { SCOPES } from '../auth/scopes';
 import { html, type SafeHtml } from '../pages/html';
 import type { RateRow } from '../rates/rates.service';
 import { WEBHOOK_UPDATES_PER_MINUTE } from '../webhooks/webhook-update-limiter';
 import { badge, csrfInput, noticeBlock, postButton, when, type Notice } from './portal-layout.view';
 import type { PortalSession } from './portal-sessions.service';
-import type { AttemptView, CreatedKey, DeliveryView, KeyView, PingResult } from './portal.service';
+import type { AttemptView, DeliveryView, PingResult } from './portal.service';
 import { PINGS_PER_MINUTE } from './portal.service';
 
 /** The page bodies of the portal; portalDocument wraps them. Every value is escaped by `html`. */
@@ -58,7 +61,7 @@ ${noticeBlock(p.notice, 'login-message')}
 // ---------------------------------------------------------------- overview
 
 export interface DashboardView {
-  keys: KeyView[];
+  keys: ApiKeyInfo[];
   webhook: { url: string | null; enabled: boolean; rotationPending: boolean };
   deliveries: DeliveryView[];
   merchants: { test: number; live: number; testMore: boolean; liveMore: boolean };
@@ -66,7 +69,7 @@ export interface DashboardView {
 }
 
 export function dashboardBody(s: PortalSession, v: DashboardView): SafeHtml {
-  const active = v.keys.filter((k) => !k.revoked_at);
+  const active = v.keys.filter((k) => !k.revokedAt);
   const count = (n: number, more: boolean) => `${n}${more ? '+' : ''}`;
   return html`${title(`Welcome, ${s.partnerName}`)}
 <p class="lead">Partner <code>${s.partnerSlug}</code> · signed in as ${s.email}</p>
@@ -107,7 +110,7 @@ export interface KeyForm {
   label?: string;
 }
 
-export function keysBody(s: PortalSession, keys: KeyView[], o: { notice?: Notice; form?: KeyForm } = {}): SafeHtml {
+export function keysBody(s: PortalSession, keys: ApiKeyInfo[], o: { notice?: Notice; form?: KeyForm } = {}): SafeHtml {
   const mode = o.form?.mode ?? 'test';
   const scopes = o.form?.scopes ?? [...SCOPES];
   return html`${title('API keys')}
@@ -145,22 +148,22 @@ ${keys.length === 0 ? html`<p class="muted">No keys yet.</p>` : keysTable(s, key
 </section>`;
 }
 
-function keysTable(s: PortalSession, keys: KeyView[]): SafeHtml {
+function keysTable(s: PortalSession, keys: ApiKeyInfo[]): SafeHtml {
   return html`<p class="hint">Keys are listed by their first characters; the full key was shown once, when it was created.</p>
 <div class="table-wrap"><table class="data" id="keys-table">
 <thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Mode</th><th scope="col">Scopes</th><th scope="col">Created</th><th scope="col">Status</th></tr></thead>
 <tbody>
 ${keys.map(
-  (k) => html`<tr data-key-id="${k.key_id}"${k.revoked_at ? html` class="revoked"` : ''}>
-<td data-label="Key"><div class="cell"><code class="key-prefix">${k.display_prefix}…</code></div></td>
+  (k) => html`<tr data-key-id="${k.id}"${k.revokedAt ? html` class="revoked"` : ''}>
+<td data-label="Key"><div class="cell"><code class="key-prefix">${k.displayPrefix}…</code></div></td>
 <td data-label="Label"><div class="cell">${k.label ?? html`<span class="muted">—</span>`}</div></td>
 <td data-label="Mode"><div class="cell">${modeBadge(k.mode)}</div></td>
 <td data-label="Scopes"><div class="cell">${k.scopes.map((sc, i) => html`${i ? ', ' : ''}<code>${sc}</code>`)}</div></td>
-<td data-label="Created"><div class="cell">${when(k.created_at)}</div></td>
+<td data-label="Created"><div class="cell">${when(iso(k.createdAt))}</div></td>
 <td data-label="Status"><div class="cell">${
-    k.revoked_at
-      ? html`${badge('revoked', 'bad')} ${when(k.revoked_at)}`
-      : html`${badge('active', 'ok')} ${postButton(s, `/portal/keys/${k.key_id}/revoke`, 'Revoke', { ariaLabel: `Revoke key ${k.display_prefix}` })}`
+    k.revokedAt
+      ? html`${badge('revoked', 'bad')} ${when(iso(k.revokedAt))}`
+      : html`${badge('active', 'ok')} ${postButton(s, `/portal/keys/${k.id}/revoke`, 'Revoke', { ariaLabel: `Revoke key ${k.displayPrefix}` })}`
   }</div></td>
 </tr>`,
 )}
@@ -168,19 +171,19 @@ ${keys.map(
 </table></div>`;
 }
 
-export function keyCreatedBody(k: CreatedKey): SafeHtml {
+export function keyCreatedBody(k: IssuedKey): SafeHtml {
   return html`${title('Your new API key')}
 <div class="secret-box" role="status">
 <p><strong>Copy this key now.</strong> It is shown only this once: the service keeps only a hash of it, and nobody can show it to you again.</p>
 <label for="new-api-key">API key</label>
-<input type="text" class="readonly-value" id="new-api-key" value="${k.api_key}" readonly autocomplete="off" spellcheck="false">
+<input type="text" class="readonly-value" id="new-api-key" value="${k.apiKey}" readonly autocomplete="off" spellcheck="false">
 </div>
 <section class="card">
 <dl class="kv">
 <dt>Mode</dt><dd>${modeBadge(k.mode)}</dd>
 <dt>Scopes</dt><dd>${k.scopes.join(', ')}</dd>
 <dt>Label</dt><dd>${k.label ?? '—'}</dd>
-<dt>Listed as</dt><dd><code>${k.display_prefix}…</code></dd>
+<dt>Listed as</dt><dd><code>${k.displayPrefix}…</code></dd>
 </dl>
 </section>
 <p><a href="/portal/keys" class="button secondary" id="back-to-keys">Back to API keys</a></p>`;
@@ -396,7 +399,7 @@ ${csrfInput(s)}
 
 // ---------------------------------------------------------------- merchants
 
-export function merchantsBody(mode: Mode, merchants: Record<string, unknown>[], o: { offset: number; hasMore: boolean; pageSize: number }): SafeHtml {
+export function merchantsBody(mode: Mode, merchants: Merchant[], o: { offset: number; hasMore: boolean; pageSize: number }): SafeHtml {
   const tab = (m: Mode, label: string) => html`<a href="/portal/merchants?mode=${m}"${m === mode ? html` aria-current="page"` : ''}>${label}</a>`;
   return html`${title('Merchants')}
 <p class="lead">Merchants you provisioned through the API. A merchant finishes setup (wallet and terms) through its onboarding link; send it the link below until onboarding is complete.</p>
@@ -415,18 +418,18 @@ ${pager('/portal/merchants', o.offset, o.hasMore, o.pageSize, `mode=${mode}`)}
 }
 
 /** One merchant: its facts, and below them (until onboarding is complete) the onboarding link, full width. */
-function merchantRows(m: Record<string, unknown>): SafeHtml {
-  const id = String(m.merchant_id);
-  const name = (m.display_name ?? m.business_name ?? m.email ?? null) as string | null;
-  const url = m.onboarding_url as string | null;
-  const complete = m.onboarding_status === 'complete';
+function merchantRows(m: Merchant): SafeHtml {
+  const id = m.id;
+  const name = m.displayName ?? m.businessName ?? m.email ?? null;
+  const url = m.onboardingUrl;
+  const complete = m.onboardingStatus === 'complete';
   return html`<tbody data-merchant-id="${id}">
 <tr>
 <td data-label="Merchant"><div class="cell">${name ?? html`<span class="muted">(no name)</span>`}<br><code class="muted">${id}</code></div></td>
 <td data-label="Onboarding"><div class="cell">${complete ? badge('complete', 'ok') : badge('incomplete', 'warn')}${m.disabled ? html` ${badge('disabled', 'bad')}` : ''}</div></td>
-<td data-label="Wallet"><div class="cell">${m.wallet_address ? html`<code>${m.wallet_address as string}</code>` : html`<span class="muted">not set</span>`}</div></td>
-<td data-label="Currency"><div class="cell">${String(m.display_currency ?? '').toUpperCase()}</div></td>
-<td data-label="Created"><div class="cell">${when(m.created_at as string)}</div></td>
+<td data-label="Wallet"><div class="cell">${m.walletAddress ? html`<code>${m.walletAddress}</code>` : html`<span class="muted">not set</span>`}</div></td>
+<td data-label="Currency"><div class="cell">${m.displayCurrency.toUpperCase()}</div></td>
+<td data-label="Created"><div class="cell">${when(iso(m.createdAt))}</div></td>
 </tr>
 ${
   url

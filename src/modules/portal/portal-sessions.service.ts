@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
-import { Db } from '../../database/db';
+import { PartnersService } from '../admin/partners.service';
+import { PortalSessionRepository } from './portal-session.repository';
 
 /** How long a portal session lasts from sign-in, whatever the activity. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -39,44 +40,35 @@ export function sameToken(a: unknown, b: string): boolean {
  */
 @Injectable()
 export class PortalSessionsService {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly repo: PortalSessionRepository, private readonly partners: PartnersService) {}
 
   /** A new session for the user; returns the cookie token. The user's expired sessions are swept here. */
   async create(userId: string): Promise<{ token: string; expiresAt: Date }> {
     const token = randomToken();
-    await this.db.query(`DELETE FROM portal_sessions WHERE user_id = $1 AND expires_at <= now()`, [userId]);
-    const [row] = await this.db.query<{ expires_at: Date }>(
-      `INSERT INTO portal_sessions (id, user_id, csrf_token, expires_at)
-       VALUES ($1, $2, $3, now() + $4::int * interval '1 millisecond') RETURNING expires_at`,
-      [sessionId(token), userId, randomToken(), SESSION_TTL_MS],
-    );
-    return { token, expiresAt: row.expires_at };
+    await this.repo.deleteExpiredOf(userId);
+    const expiresAt = await this.repo.insert(sessionId(token), userId, randomToken(), SESSION_TTL_MS);
+    return { token, expiresAt };
   }
 
   /** The live session the token names, touched as seen now; null when unknown, malformed or expired. */
   async resolve(token: string | undefined): Promise<PortalSession | null> {
     if (!token || !TOKEN_SHAPE.test(token)) return null;
-    const [row] = await this.db.query<{ user_id: string; email: string; partner_id: string; name: string; slug: string; csrf_token: string }>(
-      `UPDATE portal_sessions s SET last_seen_at = now()
-         FROM portal_users u, partners p
-        WHERE s.id = $1 AND s.expires_at > now() AND u.id = s.user_id AND p.id = u.partner_id
-       RETURNING s.user_id, u.email, u.partner_id, p.name, p.slug, s.csrf_token`,
-      [sessionId(token)],
-      'portal_session_resolve',
-    );
+    const id = sessionId(token);
+    const row = await this.repo.findLive(id);
     if (!row) return null;
+    const [partner] = await Promise.all([this.partners.get(row.partnerId), this.repo.touch(id)]);
     return {
-      userId: row.user_id,
+      userId: row.userId,
       email: row.email,
-      partnerId: row.partner_id,
-      partnerName: row.name,
-      partnerSlug: row.slug,
-      csrfToken: row.csrf_token,
+      partnerId: row.partnerId,
+      partnerName: partner.name,
+      partnerSlug: partner.slug,
+      csrfToken: row.csrfToken,
     };
   }
 
   async destroy(token: string | undefined): Promise<void> {
     if (!token || !TOKEN_SHAPE.test(token)) return;
-    await this.db.query(`DELETE FROM portal_sessions WHERE id = $1`, [sessionId(token)]);
+    await this.repo.delete(sessionId(token));
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { AppError, type FieldError } from '../../common/errors';
-import { iso } from '../../common/time';
-import { Db, isUniqueViolation } from '../../database/db';
+import { isUniqueViolation } from '../../database/pg-errors';
+import { PartnersService } from '../admin/partners.service';
+import { PortalUserRepository } from './portal-user.repository';
 import { dummyHash, hashPassword, PASSWORD_MAX, passwordProblem, verifyPassword } from './password';
 
 export interface PortalUser {
@@ -23,24 +24,20 @@ export function normalizeEmail(raw: unknown): string | null {
 /** Partner users of the portal: created by an operator, authenticated by email and password. */
 @Injectable()
 export class PortalUsersService {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly repo: PortalUserRepository, private readonly partners: PartnersService) {}
 
-  async create(partnerId: string, input: { email?: unknown; password?: unknown }): Promise<Record<string, unknown>> {
+  async create(partnerId: string, input: { email?: unknown; password?: unknown }): Promise<PortalUser & { createdAt: Date }> {
     const errors: FieldError[] = [];
     const email = normalizeEmail(input.email);
     if (!email) errors.push({ field: 'email', message: `email must be an email address of at most ${EMAIL_MAX} characters` });
     const problem = passwordProblem(input.password);
     if (problem) errors.push({ field: 'password', message: problem });
     if (errors.length) throw AppError.invalid(errors);
-    const [partner] = await this.db.query(`SELECT 1 FROM partners WHERE id = $1`, [partnerId]);
-    if (!partner) throw AppError.notFound();
+    await this.partners.get(partnerId);
     const hash = await hashPassword(input.password as string);
     try {
-      const [row] = await this.db.query<{ id: string; created_at: Date }>(
-        `INSERT INTO portal_users (partner_id, email, password_hash) VALUES ($1, $2, $3) RETURNING id, created_at`,
-        [partnerId, email, hash],
-      );
-      return { ok: true, user_id: row.id, partner_id: partnerId, email, created_at: iso(row.created_at) };
+      const row = await this.repo.insert(partnerId, email as string, hash);
+      return { id: row.id, partnerId, email: email as string, createdAt: row.createdAt };
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('conflict', { errors: [{ field: 'email', message: 'a portal user with this email exists' }] });
       throw e;
@@ -54,13 +51,8 @@ export class PortalUsersService {
   async authenticate(rawEmail: unknown, password: unknown): Promise<PortalUser | null> {
     const email = normalizeEmail(rawEmail);
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
-    const [row] = email
-      ? await this.db.query<{ id: string; partner_id: string; email: string; password_hash: string }>(
-          `SELECT id, partner_id, email, password_hash FROM portal_users WHERE email = $1`,
-          [email],
-        )
-      : [];
-    const ok = await verifyPassword(pw, row?.password_hash ?? (await dummyHash()));
-    return row && ok ? { id: row.id, partnerId: row.partner_id, email: row.email } : null;
+    const row = email ? await this.repo.findByEmail(email) : null;
+    const ok = await verifyPassword(pw, row?.passwordHash ?? (await dummyHash()));
+    return row && ok ? { id: row.id, partnerId: row.partnerId, email: row.email } : null;
   }
 }

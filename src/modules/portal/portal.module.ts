@@ -1,13 +1,19 @@
 import { Module } from '@nestjs/common';
-import { AdminModule } from '../admin/admin.module';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PartnersModule } from '../admin/partners.module';
+import { AuthModule } from '../auth/auth.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { PagesModule } from '../pages/pages.module';
 import { PortalAuthController } from './portal-auth.controller';
 import { PortalAuthService } from './portal-auth.service';
 import { PortalErrorFilter } from './portal-error.filter';
 import { PortalRenderer } from './portal-renderer';
+import { PortalSessionEntity } from './portal-session.entity';
 import { PortalSessionGuard } from './portal-session.guard';
+import { PortalSessionRepository } from './portal-session.repository';
 import { PortalSessionsService } from './portal-sessions.service';
+import { PortalUserEntity } from './portal-user.entity';
+import { PortalUserRepository } from './portal-user.repository';
 import { PortalUsersAdminController } from './portal-users-admin.controller';
 import { PortalUsersService } from './portal-users.service';
 import { PortalController } from './portal.controller';
@@ -19,10 +25,12 @@ import { PortalService } from './portal.service';
  * admin API, which this module also serves.
  */
 @Module({
-  imports: [AdminModule, MerchantsModule, PagesModule],
+  imports: [TypeOrmModule.forFeature([PortalUserEntity, PortalSessionEntity]), PartnersModule, AuthModule, MerchantsModule, PagesModule],
   // PortalAuthController first: PortalController ends with a catch-all under /portal.
   controllers: [PortalAuthController, PortalController, PortalUsersAdminController],
   providers: [
+    PortalUserRepository,
+    PortalSessionRepository,
     PortalUsersService,
     PortalSessionsService,
     PortalAuthService,

@@ -4,8 +4,10 @@ import { signWebhook } from '../../../sdk/webhook-verify/src/index';
 import type { Mode } from '../../config/config';
 import { AppError, type ErrorCode, type FieldError } from '../../common/errors';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
-import { PartnersService } from '../admin/partners.service';
-import { SCOPES, type Scope } from '../auth/scopes';
+import type { ApiKeyInfo, IssuedKey } from '../auth/api-key';
+import { ApiKeyService } from '../auth/api-key.service';
+import { SCOPES } from '../auth/scopes';
+import type { Merchant } from '../merchants/merchant';
 import { MerchantsService } from '../merchants/merchants.service';
 import { RatesService, type RateRow } from '../rates/rates.service';
 import { DeliveriesService } from '../webhooks/deliveries.service';
@@ -37,25 +39,6 @@ async function refusable<T>(codes: ErrorCode[], fn: () => Promise<T>): Promise<O
 
 function refused(code: ErrorCode, errors: FieldError[] = []): { ok: false; refusal: Refusal } {
   return { ok: false, refusal: { status: new AppError(code).status, code, errors } };
-}
-
-export interface KeyView {
-  key_id: string;
-  mode: Mode;
-  scopes: Scope[];
-  display_prefix: string;
-  label: string | null;
-  created_at: string;
-  revoked_at: string | null;
-}
-
-export interface CreatedKey {
-  key_id: string;
-  api_key: string;
-  mode: Mode;
-  scopes: Scope[];
-  label: string | null;
-  display_prefix: string;
 }
 
 export interface DeliveryView {
@@ -100,7 +83,7 @@ const LABEL_MAX = 100;
 @Injectable()
 export class PortalService {
   constructor(
-    private readonly partners: PartnersService,
+    private readonly apiKeys: ApiKeyService,
     private readonly merchants: MerchantsService,
     private readonly rates: RatesService,
     private readonly webhooks: WebhookSettingsService,
@@ -111,11 +94,11 @@ export class PortalService {
 
   // ---- API keys
 
-  async keys(partnerId: string): Promise<KeyView[]> {
-    return (await this.partners.listKeys(partnerId)).keys as KeyView[];
+  keys(partnerId: string): Promise<ApiKeyInfo[]> {
+    return this.apiKeys.list(partnerId);
   }
 
-  async createKey(partnerId: string, input: { mode?: string; scopes: string[]; label?: string }): Promise<Outcome<CreatedKey>> {
+  async createKey(partnerId: string, input: { mode?: string; scopes: string[]; label?: string }): Promise<Outcome<IssuedKey>> {
     const errors: FieldError[] = [];
     if (input.mode !== 'test' && input.mode !== 'live') errors.push({ field: 'mode', message: 'Choose test or live.' });
     const scopes = SCOPES.filter((s) => input.scopes.includes(s));
@@ -125,12 +108,11 @@ export class PortalService {
     const label = input.label?.trim() || undefined;
     if (label && [...label].length > LABEL_MAX) errors.push({ field: 'label', message: `At most ${LABEL_MAX} characters.` });
     if (errors.length) return refused('invalid_request', errors);
-    const key = await this.partners.createKey(partnerId, { mode: input.mode as Mode, scopes, label });
-    return { ok: true, value: key as unknown as CreatedKey };
+    return { ok: true, value: await this.apiKeys.issue(partnerId, { mode: input.mode as Mode, scopes, label }) };
   }
 
   async revokeKey(partnerId: string, keyId: string): Promise<void> {
-    await this.partners.revokeKey(partnerId, keyId);
+    await this.apiKeys.revoke(partnerId, keyId);
   }
 
   // ---- Webhook settings (the update limit of §8 is WebhookSettingsService's, shared with the admin API)
@@ -219,8 +201,8 @@ export class PortalService {
 
   // ---- Merchants
 
-  async merchantsPage(partnerId: string, mode: Mode, offset: number): Promise<{ merchants: Record<string, unknown>[]; hasMore: boolean }> {
+  async merchantsPage(partnerId: string, mode: Mode, offset: number): Promise<{ merchants: Merchant[]; hasMore: boolean }> {
     const r = await this.merchants.list({ partnerId, mode }, { limit: PAGE_SIZE, offset });
-    return { merchants: r.merchants as Record<string, unknown>[], hasMore: r.has_more as boolean };
+    return { merchants: r.merchants, hasMore: r.hasMore };
   }
 }

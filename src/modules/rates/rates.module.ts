@@ -2,6 +2,9 @@ import { ConfigurableModuleBuilder, Global, Module, type DynamicModule } from '@
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { HttpRateProvider } from './http-rate.provider';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { RateEntity } from './rate.entity';
+import { RateRepository } from './rate.repository';
 import { RatesService } from './rates.service';
 import { StaticRateProvider } from './static-rate.provider';
 
@@ -17,6 +20,7 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
 /** Rates: the provider port (`forRoot({ provider })`, static RATES, or an HTTP JSON source) and the store. */
 @Global()
 @Module({
+  imports: [TypeOrmModule.forFeature([RateEntity])],
   providers: [
     {
       provide: RATE_PROVIDER,
@@ -27,6 +31,7 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
           ? new HttpRateProvider(config.ratesSourceUrl, config.ratesSourcePath)
           : new StaticRateProvider(config.rates)),
     },
+    RateRepository,
     RatesService,
   ],
   exports: [RatesService],

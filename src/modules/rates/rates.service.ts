@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { Db } from '../../database/db';
 import { RedisConnections } from '../../common/redis/redis.module';
+import { normalizeCurrency } from '../../common/currencies';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
+import { RateRepository } from './rate.repository';
 import { StaticRateProvider } from './static-rate.provider';
 
 export interface RateRow {
@@ -29,7 +30,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(RATE_PROVIDER) private readonly provider: RateProvider,
-    private readonly db: Db,
+    private readonly repo: RateRepository,
     private readonly redis: RedisConnections,
   ) {}
 
@@ -57,6 +58,18 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     return [...this.current.keys()].sort();
   }
 
+  /**
+   * A supported fiat currency in lower case, or a 400 naming the field. A code that is not ISO 4217, or one
+   * without a configured rate, is an out-of-range field: invalid_request (DESIGN §3).
+   */
+  supportedCurrency(code: string, field = 'display_currency'): string {
+    const c = normalizeCurrency(code);
+    if (!c || !this.rate(c)) {
+      throw AppError.invalid([{ field, message: `${field} must be one of: ${this.currencies().join(', ')}` }]);
+    }
+    return c;
+  }
+
   list(): RateRow[] {
     return [...this.current.values()].sort((a, b) => a.currency.localeCompare(b.currency));
   }
@@ -70,20 +83,14 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
       this.logger.error(`rate source ${this.provider.name} failed: ${(e as Error).message}`);
       throw new AppError('rate_source_unavailable', { source: this.provider.name });
     }
-    const codes = Object.keys(rates);
-    await this.db.query(
-      `INSERT INTO rates (currency, rate, source, updated_at)
-       SELECT c, r::numeric, $3, now() FROM unnest($1::text[], $2::text[]) AS t(c, r)
-       ON CONFLICT (currency) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, updated_at = now()`,
-      [codes, codes.map((c) => rates[c]), this.provider.name],
-    );
+    await this.repo.upsertAll(rates, this.provider.name);
     await this.reload();
     await this.redis.publish('rates-updated', '1').catch(() => undefined);
     return this.list();
   }
 
   private async reload(): Promise<void> {
-    const rows = await this.db.query<RateRow>(`SELECT currency, rate::text AS rate, source, updated_at FROM rates`);
-    this.current = new Map(rows.map((r) => [r.currency, r]));
+    const rows = await this.repo.all();
+    this.current = new Map(rows.map((r) => [r.currency, { currency: r.currency, rate: r.rate, source: r.source, updated_at: r.updatedAt }]));
   }
 }

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import type { Partner, PartnerSettings } from './partner';
+import { PartnerEntity } from './partner.entity';
+
+/** The partners table (the webhook_* columns are the webhooks module's to read and write). */
+@Injectable()
+export class PartnerRepository {
+  constructor(@InjectRepository(PartnerEntity) private readonly partners: Repository<PartnerEntity>) {}
+
+  /** A unique violation (partners_slug_key) when the slug is taken. Partners are created rarely: save() is fine. */
+  async create(slug: string, settings: PartnerSettings): Promise<Partner> {
+    return toPartner(await this.partners.save(this.partners.create({ slug, ...settings })));
+  }
+
+  async findById(id: string): Promise<Partner | null> {
+    const row = await this.partners.findOneBy({ id });
+    return row ? toPartner(row) : null;
+  }
+
+  /** The partner after the change; null when there is none. */
+  async update(id: string, settings: PartnerSettings): Promise<Partner | null> {
+    const r = await this.partners.update({ id }, { ...settings, updatedAt: () => 'now()' });
+    return r.affected ? this.findById(id) : null;
+  }
+}
+
+function toPartner(e: PartnerEntity): Partner {
+  return {
+    id: e.id,
+    slug: e.slug,
+    name: e.name,
+    defaultCurrency: e.defaultCurrency,
+    allowedExpiryMinutes: e.allowedExpiryMinutes,
+    defaultExpiryMinutes: e.defaultExpiryMinutes,
+    createdAt: e.createdAt,
+  };
+}

@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { IsNull, type Repository } from 'typeorm';
+import type { Mode } from '../../config/config';
+import type { ApiKeyInfo } from './api-key';
+import { ApiKeyEntity } from './api-key.entity';
+import type { Scope } from './scopes';
+
+/** The api_keys table. Only hashes are stored; the lookup by hash is behind ApiKeyService's cache. */
+@Injectable()
+export class ApiKeyRepository {
+  constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {}
+
+  findActiveByHash(hash: Buffer): Promise<Pick<ApiKeyEntity, 'id' | 'partnerId' | 'mode' | 'scopes'> | null> {
+    return this.keys.findOne({
+      select: { id: true, partnerId: true, mode: true, scopes: true },
+      where: { keyHash: hash, revokedAt: IsNull() },
+    });
+  }
+
+  /** A foreign-key violation when the partner does not exist. */
+  async insert(k: { partnerId: string; mode: Mode; scopes: Scope[]; keyHash: Buffer; displayPrefix: string; label: string | null }): Promise<ApiKeyInfo> {
+    const r = await this.keys.createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'createdAt']).execute();
+    const row = r.raw[0] as { id: string; created_at: Date };
+    return { id: row.id, mode: k.mode, scopes: k.scopes, displayPrefix: k.displayPrefix, label: k.label, createdAt: row.created_at, revokedAt: null };
+  }
+
+  async listByPartner(partnerId: string): Promise<ApiKeyInfo[]> {
+    const rows = await this.keys.find({ where: { partnerId }, order: { createdAt: 'ASC', id: 'ASC' } });
+    return rows.map((k) => ({
+      id: k.id, mode: k.mode, scopes: k.scopes as Scope[], displayPrefix: k.displayPrefix, label: k.label, createdAt: k.createdAt, revokedAt: k.revokedAt,
+    }));
+  }
+
+  /** Marks the partner's key revoked (keeping the first revocation time); null when the partner has no such key. */
+  async revoke(partnerId: string, keyId: string): Promise<{ keyHash: Buffer; revokedAt: Date } | null> {
+    const r = await this.keys
+      .createQueryBuilder()
+      .update(ApiKeyEntity)
+      .set({ revokedAt: () => 'COALESCE(revoked_at, now())' })
+      .where('id = :keyId AND partner_id = :partnerId', { keyId, partnerId })
+      .returning(['keyHash', 'revokedAt'])
+      .execute();
+    const row = (r.raw as Array<{ key_hash: Buffer; revoked_at: Date }>)[0];
+    return row ? { keyHash: row.key_hash, revokedAt: row.revoked_at } : null;
+  }
+}

@@ -1,0 +1,118 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { FindOptionsWhere, Repository } from 'typeorm';
+import { MerchantEntity } from './merchant.entity';
+
+export type NewMerchant = Pick<
+  MerchantEntity,
+  | 'id' | 'partnerId' | 'testMode' | 'email' | 'displayName' | 'businessName' | 'country' | 'phone' | 'website'
+  | 'instagram' | 'industry' | 'accountType' | 'displayCurrency' | 'walletAddress' | 'onboardingTokenSalt' | 'onboardingTokenHash'
+>;
+
+/** The merchants table: the only reader and writer of it. */
+@Injectable()
+export class MerchantRepository {
+  constructor(@InjectRepository(MerchantEntity) private readonly merchants: Repository<MerchantEntity>) {}
+
+  /**
+   * Inserts unless the wallet is taken: false then (ON CONFLICT DO NOTHING; the id and token hash are random,
+   * so the wallet is the only unique value that can collide).
+   */
+  async insertUnlessWalletTaken(m: NewMerchant): Promise<boolean> {
+    const r = await this.merchants.createQueryBuilder().insert().into(MerchantEntity).values(m).orIgnore().returning(['id']).execute();
+    return (r.raw as unknown[]).length === 1;
+  }
+
+  findById(id: string): Promise<MerchantEntity | null> {
+    return this.merchants.findOneBy({ id });
+  }
+
+  findByWallet(walletAddress: string): Promise<MerchantEntity | null> {
+    return this.merchants.findOneBy({ walletAddress });
+  }
+
+  findOwned(partnerId: string, testMode: boolean, id: string): Promise<MerchantEntity | null> {
+    return this.merchants.findOneBy({ id, partnerId, testMode });
+  }
+
+  /** A page in creation order; one row more than asked tells the caller there is a next page. */
+  list(
+    partnerId: string,
+    testMode: boolean,
+    filter: { onboardingStatus?: 'complete' | 'incomplete'; disabled?: boolean },
+    take: number,
+    skip: number,
+  ): Promise<MerchantEntity[]> {
+    const where: FindOptionsWhere<MerchantEntity> = { partnerId, testMode };
+    if (filter.onboardingStatus) where.onboardingStatus = filter.onboardingStatus;
+    if (filter.disabled !== undefined) where.disabled = filter.disabled;
+    return this.merchants.find({ where, order: { createdAt: 'ASC', id: 'ASC' }, take, skip });
+  }
+
+  /** What request creation reads of a merchant (MerchantDirectory caches it). */
+  findForCreate(id: string): Promise<Pick<MerchantEntity, 'id' | 'partnerId' | 'testMode' | 'onboardingStatus' | 'disabled' | 'displayCurrency' | 'walletAddress'> | null> {
+    return this.merchants.findOne({
+      select: { id: true, partnerId: true, testMode: true, onboardingStatus: true, disabled: true, displayCurrency: true, walletAddress: true },
+      where: { id },
+    });
+  }
+
+  /** False when there is no such merchant. */
+  async setDisabled(id: string, disabled: boolean): Promise<boolean> {
+    const r = await this.merchants.update({ id }, { disabled, updatedAt: () => 'now()' });
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** The merchant behind a live onboarding token: its hash matches and onboarding is not complete. */
+  findOnboarding(tokenHash: Buffer): Promise<MerchantEntity | null> {
+    return this.merchants.findOneBy({ onboardingTokenHash: tokenHash, onboardingStatus: 'incomplete' });
+  }
+
+  /** Sets the first nonce; a concurrent first read may have set one already, and then it stays. */
+  async setNonceIfMissing(id: string, nonce: string): Promise<void> {
+    await this.merchants
+      .createQueryBuilder()
+      .update(MerchantEntity)
+      .set({ onboardingNonce: nonce })
+      .where('id = :id AND onboarding_nonce IS NULL', { id })
+      .execute();
+  }
+
+  /**
+   * Records the proven wallet and replaces the nonce. The nonce is single use: the UPDATE only wins while it
+   * still holds the nonce that was signed (false otherwise). A unique violation when another merchant has the wallet.
+   */
+  async proveWallet(id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
+    const r = await this.merchants
+      .createQueryBuilder()
+      .update(MerchantEntity)
+      .set({ walletAddress: wallet, walletVerifiedAt: () => 'now()', onboardingNonce: nextNonce, updatedAt: () => 'now()' })
+      .where(`id = :id AND onboarding_nonce = :signedNonce AND onboarding_status = 'incomplete'`, { id, signedNonce })
+      .execute();
+    return (r.affected ?? 0) > 0;
+  }
+
+  /** Completes onboarding once: false when it already was. Absent fields keep their value. */
+  async complete(
+    id: string,
+    f: { termsVersion: string; displayName?: string; businessName?: string; country?: string; displayCurrency: string },
+  ): Promise<boolean> {
+    const r = await this.merchants
+      .createQueryBuilder()
+      .update(MerchantEntity)
+      .set({
+        onboardingStatus: 'complete',
+        termsVersion: f.termsVersion,
+        termsAcceptedAt: () => 'now()',
+        ...(f.displayName != null ? { displayName: f.displayName } : {}),
+        ...(f.businessName != null ? { businessName: f.businessName } : {}),
+        ...(f.country != null ? { country: f.country } : {}),
+        displayCurrency: f.displayCurrency,
+        onboardingNonce: null,
+        updatedAt: () => 'now()',
+      })
+      .where(`id = :id AND onboarding_status = 'incomplete'`, { id })
+      .execute();
+    return (r.affected ?? 0) > 0;
+  }
+}
