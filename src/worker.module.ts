@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { RatesWorkerModule } from './modules/rates/rates.processor';
+import { RatesWorkerModule } from './modules/rates/rates-worker.module';
 import { RequestsWorkerModule } from './modules/requests/requests.module';
 import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module';
 

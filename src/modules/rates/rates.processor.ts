@@ -1,5 +1,5 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
-import { Inject, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { QUEUES } from '../../common/queue/queues';
@@ -32,6 +32,3 @@ export class RatesProcessor extends WorkerHost implements OnApplicationBootstrap
     return (await this.rates.refresh()).length;
   }
 }
-
-@Module({ providers: [RatesProcessor] })
-export class RatesWorkerModule {}
