@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Mode } from '../../config/config';
 import { Db } from '../../database/db';
-import { assetId } from '../requests/domain/payment-request';
+import { assetId } from './asset-id';
 import type { ChainReader } from './chain-reader';
 
 export interface Asset {

@@ -1,5 +1,6 @@
 import { iso } from '../../../common/time';
-import { assetId, type PaymentRequest } from '../domain/payment-request';
+import { assetId } from '../../chain/asset-id';
+import type { PaymentRequest } from '../domain/payment-request';
 import { effectiveStatus } from '../domain/transitions';
 
 /** The payment request object of spec §2.1: exactly its fields; memo, payment_mode and customer_* stay inside. */
