@@ -58,6 +58,15 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
     return this.assets.get(mode) ?? null;
   }
 
+  /** Symbol and decimals of a token as last read from its contract (also for an asset no mode uses now). */
+  async storedAsset(chainId: bigint, token: string): Promise<{ symbol: string; decimals: number } | null> {
+    const [row] = await this.db.query<{ symbol: string; decimals: number }>(
+      `SELECT symbol, decimals FROM assets WHERE chain_id = $1 AND token_address = $2`,
+      [chainId.toString(), token],
+    );
+    return row ?? null;
+  }
+
   /** The reader of a mode whose chain id checked out; null while verification is off for it. */
   reader(mode: Mode): ChainReader | null {
     return this.health.get(mode)?.state === 'chain_id_mismatch' ? null : (this.readers.get(mode) ?? null);
