@@ -1,38 +1,48 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
 import { isUuid } from '../../../common/ids';
-import { Db } from '../../../database/db';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merchant-directory';
+import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { RatesService } from '../../rates/rates.service';
 import { fiatToTokenAmount } from '../domain/amount';
+import type { PaymentRequest } from '../domain/payment-request';
 import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../domain/request-rules';
 import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
 import { toRequestResponse } from '../http/request.mapper';
-import { RequestsRepository } from '../infrastructure/requests.repository';
+import { RequestsRepository, type NewRequest } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 
 const PAGE_DEFAULT = 50;
+
+export interface RequestPage {
+  items: PaymentRequest[];
+  hasMore: boolean;
+  limit: number;
+  offset: number;
+}
 
 /** The partner API's use cases on payment requests (spec §4.1–4.4). */
 @Injectable()
 export class RequestsService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly db: Db,
+    private readonly dataSource: DataSource,
     private readonly repo: RequestsRepository,
     private readonly assets: AssetRegistry,
     private readonly rates: RatesService,
     private readonly afterCommit: AfterCommit,
     private readonly directory: MerchantDirectory,
+    private readonly merchants: MerchantGate,
   ) {}
 
   /** DESIGN §3 order: ownership (404) and mode, idempotent replay, then onboarding, disabled, currency, expiry. */
-  async create(p: Principal, dto: CreateRequestDto, fresh = false): Promise<{ body: Record<string, unknown>; created: boolean }> {
+  async create(p: Principal, dto: CreateRequestDto, fresh = false): Promise<{ request: PaymentRequest; created: boolean }> {
     // The merchant comes from the in-process directory (evicted on every change); ownership is checked here.
     const m = await this.directory.forCreate(dto.account_id);
     if (!m || m.partner_id !== p.partnerId) throw AppError.notFound();
@@ -46,11 +56,11 @@ export class RequestsService {
     if (problem || !asset || !rate) {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
       const existing = dto.idempotency_key ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotency_key) : null;
-      if (existing) return { body: this.respond(existing, true), created: false };
+      if (existing) return { request: existing, created: false };
       throw problem;
     }
     const expiry = dto.expiry_minutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
-    const outcome = await this.repo.insertOrFind({
+    const n: NewRequest = {
       id: randomUUID(),
       partnerId: p.partnerId,
       merchantId: m.id,
@@ -71,6 +81,13 @@ export class RequestsService {
       metadata: dto.metadata ?? {},
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
+    };
+    const outcome = await this.dataSource.transaction(async (em) => {
+      // The merchant as create saw it (possibly from a cache) must still hold when the request commits: the
+      // row is read FOR SHARE, so a concurrent change waits for this transaction.
+      const current = await this.merchants.lockForCreate(em, m.id);
+      if (!current || !sameForCreate(current, m)) return null;
+      return this.repo.insertOrFind(em, n);
     });
     if (!outcome) {
       // The cached merchant was stale (changed on another instance a moment ago): decide again on a fresh read.
@@ -78,9 +95,8 @@ export class RequestsService {
       this.directory.evict(m.id);
       return this.create(p, dto, true);
     }
-    const { request, created } = outcome;
-    if (created) void this.afterCommit.requestCreated(request.id, request.expiresAt);
-    return { body: this.respond(request, !created), created };
+    if (outcome.created) void this.afterCommit.requestCreated(outcome.request.id, outcome.request.expiresAt);
+    return outcome;
   }
 
   /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
@@ -96,13 +112,13 @@ export class RequestsService {
     return null;
   }
 
-  async get(p: Principal, id: string): Promise<Record<string, unknown>> {
+  async get(p: Principal, id: string): Promise<PaymentRequest> {
     const r = isUuid(id) ? await this.repo.findOwned(p.partnerId, p.mode === 'test', id) : null;
     if (!r) throw AppError.notFound();
-    return this.respond(r);
+    return r;
   }
 
-  async list(p: Principal, q: ListRequestsQuery): Promise<Record<string, unknown>> {
+  async list(p: Principal, q: ListRequestsQuery): Promise<RequestPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;
     const { items, hasMore } = await this.repo.list({
@@ -116,22 +132,30 @@ export class RequestsService {
       limit,
       offset,
     });
-    const now = new Date();
-    return { ok: true, requests: items.map((r) => toRequestResponse(r, this.config.payUrl, now)), has_more: hasMore, limit, offset };
+    return { items, hasMore, limit, offset };
   }
 
   /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
-  async cancel(p: Principal, id: string): Promise<Record<string, unknown>> {
+  async cancel(p: Principal, id: string): Promise<PaymentRequest> {
     if (!isUuid(id)) throw AppError.notFound();
     const scope = { partnerId: p.partnerId, testMode: p.mode === 'test' };
-    const voided = await this.repo.applyStatus(this.db, id, 'cancel', scope);
-    if (voided) return this.respond(voided);
+    const voided = await this.repo.applyStatus(id, 'cancel', { scope });
+    if (voided) return voided;
     const current = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
     if (!current) throw AppError.notFound();
-    throw new AppError('cannot_cancel', { ...this.respond(current), ok: false, error: 'cannot_cancel' });
+    const fields = toRequestResponse(current, this.config.payUrl, new Date());
+    throw new AppError('cannot_cancel', { ...fields, ok: false, error: 'cannot_cancel' });
   }
+}
 
-  private respond(r: Parameters<typeof toRequestResponse>[0], replay = false): Record<string, unknown> {
-    return toRequestResponse(r, this.config.payUrl, new Date(), replay);
-  }
+/** What the request is built from is still what the merchant row says (enabled, onboarded, same wallet and currency). */
+function sameForCreate(now: MerchantForCreate, seen: MerchantForCreate): boolean {
+  return (
+    now.partner_id === seen.partner_id &&
+    now.test_mode === seen.test_mode &&
+    !now.disabled &&
+    now.onboarding_status === 'complete' &&
+    now.wallet_address === seen.wallet_address &&
+    now.display_currency === seen.display_currency
+  );
 }

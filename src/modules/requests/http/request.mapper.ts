@@ -25,3 +25,12 @@ export function toRequestResponse(r: PaymentRequest, payUrl: string, now: Date, 
   if (replay) body.idempotent_replay = true;
   return body;
 }
+
+/** GET /api/v1/requests: a page of requests. */
+export function toRequestList(
+  page: { items: PaymentRequest[]; hasMore: boolean; limit: number; offset: number },
+  payUrl: string,
+  now: Date,
+): Record<string, unknown> {
+  return { ok: true, requests: page.items.map((r) => toRequestResponse(r, payUrl, now)), has_more: page.hasMore, limit: page.limit, offset: page.offset };
+}

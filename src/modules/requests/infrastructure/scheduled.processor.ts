@@ -1,0 +1,56 @@
+import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import type { Job, Queue } from 'bullmq';
+import { APP_CONFIG, type AppConfig } from '../../../config/config';
+import { QUEUES, SCHEDULED_JOBS } from '../../../common/queue/queues';
+import { keepSchedules } from '../../../common/queue/schedules';
+import { ChainScanService } from '../application/chain-scan.service';
+import { RequestsRepository } from './requests.repository';
+
+/**
+ * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
+ * BullMQ hands any job of a queue to any of its workers, so the queue has one processor dispatching by name.
+ */
+@Processor(QUEUES.scheduled, { concurrency: 2 })
+export class ScheduledProcessor extends WorkerHost implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Scheduled');
+  private stop?: () => void;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectQueue(QUEUES.scheduled) private readonly queue: Queue,
+    private readonly scan: ChainScanService,
+    private readonly repo: RequestsRepository,
+  ) {
+    super();
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.stop = await keepSchedules(
+      [
+        { queue: this.queue, id: SCHEDULED_JOBS.chainScan, every: this.config.chainScanIntervalMs },
+        { queue: this.queue, id: SCHEDULED_JOBS.expirySweep, every: this.config.expirySweepIntervalMs },
+      ],
+      this.logger,
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.stop?.();
+  }
+
+  async process(job: Job): Promise<unknown> {
+    switch (job.name) {
+      case SCHEDULED_JOBS.chainScan:
+        return this.scan.scanAll();
+      case SCHEDULED_JOBS.expirySweep: {
+        const expired = await this.repo.expireLapsed();
+        const released = await this.repo.releaseClosedAmounts();
+        if (expired || released) this.logger.log(`expired ${expired} requests, released ${released} amounts`);
+        return { expired, released };
+      }
+      default:
+        throw new Error(`no handler for scheduled job ${job.name}`);
+    }
+  }
+}
