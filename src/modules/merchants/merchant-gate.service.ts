@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { MerchantForCreate } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
 
@@ -12,18 +12,15 @@ export class MerchantGate {
   constructor(private readonly dataSource: DataSource) {}
 
   /**
-   * The merchant as it stands, read in the caller's transaction with FOR SHARE: a change to it (disable,
-   * wallet, currency, onboarding) waits until that transaction ends, so what create checks here still holds
-   * when its request commits, whatever a cache said before.
+   * The merchant as it stands now, never from a cache: create decides on this read and inserts right after,
+   * so a merchant disabled, re-walleted or changed before the create began cannot get a request (the same
+   * guarantee as the former merchant condition inside the INSERT, whose snapshot also preceded the insert).
    */
-  async lockForCreate(em: EntityManager, merchantId: string): Promise<MerchantForCreate | null> {
-    const m = await em
-      .getRepository(MerchantEntity)
-      .createQueryBuilder('m')
-      .select(['m.id', 'm.partnerId', 'm.testMode', 'm.onboardingStatus', 'm.disabled', 'm.displayCurrency', 'm.walletAddress'])
-      .where('m.id = :merchantId', { merchantId })
-      .setLock('pessimistic_read')
-      .getOne();
+  async currentForCreate(merchantId: string): Promise<MerchantForCreate | null> {
+    const m = await this.dataSource.getRepository(MerchantEntity).findOne({
+      select: { id: true, partnerId: true, testMode: true, onboardingStatus: true, disabled: true, displayCurrency: true, walletAddress: true },
+      where: { id: merchantId },
+    });
     return m
       ? {
           id: m.id,

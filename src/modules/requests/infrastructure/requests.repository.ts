@@ -104,7 +104,7 @@ export class RequestsRepository {
    * Inserts, or finds the request that already holds (partner, merchant, key). Returns created=false for the
    * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner.
    */
-  async insertOrFind(em: EntityManager, n: NewRequest): Promise<{ request: PaymentRequest; created: boolean }> {
+  async insertOrFind(n: NewRequest, em: EntityManager = this.requests.manager): Promise<{ request: PaymentRequest; created: boolean }> {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
       n.rate, n.baseAmount.toString(), n.chainId.toString(), n.tokenAddress, n.recipient, n.memo, n.paymentMode,
       n.customerName, n.customerEmail, n.customerPhone, JSON.stringify(n.metadata), n.expiryMinutes, n.graceMinutes];
@@ -123,9 +123,16 @@ export class RequestsRepository {
     return e ? toDomain(e) : null;
   }
 
+  /**
+   * The get path. Hand-written: with findOneBy the bench's get ratio was 0.19 of the bare SELECT, with this
+   * statement 0.27 (npm run bench, 3 × 5 s, same machine and hour; entity hydration is the difference).
+   */
   async findOwned(partnerId: string, testMode: boolean, id: string): Promise<PaymentRequest | null> {
-    const e = await this.requests.findOneBy({ id, partnerId, testMode });
-    return e ? toDomain(e) : null;
+    const [row] = await this.requests.query<RequestRow[]>(
+      `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE id = $1 AND partner_id = $2 AND test_mode = $3`,
+      [id, partnerId, testMode],
+    );
+    return row ? rowToDomain(row) : null;
   }
 
   /** forUpdate needs em's transaction: the row stays locked until it ends. */
