@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { RatesWorkerModule } from './modules/rates/rates-worker.module';
-import { RequestsWorkerModule } from './modules/requests/requests.module';
+import { RequestsWorkerModule } from './modules/requests/requests-worker.module';
 import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module';
 
 /**

@@ -256,10 +256,10 @@ describe('expiry', () => {
       const [cancel, open] = await Promise.all([
         call(svc.publicUrl, 'POST', `/api/v1/requests/${r.id}/cancel`, { key: partner.testKey }),
         call(svc.publicUrl, 'POST', `/pay/api/${r.id}/open`),
-        repo.applyStatus(db, r.id, 'expire'),
+        repo.applyStatus(r.id, 'expire'),
       ]);
       await sleep(30);
-      await repo.applyStatus(db, r.id, 'expire');
+      await repo.applyStatus(r.id, 'expire');
       const [row] = await db.query(`SELECT status, voided_at, expired_at, opened_at FROM payment_requests WHERE id = $1`, [r.id]);
       expect(['voided', 'expired']).toContain(row.status);
       if (row.status === 'voided') {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Mode } from '../../config/config';
-import { assetId } from '../requests/domain/payment-request';
 import { AssetRepository } from './asset.repository';
+import { assetId } from './asset-id';
 import type { ChainReader } from './chain-reader';
 
 export interface Asset {
@@ -56,6 +56,12 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
 
   asset(mode: Mode): Asset | null {
     return this.assets.get(mode) ?? null;
+  }
+
+  /** Symbol and decimals of a token as last read from its contract (also for an asset no mode uses now). */
+  async storedAsset(chainId: bigint, token: string): Promise<{ symbol: string; decimals: number } | null> {
+    const row = await this.repo.find(chainId, token);
+    return row ? { symbol: row.symbol, decimals: row.decimals } : null;
   }
 
   /** The reader of a mode whose chain id checked out; null while verification is off for it. */

@@ -5,6 +5,7 @@ import { AuthModule } from '../auth/auth.module';
 import { MerchantDirectory } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
 import { MerchantRepository } from './merchant.repository';
+import { MerchantGate } from './merchant-gate.service';
 import { MerchantsController } from './merchants.controller';
 import { MerchantsService } from './merchants.service';
 import { OnboardingController } from './onboarding.controller';
@@ -13,7 +14,7 @@ import { OnboardingService } from './onboarding.service';
 @Module({
   imports: [TypeOrmModule.forFeature([MerchantEntity]), PartnersModule, AuthModule],
   controllers: [MerchantsController, OnboardingController],
-  providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory],
-  exports: [MerchantsService, OnboardingService, MerchantDirectory],
+  providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory, MerchantGate],
+  exports: [MerchantsService, OnboardingService, MerchantDirectory, MerchantGate],
 })
 export class MerchantsModule {}

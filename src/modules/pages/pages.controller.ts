@@ -35,7 +35,7 @@ export class PagesController {
 
   @Get('pay/:id')
   async payPage(@Param('id', UuidParamPipe) id: string): Promise<string> {
-    const view = (await this.pay.view(id)) as unknown as PayView;
+    const view: PayView = await this.pay.view(id);
     const qr = await qrSvg(view.payment_uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
     return renderPayPage(view, qr, { stylesheet: this.assets.url('pages.css'), script: this.assets.url('pay.js') }, new Date());
   }

@@ -1,12 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import type { Mode } from '../../../config/config';
-import { Db, isUniqueViolation, type Queryable } from '../../../database/db';
+import { isUniqueViolation } from '../../../database/pg-errors';
 import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import type { PaymentRequest } from '../domain/payment-request';
 import { confirmations, judgeTransaction, type NoPayReason } from '../domain/pay-rule';
-import { RequestsRepository, VERIFIABLE_FROM } from '../infrastructure/requests.repository';
+import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 
 export type ProofSource = 'payer' | 'chain_scan';
@@ -30,7 +31,7 @@ export class VerificationService {
   private readonly logger = new Logger('Verification');
 
   constructor(
-    private readonly db: Db,
+    private readonly dataSource: DataSource,
     private readonly repo: RequestsRepository,
     private readonly assets: AssetRegistry,
     private readonly outbox: EventOutbox,
@@ -38,7 +39,7 @@ export class VerificationService {
   ) {}
 
   async verify(requestId: string, txHash: string, source: ProofSource): Promise<VerifyOutcome> {
-    const r = await this.repo.findById(this.db, requestId);
+    const r = await this.repo.findById(requestId);
     if (!r) return { kind: 'moot', why: 'missing' };
     if (r.proofStatus === 'verified') return { kind: 'moot', why: 'already_verified' };
     if (source === 'payer' && r.txHash !== txHash) return { kind: 'moot', why: 'superseded' };
@@ -76,18 +77,8 @@ export class VerificationService {
    */
   private async claim(r: PaymentRequest, t: ChainTransfer, source: ProofSource): Promise<boolean> {
     try {
-      const eventIds = await this.db.dataSource.transaction(async (em) => {
-        // Minimal bridge until the requests module moves to TypeORM: EventOutbox.record takes the EntityManager
-        // (structured result: rows for UPDATE … RETURNING too).
-        const tx: Queryable = { query: async (sql, params) => (await em.queryRunner!.query(sql, params, true)).records };
-        const rows = await tx.query(
-          `UPDATE payment_requests
-              SET proof_status = 'verified', proof_verified_at = now(), tx_hash = $2, claimed_log_index = $3,
-                  payer_address = $4, proof_source = $5, verify_note = NULL, updated_at = now()
-            WHERE id = $1 AND proof_status = ANY($6) RETURNING id`,
-          [r.id, t.txHash, t.logIndex, t.from, source, VERIFIABLE_FROM],
-        );
-        if (rows.length === 0) return null;
+      const eventIds = await this.dataSource.transaction(async (em) => {
+        if (!(await this.repo.claim(em, r.id, t, source))) return null;
         const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
         return [e.id];
       });
@@ -103,9 +94,7 @@ export class VerificationService {
 
   private async reject(r: PaymentRequest, source: ProofSource, reason: RejectReason): Promise<VerifyOutcome> {
     // The reason is kept on the request for operators when it concerns the hash the payer submitted.
-    if (source === 'payer') {
-      await this.db.query(`UPDATE payment_requests SET verify_note = $2, updated_at = now() WHERE id = $1 AND proof_status <> 'verified'`, [r.id, reason]);
-    }
+    if (source === 'payer') await this.repo.noteRejection(r.id, reason);
     return { kind: 'rejected', reason };
   }
 }

@@ -26,7 +26,3 @@ export interface PaymentRequest {
   payerAddress: string | null;
   proofVerifiedAt: Date | null;
 }
-
-export function assetId(chainId: bigint, token: string): string {
-  return `eip155:${chainId}/erc20:${token}`;
-}

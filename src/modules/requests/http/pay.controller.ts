@@ -13,20 +13,20 @@ export class PayController {
   constructor(private readonly pay: PayService) {}
 
   @Get(':id')
-  view(@Param('id', UuidParamPipe) id: string) {
-    return this.pay.view(id);
+  async view(@Param('id', UuidParamPipe) id: string) {
+    return { ok: true, ...(await this.pay.view(id)) };
   }
 
   @Post(':id/open')
   @HttpCode(200)
-  open(@Param('id', UuidParamPipe) id: string) {
-    return this.pay.open(id);
+  async open(@Param('id', UuidParamPipe) id: string) {
+    return { ok: true, ...(await this.pay.open(id)) };
   }
 
   @Post(':id/proof')
   @HttpCode(200)
-  proof(@Param('id', UuidParamPipe) id: string, @Body() body: unknown) {
+  async proof(@Param('id', UuidParamPipe) id: string, @Body() body: unknown) {
     const hash = body && typeof body === 'object' && !Array.isArray(body) ? (body as { tx_hash?: unknown }).tx_hash : undefined;
-    return this.pay.submitProof(id, hash);
+    return { ok: true, ...(await this.pay.submitProof(id, hash)) };
   }
 }

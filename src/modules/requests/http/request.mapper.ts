@@ -1,5 +1,6 @@
 import { iso } from '../../../common/time';
-import { assetId, type PaymentRequest } from '../domain/payment-request';
+import { assetId } from '../../chain/asset-id';
+import type { PaymentRequest } from '../domain/payment-request';
 import { effectiveStatus } from '../domain/transitions';
 
 /** The payment request object of spec §2.1: exactly its fields; memo, payment_mode and customer_* stay inside. */
@@ -23,4 +24,13 @@ export function toRequestResponse(r: PaymentRequest, payUrl: string, now: Date, 
   };
   if (replay) body.idempotent_replay = true;
   return body;
+}
+
+/** GET /api/v1/requests: a page of requests. */
+export function toRequestList(
+  page: { items: PaymentRequest[]; hasMore: boolean; limit: number; offset: number },
+  payUrl: string,
+  now: Date,
+): Record<string, unknown> {
+  return { ok: true, requests: page.items.map((r) => toRequestResponse(r, payUrl, now)), has_more: page.hasMore, limit: page.limit, offset: page.offset };
 }

@@ -1,47 +1,49 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { BodyCheckGuard } from '../../../common/http/body';
+import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 import type { Response } from 'express';
+import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { ApiKeyGuard, type AuthedRequest } from '../../auth/api-key.guard';
 import { RequireScope } from '../../auth/scopes';
 import { RequestsService } from '../application/requests.service';
 import { CreateRequestDto, ListRequestsQuery } from './request.dto';
-import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
+import { toRequestList, toRequestResponse } from './request.mapper';
 
 @Controller('api/v1/requests')
 @UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
 export class RequestsController {
-  constructor(private readonly requests: RequestsService) {}
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly requests: RequestsService) {}
 
   @Post('create')
   @RequireScope('requests:write')
   @RateLimit(60)
   async create(@Req() req: AuthedRequest, @Body() dto: CreateRequestDto, @Res({ passthrough: true }) res: Response) {
-    const { body, created } = await this.requests.create(req.principal, dto);
+    const { request, created } = await this.requests.create(req.principal, dto);
     res.status(created ? 201 : 200);
-    return body;
+    return toRequestResponse(request, this.config.payUrl, new Date(), !created);
   }
 
   @Get()
   @RequireScope('requests:read')
   @RateLimit(60)
-  list(@Req() req: AuthedRequest, @Query() q: ListRequestsQuery) {
-    return this.requests.list(req.principal, q);
+  async list(@Req() req: AuthedRequest, @Query() q: ListRequestsQuery) {
+    return toRequestList(await this.requests.list(req.principal, q), this.config.payUrl, new Date());
   }
 
   @Get(':id')
   @RequireScope('requests:read')
   @RateLimit(60)
-  get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return this.requests.get(req.principal, id);
+  async get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
+    return toRequestResponse(await this.requests.get(req.principal, id), this.config.payUrl, new Date());
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
   @RequireScope('requests:write')
   @RateLimit(60)
-  cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return this.requests.cancel(req.principal, id);
+  async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
+    return toRequestResponse(await this.requests.cancel(req.principal, id), this.config.payUrl, new Date());
   }
 }

@@ -1,7 +1,7 @@
 import type { PaymentRequest } from '../domain/payment-request';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
 
-/** A payment_requests row as pg returns it (numeric as string, timestamptz as Date). */
+/** A payment_requests row as the hand-written statements return it (numeric as string, timestamptz as Date). */
 export interface RequestRow {
   id: string;
   partner_id: string;
@@ -32,7 +32,7 @@ export const REQUEST_COLUMNS = `id, partner_id, merchant_id, test_mode, status, 
   rate, amount, chain_id, token_address, recipient, memo, payment_mode, metadata, expires_at, claim_until, created_at,
   tx_hash, proof_source, payer_address, proof_verified_at`;
 
-export function toDomain(r: RequestRow): PaymentRequest {
+export function rowToDomain(r: RequestRow): PaymentRequest {
   return {
     id: r.id,
     partnerId: r.partner_id,

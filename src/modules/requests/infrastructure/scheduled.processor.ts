@@ -1,44 +1,11 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { DelayedError, type Job, type Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { QUEUES, SCHEDULED_JOBS, type ExpiryJob, type VerificationJob } from '../../../common/queue/queues';
+import { QUEUES, SCHEDULED_JOBS } from '../../../common/queue/queues';
 import { keepSchedules } from '../../../common/queue/schedules';
-import { Db } from '../../../database/db';
-import { cappedBackoff } from '../application/after-commit';
 import { ChainScanService } from '../application/chain-scan.service';
-import { VerificationService } from '../application/verification.service';
 import { RequestsRepository } from './requests.repository';
-
-/** Verifies a submitted hash; waits (delayed, not failed) for the transaction and its confirmations. */
-@Processor(QUEUES.verification, { concurrency: 20, settings: { backoffStrategy: cappedBackoff } })
-export class VerificationProcessor extends WorkerHost {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly verification: VerificationService) {
-    super();
-  }
-
-  async process(job: Job<VerificationJob>, token?: string): Promise<string> {
-    const outcome = await this.verification.verify(job.data.requestId, job.data.txHash, 'payer');
-    if (outcome.kind === 'wait') {
-      await job.moveToDelayed(Date.now() + this.config.verifyPollMs, token);
-      throw new DelayedError();
-    }
-    return outcome.kind === 'rejected' ? `rejected: ${outcome.reason}` : outcome.kind;
-  }
-}
-
-/** Expires one request at its expires_at; a no-op when anything else happened to it first. */
-@Processor(QUEUES.expiry, { concurrency: 10 })
-export class ExpiryProcessor extends WorkerHost {
-  constructor(private readonly db: Db, private readonly repo: RequestsRepository) {
-    super();
-  }
-
-  async process(job: Job<ExpiryJob>): Promise<string> {
-    const expired = await this.repo.applyStatus(this.db, job.data.requestId, 'expire');
-    return expired ? 'expired' : 'unchanged';
-  }
-}
 
 /**
  * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
