@@ -8,3 +8,9 @@ export function isUniqueViolation(e: unknown, constraint?: string): boolean {
 export function isForeignKeyViolation(e: unknown): boolean {
   return (e as { code?: string })?.code === '23503';
 }
+
+/** Postgres check_violation (23514) of the named check or rule (a CHECK constraint, or a trigger raising it by name). */
+export function isCheckViolation(e: unknown, constraint: string): boolean {
+  const err = e as { code?: string; constraint?: string };
+  return err?.code === '23514' && err.constraint === constraint;
+}

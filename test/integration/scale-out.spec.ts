@@ -126,3 +126,28 @@ it('a merchant cache that missed its eviction still cannot create a request for 
   expect(refused.status).toBe(400);
   expect(refused.body.error).toBe('merchant_disabled');
 });
+
+it('a merchant cache that missed a wallet change prices the request for the new wallet, never the old one', async () => {
+  const other = await createOnboardedMerchant(a, partner.testKey);
+  const body = { account_id: other.id, fiat_amount_int: 610 };
+  expect((await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body })).status).toBe(201);
+  const newWallet = `0x${'5'.repeat(36)}${other.id.replace(/-/g, '').slice(0, 4)}`;
+  await db.query(`UPDATE merchants SET wallet_address = $2 WHERE id = $1`, [other.id, newWallet]);
+  const created = await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+  expect(created.status).toBe(201);
+  const [row] = await db.query<{ recipient: string }>(`SELECT recipient FROM payment_requests WHERE id = $1`, [created.body.request_id]);
+  expect(row.recipient).toBe(newWallet);
+});
+
+it('with a stale merchant cache, a replay of an earlier key still returns the original after a disable', async () => {
+  const other = await createOnboardedMerchant(a, partner.testKey);
+  const body = { account_id: other.id, fiat_amount_int: 620, idempotency_key: `stale-${other.id}` };
+  const first = await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+  expect(first.status).toBe(201);
+  await db.query(`UPDATE merchants SET disabled = true WHERE id = $1`, [other.id]);
+  const replay = await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body });
+  expect(replay.status).toBe(200);
+  expect(replay.body).toMatchObject({ request_id: first.body.request_id, idempotent_replay: true });
+  const fresh = await call(a.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { ...body, idempotency_key: `stale-2-${other.id}` } });
+  expect(fresh.body.error).toBe('merchant_disabled');
+});

@@ -4,6 +4,7 @@ import { In, type EntityManager, type Repository } from 'typeorm';
 import type { PaymentRequest } from '../domain/payment-request';
 import { PROOF_TRANSITIONS, STATUS_TRANSITIONS, type ProofStatus, type RequestStatus, type StatusTrigger } from '../domain/transitions';
 import type { RequestFacts } from '../../webhooks/request-facts.port';
+import { isCheckViolation } from '../../../database/pg-errors';
 import { PaymentRequestEntity } from './payment-request.entity';
 import { REQUEST_COLUMNS, rowToDomain, type RequestRow } from './request.row';
 
@@ -102,14 +103,24 @@ export class RequestsRepository {
 
   /**
    * Inserts, or finds the request that already holds (partner, merchant, key). Returns created=false for the
-   * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner.
+   * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner. Returns
+   * null when the merchant no longer is what the caller saw (the payment_requests_merchant_holds rule of the
+   * schema refused the row: disabled, not onboarded, or wallet or currency changed since the caller's read).
    */
-  async insertOrFind(n: NewRequest, em: EntityManager = this.requests.manager): Promise<{ request: PaymentRequest; created: boolean }> {
+  async insertOrFind(n: NewRequest, em: EntityManager = this.requests.manager): Promise<{ request: PaymentRequest; created: boolean } | null> {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
       n.rate, n.baseAmount.toString(), n.chainId.toString(), n.tokenAddress, n.recipient, n.memo, n.paymentMode,
       n.customerName, n.customerEmail, n.customerPhone, JSON.stringify(n.metadata), n.expiryMinutes, n.graceMinutes];
     for (let attempt = 0; ; attempt++) {
-      const [row] = await em.query<RequestRow[]>(INSERT_SQL, params);
+      let row: RequestRow | undefined;
+      try {
+        [row] = await em.query<RequestRow[]>(INSERT_SQL, params);
+      } catch (e) {
+        if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
+        // An idempotent replay still returns the original (DESIGN §3), whatever the merchant is now.
+        const replay = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey, em);
+        return replay ? { request: replay, created: false } : null;
+      }
       if (row) return { request: rowToDomain(row), created: true };
       const existing = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey, em);
       if (existing) return { request: existing, created: false };
