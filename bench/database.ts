@@ -36,7 +36,7 @@ export async function dropDatabase(url: string): Promise<void> {
 export async function migrate(url: string): Promise<void> {
   await runNode('migrate', [...SWC, 'scripts/migrate.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: url },
+    env: { ...process.env, NODE_ENV: 'development', DATABASE_URL: url },
   });
 }
 

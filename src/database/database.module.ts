@@ -1,11 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ChangeFeed } from './change-feed';
 import { ChangeFeedRepository } from './change-feed.repository';
 import { dataSourceOptions } from './data-source';
-import { Db } from './db';
 
 /**
  * The one DataSource of the app, from the validated config (TypeOrmModule closes it at shutdown). Modules
@@ -19,8 +17,7 @@ import { Db } from './db';
       useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config.databaseUrl), retryAttempts: 0 }),
     }),
   ],
-  // Db: legacy raw-SQL access, kept only until every module reads through its repositories.
-  providers: [ChangeFeedRepository, ChangeFeed, { provide: Db, inject: [DataSource], useFactory: (ds: DataSource) => new Db(ds) }],
-  exports: [ChangeFeed, Db],
+  providers: [ChangeFeedRepository, ChangeFeed],
+  exports: [ChangeFeed],
 })
 export class DatabaseModule {}

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { start, type Running } from '../../src/bootstrap';
-import { Db } from '../../src/database/db';
 import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
 import { recordProofEvent } from '../factories/events';
@@ -10,6 +9,7 @@ import { loadConfig } from '../../src/config/config';
 import { startService, testEnvVars, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
+import { closeSql, sql } from '../support/db';
 
 /*
  * A worker process killed with SIGKILL in the middle of a delivery: the job's lock expires, another worker
@@ -58,17 +58,18 @@ function spawnWorker(): Promise<ChildProcess> {
 }
 
 let svc: TestService;
-let db: Db;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
 let rec: Receiver;
 let child: ChildProcess | undefined;
 let second: Running | undefined;
 
 beforeAll(async () => {
   svc = await startService({ worker: false, env: workerEnv() });
-  db = svc.app.get(Db);
   rec = await Receiver.start();
 });
 afterAll(async () => {
+  await closeSql();
   if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await second?.close();
   await svc?.close();

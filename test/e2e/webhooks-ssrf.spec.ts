@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { Db } from '../../src/database/db';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
 import { recordProofEvent } from '../factories/events';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
+import { closeSql, sql } from '../support/db';
 
 /*
  * The SSRF guard as production runs it (WEBHOOK_ALLOW_PRIVATE_URLS=false): internal addresses are refused
@@ -13,7 +13,8 @@ import { testEnv } from '../support/test-env';
  * leaves loopback: refused URLs are judged without connecting, and the only DNS names are localhost ones.
  */
 let svc: TestService;
-let db: Db;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
 let rec: Receiver;
 
 beforeAll(async () => {
@@ -28,10 +29,10 @@ beforeAll(async () => {
       REDIS_PREFIX: `${testEnv().redisPrefix}-whssrf`,
     },
   });
-  db = svc.app.get(Db);
   rec = await Receiver.start();
 });
 afterAll(async () => {
+  await closeSql();
   await svc?.close();
   await rec?.close();
 });

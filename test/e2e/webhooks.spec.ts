@@ -3,7 +3,6 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { QUEUES } from '../../src/common/queue/queues';
-import { Db } from '../../src/database/db';
 import type { EventKind } from '../../src/modules/webhooks/event-outbox';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { verifyWebhook, WebhookVerificationError } from '../../sdk/webhook-verify/src/index';
@@ -14,6 +13,7 @@ import { startService, type TestService } from '../support/app';
 import { withinOneMinute } from '../support/clock';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
+import { closeSql, sql } from '../support/db';
 
 /*
  * Webhook delivery end to end (issue 4): a real service with its worker, real Postgres and Redis, and real
@@ -32,7 +32,8 @@ const DELAYS = [200, 400];
 const REDIS_PREFIX = `${testEnv().redisPrefix}-wh`;
 
 let svc: TestService;
-let db: Db;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
 const receivers: Receiver[] = [];
 
 beforeAll(async () => {
@@ -45,9 +46,9 @@ beforeAll(async () => {
       REDIS_PREFIX,
     },
   });
-  db = svc.app.get(Db);
 });
 afterAll(async () => {
+  await closeSql();
   await svc?.close();
   await Promise.all(receivers.map((r) => r.close()));
 });

@@ -1,5 +1,4 @@
 import { Interface, JsonRpcProvider, Wallet } from 'ethers';
-import { Db } from '../../src/database/db';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import {
   DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, snapshot, startLocalNode,
@@ -11,6 +10,7 @@ import { startService, type TestService } from '../support/app';
 import { call } from '../support/http';
 import { TcpProxy } from '../support/tcp-proxy';
 import { sleep, waitFor } from '../support/wait';
+import { closeSql, sql } from '../support/db';
 
 /**
  * Issue 3 on a real chain: this file runs its own Hardhat node behind a cuttable proxy, so it can move
@@ -23,7 +23,8 @@ let proxy: TcpProxy;
 let token: string;
 let fakeToken: string;
 let svc: TestService;
-let db: Db;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
 let partner: TestPartner;
 let merchant: { id: string; wallet: Wallet };
 
@@ -48,12 +49,12 @@ beforeAll(async () => {
       CHAIN_RPC_TIMEOUT_MS: '1000',
     },
   });
-  db = svc.app.get(Db);
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
 }, 60000);
 
 afterAll(async () => {
+  await closeSql();
   await svc?.close();
   await proxy?.stop();
   await node?.stop();

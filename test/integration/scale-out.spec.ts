@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
-import { Db } from '../../src/database/db';
 import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { Receiver } from '../support/receiver';
@@ -8,6 +7,7 @@ import { startService, type TestService } from '../support/app';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
 import { sleep, waitFor } from '../support/wait';
+import { closeSql, sql } from '../support/db';
 
 /**
  * DESIGN §1: two API servers and two workers against one Postgres and one Redis behave like one of each —
@@ -16,7 +16,8 @@ import { sleep, waitFor } from '../support/wait';
  */
 let a: TestService;
 let b: TestService;
-let db: Db;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
 let partner: TestPartner;
 let receiver: Receiver;
 let merchant: { id: string; wallet: Wallet };
@@ -33,7 +34,6 @@ beforeAll(async () => {
   };
   a = await startService({ worker: true, env: shared });
   b = await startService({ worker: true, env: shared });
-  db = a.app.get(Db);
   partner = await createPartner(a);
   merchant = await createOnboardedMerchant(a, partner.testKey);
   receiver = await Receiver.start();
@@ -43,6 +43,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await closeSql();
   await a?.close();
   await b?.close();
   await receiver?.close();

@@ -21,8 +21,9 @@ const MAX_ENTRIES = 50000;
  * Merchants as the create path reads them, cached in process: the merchant lookup is a round trip of every
  * create. Every change that matters to create (disable, enable, wallet, onboarding, currency) calls
  * changed(), which evicts the entry on every instance through Redis at once; the short TTL bounds staleness
- * should a message be lost. The cache is only a shortcut: the request INSERT itself re-checks that the
- * merchant is enabled, onboarded and still has the wallet, so a stale entry can never create a request.
+ * should a message be lost. The cache is only a shortcut: the schema's payment_requests_merchant_holds rule
+ * refuses a request whose merchant is no longer enabled, onboarded, on the same wallet and currency (see
+ * migrations/1764000001000-request-merchant-check.ts), so a stale entry can never create a request.
  */
 @Injectable()
 export class MerchantDirectory implements OnModuleInit {

@@ -1,8 +1,7 @@
 import { Inject, Injectable, ServiceUnavailableException } from '@nestjs/common';
-import { HealthCheckService, HealthIndicatorService, type HealthCheckResult, type HealthIndicatorFunction } from '@nestjs/terminus';
+import { HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator, type HealthCheckResult, type HealthIndicatorFunction } from '@nestjs/terminus';
 import { APP_CONFIG, MODES, type AppConfig, type Mode } from '../../config/config';
 import { RedisConnections } from '../../common/redis/redis.module';
-import { Db } from '../../database/db';
 import { AssetRegistry } from '../chain/asset-registry';
 
 /** Each dependency gets this long to answer; /health/ready answers within about this bound. */
@@ -43,7 +42,7 @@ export class ReadinessService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly health: HealthCheckService,
     private readonly indicators: HealthIndicatorService,
-    private readonly db: Db,
+    private readonly typeorm: TypeOrmHealthIndicator,
     private readonly redis: RedisConnections,
     private readonly assets: AssetRegistry,
   ) {}
@@ -51,7 +50,7 @@ export class ReadinessService {
   async check(): Promise<Readiness> {
     const checks: HealthIndicatorFunction[] = [
       this.indicator('postgres', async () => {
-        await this.db.query('SELECT 1');
+        await this.typeorm.pingCheck('postgres');
       }),
       this.indicator('redis', async () => {
         await this.redis.main.ping();

@@ -3,7 +3,7 @@ import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { Queue } from 'bullmq';
 import { ALL_QUEUES } from '../../common/queue/queues';
-import { Db } from '../../database/db';
+import { DeliveriesService } from '../webhooks/deliveries.service';
 import { MetricsService, SCRAPE_TIMEOUT_MS } from './metrics.service';
 
 export const QUEUE_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
@@ -22,7 +22,7 @@ export class ScrapeCollectors implements OnModuleInit {
   constructor(
     private readonly metrics: MetricsService,
     private readonly moduleRef: ModuleRef,
-    private readonly db: Db,
+    private readonly deliveriesService: DeliveriesService,
   ) {}
 
   onModuleInit(): void {
@@ -40,22 +40,10 @@ export class ScrapeCollectors implements OnModuleInit {
       warn,
     );
 
-    // One statement per scrape, bounded on the server side too (statement_timeout), so a slow count cannot
-    // hold a pool connection after the scrape has given up on it.
-    let deliveries: Promise<{ events: Array<{ state: string; n: number }>; attempts: Array<{ outcome: string; n: number }> }> | null = null;
+    // One read per scrape, shared by both gauges (the webhooks module owns the tables and bounds the read).
+    let deliveries: ReturnType<DeliveriesService['stats']> | null = null;
     const readDeliveries = () => {
-      deliveries ??= this.db
-        .tx(async (tx) => {
-          await tx.query(`SET LOCAL statement_timeout = ${SCRAPE_TIMEOUT_MS}`);
-          const events = await tx.query<{ state: string; n: number }>(
-            `SELECT state, count(*)::int AS n FROM webhook_events WHERE deliver GROUP BY state`,
-          );
-          const attempts = await tx.query<{ outcome: string; n: number }>(
-            `SELECT outcome, count(*)::int AS n FROM webhook_attempts GROUP BY outcome`,
-          );
-          return { events, attempts };
-        })
-        .finally(() => setTimeout(() => (deliveries = null), 0));
+      deliveries ??= this.deliveriesService.stats(SCRAPE_TIMEOUT_MS).finally(() => setTimeout(() => (deliveries = null), 0));
       return deliveries;
     };
 

@@ -19,6 +19,11 @@ export class DeliveriesService {
     private readonly queue: WebhookDeliveryQueue,
   ) {}
 
+  /** Delivery counts by state and attempt counts by outcome, for the metrics scrape. */
+  stats(timeoutMs: number): ReturnType<WebhookEventsRepository['deliveryStats']> {
+    return this.events.deliveryStats(timeoutMs);
+  }
+
   async list(q: ListDeliveriesQuery): Promise<DeliveryPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;

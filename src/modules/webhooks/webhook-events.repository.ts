@@ -68,6 +68,23 @@ export class WebhookEventsRepository {
   ) {}
 
   /**
+   * Counts for the metrics scrape: events to deliver by state, stored attempts by outcome. Bounded on the server
+   * too (statement_timeout), so a slow count never holds a pool connection after the scrape gave up on it.
+   */
+  async deliveryStats(timeoutMs: number): Promise<{ events: Array<{ state: string; n: number }>; attempts: Array<{ outcome: string; n: number }> }> {
+    return this.dataSource.transaction(async (em) => {
+      await em.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      const events = await em.getRepository(WebhookEventEntity).createQueryBuilder('e')
+        .select('e.state', 'state').addSelect('count(*)::int', 'n').where('e.deliver').groupBy('e.state')
+        .getRawMany<{ state: string; n: number }>();
+      const attempts = await em.getRepository(WebhookAttemptEntity).createQueryBuilder('a')
+        .select('a.outcome', 'outcome').addSelect('count(*)::int', 'n').groupBy('a.outcome')
+        .getRawMany<{ outcome: string; n: number }>();
+      return { events, attempts };
+    });
+  }
+
+  /**
    * Writes an event in the caller's transaction. It is to be delivered ('pending') only when the partner's
    * endpoint is enabled with a URL at this moment; otherwise it is stored 'skipped' for good (no row = off).
    * One statement: the endpoint is read by the INSERT itself.
