@@ -35,6 +35,8 @@ export interface AppConfig {
   webhookRetryDelaysMs: number[];
   webhookMaxAttempts: number;
   webhookTimeoutMs: number;
+  /** Deliveries of one partner in flight at once across every worker; the rest wait without spending attempts. */
+  webhookPartnerConcurrency: number;
   latePaymentGraceMinutes: number;
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
@@ -245,6 +247,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryDelaysMs: delays(env),
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 6, 1, 100),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 120000),
+    webhookPartnerConcurrency: int(env, 'WEBHOOK_PARTNER_CONCURRENCY', 10, 1, 1000),
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,

@@ -28,6 +28,11 @@ export class DeliveryService {
     private readonly queue: WebhookDeliveryQueue,
   ) {}
 
+  /** The event's partner, for jobs queued before their data carried it; null for an unknown event. */
+  async partnerOf(eventId: string): Promise<string | null> {
+    return (await this.events.get(eventId))?.partnerId ?? null;
+  }
+
   async attempt(eventId: string, attempt: number): Promise<void> {
     const ev = await this.claims.submit({ eventId, attempt });
     if (!ev) {
@@ -59,7 +64,7 @@ export class DeliveryService {
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
     const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
     // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
-    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry(eventId, attempt + 1, delayMs);
+    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry({ id: eventId, attempt: attempt + 1, partnerId: ev.partnerId }, delayMs);
   }
 
   private async claimBatch(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<Claim | null>> {
