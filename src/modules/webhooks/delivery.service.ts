@@ -7,6 +7,7 @@ import { RequestFactsPort, type RequestFacts } from './request-facts.port';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookEventsRepository, type ClaimedEvent } from './webhook-events.repository';
 import { WebhookPoster, type PostOutcome } from './webhook-poster';
+import { WebhookSecrets } from './webhook-secrets';
 
 type Claim = ClaimedEvent & { request: RequestFacts | undefined };
 
@@ -26,6 +27,7 @@ export class DeliveryService {
     private readonly requests: RequestFactsPort,
     private readonly poster: WebhookPoster,
     private readonly queue: WebhookDeliveryQueue,
+    private readonly secrets: WebhookSecrets,
   ) {}
 
   /** The event's partner, for jobs queued before their data carried it; null for an unknown event. */
@@ -43,7 +45,7 @@ export class DeliveryService {
     const startedAt = new Date();
     let step: NextStep;
     let post: Omit<PostOutcome, 'errorClass'> & { errorClass: string | null };
-    const { url, enabled, secret, previousSecret } = ev.endpoint;
+    const { url, enabled, secret } = ev.endpoint;
     if (!enabled || !url || !secret) {
       // Switched off after the event was recorded: the partner asked for no more deliveries.
       post = { statusCode: null, durationMs: 0, errorClass: 'webhook_disabled', errorMessage: 'webhooks are disabled for this partner' };
@@ -53,7 +55,8 @@ export class DeliveryService {
       if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${eventId} not found`);
       const source = toSource(ev, ev.request);
       const body = webhookBody(source);
-      const secrets = previousSecret ? [secret, previousSecret] : [secret];
+      // Stored sealed: a value that does not open (SECRET_KEY wrong or missing) fails the job, signs nothing.
+      const secrets = await this.secrets.open(ev.partnerId, ev.endpoint);
       const outcome = await this.poster.post(url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
       post = outcome;
       step = nextStep(outcome, attempt - ev.seriesBase, {
