@@ -21,7 +21,8 @@ import { Client } from 'pg';
 import { signWebhook } from '../sdk/webhook-verify/src/index';
 import { start, type Running } from '../src/bootstrap';
 import { QUEUES } from '../src/common/queue/queues';
-import { loadConfig } from '../src/config/config';
+import { SecretBox } from '../src/common/crypto/secret-box';
+import { loadConfig, loadSecretKeys } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
 import { WEBHOOK_USER_AGENT } from '../src/modules/webhooks/payload';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay';
@@ -94,7 +95,8 @@ async function seed(client: Client, url: string): Promise<Fixture> {
   )).rows;
   await client.query(
     `INSERT INTO webhook_endpoints (partner_id, url, enabled, enabled_at, secret) VALUES ($1, $2, true, now(), $3)`,
-    [partner.id, url, secret],
+    // Stored sealed, under the key the bench's service (NODE_ENV=development, no SECRET_KEY) opens it with.
+    [partner.id, url, new SecretBox(loadSecretKeys({ NODE_ENV: 'development' }).secretKey).seal(secret, partner.id)],
   );
   const recipient = `0x${randomBytes(20).toString('hex')}`;
   const [merchant] = (await client.query<{ id: string }>(

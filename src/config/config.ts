@@ -35,6 +35,8 @@ export interface AppConfig {
   webhookRetryDelaysMs: number[];
   webhookMaxAttempts: number;
   webhookTimeoutMs: number;
+  /** Deliveries of one partner in flight at once across every worker; the rest wait without spending attempts. */
+  webhookPartnerConcurrency: number;
   latePaymentGraceMinutes: number;
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
@@ -196,6 +198,23 @@ function trustProxy(raw: string | undefined): false | number | string {
   return raw;
 }
 
+/**
+ * SECRET_KEY and SECRET_KEY_PREVIOUS alone, by the rules loadConfig applies (the development key only when
+ * NODE_ENV is development or test). For the migration that seals existing secrets, which must use exactly
+ * the key the service will open them with.
+ */
+export function loadSecretKeys(env: Env = process.env): Pick<AppConfig, 'secretKey' | 'secretKeyPrevious'> {
+  const production = !DEVELOPMENT_ENVS.includes(env.NODE_ENV ?? '');
+  if (production && !env.SECRET_KEY) {
+    const nodeEnv = env.NODE_ENV === undefined ? 'unset' : `"${env.NODE_ENV}"`;
+    throw new ConfigError('SECRET_KEY', `is required: NODE_ENV is ${nodeEnv}, and development defaults apply only when it is exactly development or test`);
+  }
+  return {
+    secretKey: parseSecretKey(str(env, 'SECRET_KEY', DEV_SECRET_KEY), 'SECRET_KEY'),
+    secretKeyPrevious: env.SECRET_KEY_PREVIOUS ? parseSecretKey(env.SECRET_KEY_PREVIOUS, 'SECRET_KEY_PREVIOUS') : null,
+  };
+}
+
 export function loadConfig(env: Env = process.env): AppConfig {
   // Exact match: an unset or misspelt NODE_ENV ("prod", "Development") must not start with public secrets.
   const production = !DEVELOPMENT_ENVS.includes(env.NODE_ENV ?? '');
@@ -213,8 +232,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   const adminToken = str(env, 'ADMIN_TOKEN', DEV_ADMIN_TOKEN);
   if (adminToken.length < 12) throw new ConfigError('ADMIN_TOKEN', 'must be at least 12 characters');
   const onboardingTokenSecret = str(env, 'ONBOARDING_TOKEN_SECRET', DEV_ONBOARDING_SECRET);
-  const secretKey = parseSecretKey(str(env, 'SECRET_KEY', DEV_SECRET_KEY), 'SECRET_KEY');
-  const secretKeyPrevious = env.SECRET_KEY_PREVIOUS ? parseSecretKey(env.SECRET_KEY_PREVIOUS, 'SECRET_KEY_PREVIOUS') : null;
+  const { secretKey, secretKeyPrevious } = loadSecretKeys(env);
   const keyPrefix = str(env, 'KEY_PREFIX', 'prs');
   if (!/^[a-z][a-z0-9]{1,15}$/.test(keyPrefix)) throw new ConfigError('KEY_PREFIX', 'must be 2-16 lower-case letters or digits');
   const port = int(env, 'PORT', 3000, 0, 65535);
@@ -245,6 +263,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookRetryDelaysMs: delays(env),
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 6, 1, 100),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 120000),
+    webhookPartnerConcurrency: int(env, 'WEBHOOK_PARTNER_CONCURRENCY', 10, 1, 1000),
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,

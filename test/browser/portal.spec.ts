@@ -13,6 +13,7 @@ import { withinOneMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
+import { openStoredSecret } from '../support/secrets';
 
 /**
  * Issue 6, the partner portal in Chromium, one partner user's session from sign-in to sign-out: create an
@@ -159,7 +160,8 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     expect(await text(page, '#webhook-status dd')).toMatch(/^enabled since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
     expect(await page.locator('#webhook-url').inputValue()).toBe(receiver.url);
     const [stored] = await sql(`SELECT url AS webhook_url, enabled AS webhook_enabled, secret AS webhook_secret FROM webhook_endpoints WHERE partner_id = $1`, [partner.id]);
-    expect(stored).toEqual({ webhook_url: receiver.url, webhook_enabled: true, webhook_secret: secret });
+    expect(stored).toEqual({ webhook_url: receiver.url, webhook_enabled: true, webhook_secret: expect.not.stringContaining(secret) });
+    expect(openStoredSecret(partner.id, stored.webhook_secret)).toBe(secret);
 
     // A test event: a signed ping, answered now, and not an outbox event.
     expect((await submit(page, '#send-test')).status()).toBe(200);
@@ -193,9 +195,10 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     expect((await submit(page, '#confirm-rotation')).status()).toBe(303);
     await page.waitForURL(/\/portal\/webhook\?done=rotation-confirmed$/);
     expect(await text(page, '#notice')).toBe('Rotation confirmed: deliveries are signed with the new secret only.');
-    expect(await sql(`SELECT secret AS webhook_secret, previous_secret AS webhook_previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [partner.id])).toEqual([
-      { webhook_secret: newSecret, webhook_previous_secret: null },
-    ]);
+    const [confirmed] = await sql(`SELECT secret AS webhook_secret, previous_secret AS webhook_previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [partner.id]);
+    expect(confirmed.webhook_previous_secret).toBeNull();
+    expect(confirmed.webhook_secret).not.toContain(newSecret);
+    expect(openStoredSecret(partner.id, confirmed.webhook_secret)).toBe(newSecret);
     await shoot(page, '11-webhook-confirmed');
 
     // ---- the delivery log: the delivery with its attempt, then a redelivery under the same id

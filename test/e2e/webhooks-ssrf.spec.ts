@@ -6,6 +6,7 @@ import { startService, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { closeSql, sql } from '../support/db';
+import { sealSecret } from '../support/secrets';
 
 /*
  * The SSRF guard as production runs it (WEBHOOK_ALLOW_PRIVATE_URLS=false): internal addresses are refused
@@ -103,7 +104,7 @@ describe('at delivery time', () => {
     const url = urlFor(rec.port);
     await db.query(
       `INSERT INTO webhook_endpoints (partner_id, url, enabled, enabled_at, secret) VALUES ($1, $2, true, now(), $3)`,
-      [p.id, url, randomBytes(32).toString('hex')],
+      [p.id, url, sealSecret(p.id, randomBytes(32).toString('hex'))],
     );
     const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 500 });
     const ev = await recordProofEvent(svc, { partnerId: p.id, requestId: request.request_id });

@@ -12,6 +12,7 @@ import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { withinOneMinute } from '../support/clock';
 import { Receiver } from '../support/receiver';
+import { openStoredSecret } from '../support/secrets';
 import { testEnv } from '../support/test-env';
 import { closeSql, sql } from '../support/db';
 
@@ -148,7 +149,10 @@ describe('admin: webhook settings', () => {
     expect(first.status).toBe(200);
     expect(first.body).toEqual({ ok: true, url: r.url, enabled: false, enabled_at: null, secret: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const [row] = await db.query(`SELECT secret AS webhook_secret, enabled_at AS webhook_enabled_at FROM webhook_endpoints WHERE partner_id = $1`, [p.id]);
-    expect(row.webhook_secret).toBe(first.body.secret);
+    // Stored sealed (issue 10 point 6): the column holds no trace of the secret, and opens to it under SECRET_KEY.
+    expect(row.webhook_secret).not.toContain(first.body.secret);
+    expect(row.webhook_secret).toMatch(/^enc:v1:/);
+    expect(openStoredSecret(p.id, row.webhook_secret)).toBe(first.body.secret);
 
     const on = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: `${r.url}?v=2`, enabled: true });
     expect(on.status).toBe(200);

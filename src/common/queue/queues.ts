@@ -32,6 +32,8 @@ export interface ExpiryJob {
 export interface WebhookJob {
   eventId: string;
   attempt: number;
+  /** The event's partner, for the per-partner delivery slots; absent in jobs queued before it was added. */
+  partnerId?: string;
 }
 
 export const MAINTENANCE_JOBS = {

@@ -56,7 +56,7 @@ export class DeliveriesService {
       throw new AppError('conflict', { errors: [{ field: 'delivery_id', message: 'delivery still in progress' }] });
     }
     try {
-      await this.queue.ensureJob(deliveryId, reopened.attempts + 1);
+      await this.queue.ensureJob({ id: deliveryId, attempt: reopened.attempts + 1, partnerId: reopened.partnerId });
     } catch (e) {
       // The event is pending in Postgres: the re-drive enqueues it when Redis answers again.
       this.logger.error(`redelivery of ${deliveryId} not enqueued yet: ${(e as Error).message}`);

@@ -7,6 +7,7 @@ import { RequestFactsPort, type RequestFacts } from './request-facts.port';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookEventsRepository, type ClaimedEvent } from './webhook-events.repository';
 import { WebhookPoster, type PostOutcome } from './webhook-poster';
+import { WebhookSecrets } from './webhook-secrets';
 
 type Claim = ClaimedEvent & { request: RequestFacts | undefined };
 
@@ -26,7 +27,13 @@ export class DeliveryService {
     private readonly requests: RequestFactsPort,
     private readonly poster: WebhookPoster,
     private readonly queue: WebhookDeliveryQueue,
+    private readonly secrets: WebhookSecrets,
   ) {}
+
+  /** The event's partner, for jobs queued before their data carried it; null for an unknown event. */
+  async partnerOf(eventId: string): Promise<string | null> {
+    return (await this.events.get(eventId))?.partnerId ?? null;
+  }
 
   async attempt(eventId: string, attempt: number): Promise<void> {
     const ev = await this.claims.submit({ eventId, attempt });
@@ -38,7 +45,7 @@ export class DeliveryService {
     const startedAt = new Date();
     let step: NextStep;
     let post: Omit<PostOutcome, 'errorClass'> & { errorClass: string | null };
-    const { url, enabled, secret, previousSecret } = ev.endpoint;
+    const { url, enabled, secret } = ev.endpoint;
     if (!enabled || !url || !secret) {
       // Switched off after the event was recorded: the partner asked for no more deliveries.
       post = { statusCode: null, durationMs: 0, errorClass: 'webhook_disabled', errorMessage: 'webhooks are disabled for this partner' };
@@ -48,7 +55,8 @@ export class DeliveryService {
       if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${eventId} not found`);
       const source = toSource(ev, ev.request);
       const body = webhookBody(source);
-      const secrets = previousSecret ? [secret, previousSecret] : [secret];
+      // Stored sealed: a value that does not open (SECRET_KEY wrong or missing) fails the job, signs nothing.
+      const secrets = await this.secrets.open(ev.partnerId, ev.endpoint);
       const outcome = await this.poster.post(url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
       post = outcome;
       step = nextStep(outcome, attempt - ev.seriesBase, {
@@ -59,7 +67,7 @@ export class DeliveryService {
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
     const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
     // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
-    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry(eventId, attempt + 1, delayMs);
+    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry({ id: eventId, attempt: attempt + 1, partnerId: ev.partnerId }, delayMs);
   }
 
   private async claimBatch(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<Claim | null>> {

@@ -31,7 +31,7 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
 
   async run(): Promise<number> {
     const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + REDRIVE_GRACE_MS, REDRIVE_BATCH);
-    const added = await Promise.all(overdue.map(({ id, attempt }) => this.deliveries.ensureJob(id, attempt)));
+    const added = await Promise.all(overdue.map((due) => this.deliveries.ensureJob(due)));
     const n = added.filter(Boolean).length;
     if (n > 0) this.logger.warn(`re-queued ${n} webhook deliveries whose job was missing`);
     return n;

@@ -16,26 +16,33 @@ export function deliveryJobId(eventId: string, attempt: number): string {
   return `${eventId}-${attempt}`;
 }
 
+/** An attempt to queue: the event, its attempt number and its partner (the delivery slots are per partner). */
+export interface DueAttempt {
+  id: string;
+  attempt: number;
+  partnerId: string;
+}
+
 /** The producer side of the `webhooks` queue: one job per delivery attempt, carrying ids only. */
 @Injectable()
 export class WebhookDeliveryQueue {
   constructor(@InjectQueue(QUEUES.webhooks) private readonly queue: Queue<WebhookJob>) {}
 
   /** Attempts due now, in one round trip. */
-  async addNow(due: Array<{ id: string; attempt: number }>): Promise<void> {
+  async addNow(due: DueAttempt[]): Promise<void> {
     if (due.length === 0) return;
     await this.queue.addBulk(
-      due.map(({ id, attempt }) => ({
+      due.map(({ id, attempt, partnerId }) => ({
         name: DELIVER_JOB,
-        data: { eventId: id, attempt },
+        data: { eventId: id, attempt, partnerId },
         opts: { ...JOB_OPTIONS, jobId: deliveryJobId(id, attempt) },
       })),
     );
   }
 
   /** Attempt n+1 after a retriable failure, as a new delayed job. */
-  async scheduleRetry(eventId: string, attempt: number, delayMs: number): Promise<void> {
-    await this.queue.add(DELIVER_JOB, { eventId, attempt }, { ...JOB_OPTIONS, jobId: deliveryJobId(eventId, attempt), delay: delayMs });
+  async scheduleRetry({ id: eventId, attempt, partnerId }: DueAttempt, delayMs: number): Promise<void> {
+    await this.queue.add(DELIVER_JOB, { eventId, attempt, partnerId }, { ...JOB_OPTIONS, jobId: deliveryJobId(eventId, attempt), delay: delayMs });
   }
 
   /**
@@ -43,12 +50,12 @@ export class WebhookDeliveryQueue {
    * the event on (its worker died, or it exhausted BullMQ's retries) is replaced; a waiting, delayed or
    * active one is left alone. Returns true when a job was added.
    */
-  async ensureJob(eventId: string, attempt: number): Promise<boolean> {
+  async ensureJob({ id: eventId, attempt, partnerId }: DueAttempt): Promise<boolean> {
     const jobId = deliveryJobId(eventId, attempt);
     const state = await this.queue.getJobState(jobId);
     if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
     else if (state !== 'unknown') return false;
-    await this.queue.add(DELIVER_JOB, { eventId, attempt }, { ...JOB_OPTIONS, jobId });
+    await this.queue.add(DELIVER_JOB, { eventId, attempt, partnerId }, { ...JOB_OPTIONS, jobId });
     return true;
   }
 }

@@ -1,7 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { EntityManager, Repository } from 'typeorm';
+import { MoreThan, Not, IsNull, type EntityManager, type Repository } from 'typeorm';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
+
+/** The two secret columns as stored (sealed values, see WebhookSecrets). */
+export interface StoredSecrets {
+  secret: string | null;
+  previousSecret: string | null;
+}
 
 /**
  * webhook_endpoints: a partner's URL, switch and secrets. A partner without a row has webhooks off; so has
@@ -42,5 +48,31 @@ export class WebhookEndpointsRepository {
     patch: Partial<Pick<WebhookEndpointEntity, 'url' | 'enabled' | 'enabledAt' | 'secret' | 'previousSecret'>>,
   ): Promise<void> {
     await em.getRepository(WebhookEndpointEntity).update({ partnerId }, { ...patch, updatedAt: () => 'now()' });
+  }
+
+  /**
+   * Replaces both stored secrets, only if they are still `from` (a settings change in between wins).
+   * Returns whether the row was changed.
+   */
+  async replaceSecrets(partnerId: string, from: StoredSecrets, to: StoredSecrets): Promise<boolean> {
+    const result = await this.endpoints
+      .createQueryBuilder()
+      .update()
+      .set({ secret: to.secret, previousSecret: to.previousSecret, updatedAt: () => 'now()' })
+      .where('partner_id = :partnerId', { partnerId })
+      .andWhere('secret IS NOT DISTINCT FROM :secret', { secret: from.secret })
+      .andWhere('previous_secret IS NOT DISTINCT FROM :previousSecret', { previousSecret: from.previousSecret })
+      .execute();
+    return (result.affected ?? 0) > 0;
+  }
+
+  /** Rows holding a secret, in partner id order after `afterPartnerId` ('' for the first page). */
+  withSecrets(afterPartnerId: string, limit: number): Promise<Array<StoredSecrets & { partnerId: string }>> {
+    return this.endpoints.find({
+      select: { partnerId: true, secret: true, previousSecret: true },
+      where: { secret: Not(IsNull()), ...(afterPartnerId ? { partnerId: MoreThan(afterPartnerId) } : {}) },
+      order: { partnerId: 'ASC' },
+      take: limit,
+    });
   }
 }

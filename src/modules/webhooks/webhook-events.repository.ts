@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Brackets, DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { PostOutcome } from './webhook-poster';
+import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { MicroBatch } from '../../common/micro-batch';
@@ -188,28 +189,29 @@ export class WebhookEventsRepository {
   }
 
   /** Marks freshly committed events as relayed; returns those that are to be delivered, with their next attempt. */
-  async markRelayed(eventIds: string[]): Promise<Array<{ id: string; attempt: number }>> {
+  async markRelayed(eventIds: string[]): Promise<DueAttempt[]> {
     const result = await this.events
       .createQueryBuilder()
       .update()
       .set({ relayedAt: () => 'now()', nextAttemptAt: () => 'COALESCE(next_attempt_at, now())' })
       .where('id = ANY(:ids)', { ids: eventIds })
       .andWhere(`deliver AND state = 'pending' AND relayed_at IS NULL`)
-      .returning('id, attempts + 1 AS attempt')
+      .returning('id, attempts + 1 AS attempt, partner_id AS "partnerId"')
       .updateEntity(false)
       .execute();
-    return result.raw as Array<{ id: string; attempt: number }>;
+    return result.raw as DueAttempt[];
   }
 
   /**
    * Events that should have a job by now but may have lost it: pending and due for longer than graceMs, or
    * 'delivering' for longer than an attempt can take (its worker may have died).
    */
-  async overdue(graceMs: number, attemptMaxMs: number, limit: number): Promise<Array<{ id: string; attempt: number }>> {
+  async overdue(graceMs: number, attemptMaxMs: number, limit: number): Promise<DueAttempt[]> {
     return this.events
       .createQueryBuilder('e')
       .select('e.id', 'id')
       .addSelect('e.attempts + 1', 'attempt')
+      .addSelect('e.partner_id', 'partnerId')
       .where('e.deliver')
       .andWhere(
         new Brackets((q) =>
@@ -220,7 +222,7 @@ export class WebhookEventsRepository {
       )
       .orderBy('COALESCE(e.next_attempt_at, e.recorded_at)')
       .limit(limit)
-      .getRawMany<{ id: string; attempt: number }>();
+      .getRawMany<DueAttempt>();
   }
 
   /** Newest first. */

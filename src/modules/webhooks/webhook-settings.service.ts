@@ -7,6 +7,7 @@ import { isForeignKeyViolation } from '../../database/pg-errors';
 import { assertWebhookUrlAllowed, WebhookUrlRejectedError } from './url-guard';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
+import { WebhookSecrets } from './webhook-secrets';
 import { WebhookUpdateLimiter } from './webhook-update-limiter';
 
 /** Spec §6 step 2: 256 random bits, shown as 64 hex characters; the HMAC key is that text (DESIGN §3). */
@@ -35,6 +36,7 @@ export class WebhookSettingsService {
     private readonly dataSource: DataSource,
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly limiter: WebhookUpdateLimiter,
+    private readonly secrets: WebhookSecrets,
   ) {}
 
   /**
@@ -50,12 +52,14 @@ export class WebhookSettingsService {
       throw e;
     }
     const candidate = generateWebhookSecret();
+    const sealed = this.secrets.seal(partnerId, candidate);
     return this.dataSource.transaction(async (em) => {
       // Of two racing first calls, only the one whose secret was stored shows it: the other waits on the row.
-      const current = await this.lockedEndpoint(em, partnerId, candidate);
-      const generated = current.secret === null || current.secret === candidate;
+      // Each seal has its own random IV, so the stored value tells which call stored it.
+      const current = await this.lockedEndpoint(em, partnerId, sealed);
+      const generated = current.secret === null || current.secret === sealed;
       const enabledAt = input.enabled && !current.enabled ? new Date() : current.enabledAt;
-      await this.endpoints.update(em, partnerId, { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: candidate } : {}) });
+      await this.endpoints.update(em, partnerId, { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: sealed } : {}) });
       return { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: candidate } : {}) };
     });
   }
@@ -73,7 +77,10 @@ export class WebhookSettingsService {
       if (!current.secret) {
         throw new AppError('conflict', { errors: [{ field: 'webhook', message: 'no webhook secret yet: set the webhook first' }] });
       }
-      await this.endpoints.update(em, partnerId, { previousSecret: current.previousSecret ?? current.secret, secret });
+      await this.endpoints.update(em, partnerId, {
+        previousSecret: this.secrets.carry(partnerId, current.previousSecret ?? current.secret),
+        secret: this.secrets.seal(partnerId, secret),
+      });
     });
     return { secret };
   }
@@ -102,11 +109,13 @@ export class WebhookSettingsService {
     };
   }
 
-  /** URL and the secrets a delivery is signed with now ([current] or, during a rotation, [new, old]); for the portal's test ping. */
+  /**
+   * URL and the secrets a delivery is signed with now ([current] or, during a rotation, [new, old]), opened;
+   * for the portal's test ping.
+   */
   async signingTarget(partnerId: string): Promise<{ url: string | null; secrets: string[] }> {
     const row = await this.endpoints.find(partnerId);
-    const secrets = [row?.secret, row?.previousSecret].filter((s): s is string => !!s);
-    return { url: row?.url ?? null, secrets };
+    return { url: row?.url ?? null, secrets: row ? await this.secrets.open(partnerId, row) : [] };
   }
 
   /**

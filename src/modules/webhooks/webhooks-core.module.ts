@@ -6,15 +6,16 @@ import { WebhookEventEntity } from './webhook-event.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEventsRepository } from './webhook-events.repository';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
+import { WebhookSecrets } from './webhook-secrets';
 
 /**
- * The webhooks tables (webhook_events, webhook_attempts, webhook_endpoints), their repositories and the
- * `webhooks` queue's producer, one instance each. Internal to webhooks: imported only by WebhooksModule and WebhooksWorkerModule; other
+ * The webhooks tables (webhook_events, webhook_attempts, webhook_endpoints), their repositories, the sealing
+ * of the stored secrets and the `webhooks` queue's producer, one instance each. Internal to webhooks: imported only by WebhooksModule and WebhooksWorkerModule; other
  * modules go through WebhooksModule's exported services.
  */
 @Module({
   imports: [TypeOrmModule.forFeature([WebhookEventEntity, WebhookAttemptEntity, WebhookEndpointEntity])],
-  providers: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue],
-  exports: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue],
+  providers: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue, WebhookSecrets],
+  exports: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue, WebhookSecrets],
 })
 export class WebhooksCoreModule {}

@@ -1,0 +1,67 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { SecretBox } from '../../common/crypto/secret-box';
+import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoints.repository';
+
+/**
+ * Webhook signing secrets at rest (DESIGN §7): webhook_endpoints.secret and previous_secret hold SecretBox
+ * values (AES-256-GCM under SECRET_KEY, bound to the partner id), never the secret itself, so a backup or a
+ * read of the table cannot sign a webhook. Sealed on every write, opened by every reader (delivery, the
+ * portal's test ping). During a key rotation values sealed under SECRET_KEY_PREVIOUS still open, and each is
+ * sealed again under SECRET_KEY when seen, or all at once by `npm run secrets:reseal`.
+ */
+@Injectable()
+export class WebhookSecrets {
+  private readonly box: SecretBox;
+
+  constructor(
+    @Inject(APP_CONFIG) config: Pick<AppConfig, 'secretKey' | 'secretKeyPrevious'>,
+    private readonly endpoints: WebhookEndpointsRepository,
+  ) {
+    this.box = new SecretBox(config.secretKey, config.secretKeyPrevious ?? undefined);
+  }
+
+  seal(partnerId: string, secret: string): string {
+    return this.box.seal(secret, partnerId);
+  }
+
+  /** A stored value to carry over (into previous_secret): as it is, or sealed again under SECRET_KEY if stale. */
+  carry(partnerId: string, stored: string): string {
+    return this.box.isStale(stored) ? this.seal(partnerId, this.box.open(stored, partnerId)) : stored;
+  }
+
+  /**
+   * The secrets a delivery is signed with, in the clear: [current] or, during an unconfirmed rotation,
+   * [new, old]. Throws when a value does not open (sealed under a key not configured, or altered): the
+   * caller's job fails and is retried, nothing is signed with a wrong key. Values found sealed under the
+   * previous key are sealed again, unless the row changed meanwhile.
+   */
+  async open(partnerId: string, stored: StoredSecrets): Promise<string[]> {
+    const values = [stored.secret, stored.previousSecret].filter((s): s is string => !!s);
+    const secrets = values.map((v) => this.box.open(v, partnerId));
+    if (values.some((v) => this.box.isStale(v))) await this.reseal(partnerId, stored);
+    return secrets;
+  }
+
+  /**
+   * Seals every stored secret under SECRET_KEY (the last step of a key rotation, before SECRET_KEY_PREVIOUS
+   * is removed). Returns how many rows were sealed again; throws on the first value that does not open.
+   */
+  async resealAll(batch = 500): Promise<number> {
+    let resealed = 0;
+    let after = '';
+    for (;;) {
+      const rows = await this.endpoints.withSecrets(after, batch);
+      for (const row of rows) {
+        if ([row.secret, row.previousSecret].some((v) => v && this.box.isStale(v)) && (await this.reseal(row.partnerId, row))) resealed++;
+      }
+      if (rows.length < batch) return resealed;
+      after = rows[rows.length - 1].partnerId;
+    }
+  }
+
+  private reseal(partnerId: string, stored: StoredSecrets): Promise<boolean> {
+    const again = (v: string | null) => (v === null ? null : this.carry(partnerId, v));
+    return this.endpoints.replaceSecrets(partnerId, stored, { secret: again(stored.secret), previousSecret: again(stored.previousSecret) });
+  }
+}

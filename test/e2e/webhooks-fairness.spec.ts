@@ -1,0 +1,111 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
+import { DataSource } from 'typeorm';
+import { QUEUES } from '../../src/common/queue/queues';
+import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
+import { deliveryJobId } from '../../src/modules/webhooks/webhook-delivery.queue';
+import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
+import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
+import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { Receiver } from '../support/receiver';
+import { waitFor } from '../support/wait';
+import { closeSql, sql } from '../support/db';
+
+/*
+ * Webhook fairness (issue 10 point 5, DESIGN §7): one partner whose endpoint never answers, with hundreds
+ * of events queued ahead of a healthy partner's, on a real service with its worker (50 concurrent attempts),
+ * real Postgres and Redis. The hanging partner holds at most WEBHOOK_PARTNER_CONCURRENCY (default 10)
+ * attempts; its other events wait without spending attempts; the healthy partner is served within seconds.
+ */
+const HANGING_EVENTS = 300;
+const HEALTHY_EVENTS = 20;
+
+let svc: TestService;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  // A deadline far beyond the test: a hanging attempt holds its slot until the receiver closes.
+  svc = await startService({ worker: true, env: { WEBHOOK_TIMEOUT_MS: '120000' } });
+});
+afterAll(async () => {
+  await closeSql();
+  // Receivers first: the worker waits for running attempts when it closes.
+  await Promise.all(receivers.map((r) => r.close()));
+  await svc?.close();
+});
+
+async function partnerWithEvents(n: number, answer: 'hang' | 'ok') {
+  const partner = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, partner.testKey);
+  const receiver = await Receiver.start();
+  receivers.push(receiver);
+  if (answer === 'hang') receiver.otherwise({ hang: true });
+  const put = await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });
+  expect(put.status).toBe(200);
+  const request = await mustCreateRequest(svc, partner.testKey, { account_id: m.id, fiat_amount_int: 1234 });
+  const outbox = svc.app.get(EventOutbox);
+  const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) {
+      out.push((await outbox.record(em, { partnerId: partner.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true })).id);
+    }
+    return out;
+  });
+  return { partnerId: partner.id, secret: put.body.secret as string, receiver, ids };
+}
+
+it('a hanging partner holds at most its slots; a healthy partner queued behind it is delivered within seconds', async () => {
+  const limit = svc.config.webhookPartnerConcurrency;
+  expect(limit).toBe(10);
+  const hanging = await partnerWithEvents(HANGING_EVENTS, 'hang');
+  const healthy = await partnerWithEvents(HEALTHY_EVENTS, 'ok');
+  const relay = svc.app.get(WebhookRelay);
+
+  // The hanging partner's events go into the queue first, all of them ahead of the healthy partner's.
+  await relay.enqueue(hanging.ids);
+  await hanging.receiver.waitForCalls(limit);
+  const healthyQueuedAt = Date.now();
+  await relay.enqueue(healthy.ids);
+
+  await healthy.receiver.waitUntil((calls) => new Set(calls.map((c) => c.headers['x-service-delivery'])).size === HEALTHY_EVENTS, 10_000);
+  expect(Date.now() - healthyQueuedAt).toBeLessThan(10_000);
+  for (const c of healthy.receiver.calls) {
+    expect(verifyWebhook(c.rawBody, String(c.headers['x-service-signature']), healthy.secret).delivery_id).toBe(c.headers['x-service-delivery']);
+  }
+  await waitFor(async () => {
+    const [r] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE partner_id = $1 AND state = 'delivered'`, [healthy.partnerId]);
+    return r.n === HEALTHY_EVENTS;
+  }, 10_000);
+
+  // The waiting jobs have come back for a slot several times meanwhile, and still only `limit` calls ever
+  // reached the hanging endpoint (none was answered, so every call is still in flight).
+  const queue = svc.app.get<Queue>(getQueueToken(QUEUES.webhooks));
+  const waiting = hanging.ids.slice(-20);
+  await waitFor(async () => {
+    const jobs = await Promise.all(waiting.map((id) => queue.getJob(deliveryJobId(id, 1))));
+    return jobs.some((j) => (j?.attemptsStarted ?? 0) >= 3);
+  }, 20_000);
+  expect(hanging.receiver.calls).toHaveLength(limit);
+  expect(hanging.receiver.calls.every((c) => c.answeredAt === undefined)).toBe(true);
+
+  // Hundreds wait, and waiting spent no attempt: not in the outbox, not in the attempt log, not in BullMQ.
+  const states = await db.query<{ state: string; attempts: number; n: number }>(
+    `SELECT state, attempts, count(*)::int AS n FROM webhook_events WHERE partner_id = $1 GROUP BY state, attempts ORDER BY state`,
+    [hanging.partnerId],
+  );
+  expect(states).toEqual([
+    { state: 'delivering', attempts: 0, n: limit },
+    { state: 'pending', attempts: 0, n: HANGING_EVENTS - limit },
+  ]);
+  const [logged] = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id WHERE e.partner_id = $1`,
+    [hanging.partnerId],
+  );
+  expect(logged.n).toBe(0);
+  const jobs = await Promise.all(waiting.map((id) => queue.getJob(deliveryJobId(id, 1))));
+  expect(jobs.every((j) => j !== undefined && j.attemptsMade === 0)).toBe(true);
+}, 90_000);
