@@ -29,13 +29,20 @@ async function dropDatabase(): Promise<void> {
   await admin.end();
 }
 
+const SEALING = 'WebhookSecretsSealed1764000000006';
+
 beforeAll(async () => {
   await dropDatabase();
   await migrate(DATABASE_URL);
   ds = createDataSource(DATABASE_URL, 2);
   await ds.initialize();
-  // Back to the schema before the sealing migration: the rows below are what older versions wrote.
-  await ds.undoLastMigration({ transaction: 'each' });
+  // Back to the schema before the sealing migration (and any later ones): the rows below are what older
+  // versions wrote.
+  for (;;) {
+    const [last] = await ds.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
+    await ds.undoLastMigration({ transaction: 'each' });
+    if (last.name === SEALING) break;
+  }
 });
 afterAll(async () => {
   await ds?.destroy();
@@ -84,7 +91,7 @@ it('seals plaintext secrets (current and pending previous) under SECRET_KEY; the
   const plain = hex64();
   const single = await plaintextRow(plain, null);
 
-  expect(await migrate(DATABASE_URL)).toEqual(['WebhookSecretsSealed1764000000006']);
+  expect(await migrate(DATABASE_URL)).toContain(SEALING);
 
   const devKey = loadSecretKeys({ NODE_ENV: 'test' }).secretKey;
   const box = new SecretBox(devKey);
