@@ -436,7 +436,7 @@ ${
     ? html`<tr class="link-row"><td colspan="5" class="wide"><div class="cell">
 <label for="onboarding-${id}">Onboarding link for ${name ?? id}</label>
 <input type="text" class="readonly-value" value="${url}" readonly id="onboarding-${id}" aria-describedby="onboarding-${id}-hint">
-<p class="hint" id="onboarding-${id}-hint">Select the link and copy it; it works until onboarding is complete.</p>
+<p class="hint" id="onboarding-${id}-hint">Select the link and copy it; it works until ${when(m.onboardingUrlExpiresAt ? iso(m.onboardingUrlExpiresAt) : null)} or until onboarding is complete. After that, this page shows a new link.</p>
 </div></td></tr>`
     : ''
 }
