@@ -512,7 +512,7 @@ ${users.map((u) => {
 <td data-label="Email"><div class="cell">${u.email}${self ? html` ${badge('you', 'info')}` : ''}</div></td>
 <td data-label="Role"><div class="cell">${badge(u.role, u.role === 'admin' ? 'ok' : 'muted')}</div></td>
 <td data-label="Added"><div class="cell">${when(iso(u.createdAt))}</div></td>
-<td data-label=""><div class="cell actions">${
+<td data-label=""><div class="cell">${
     lastAdmin
       ? html`<span class="hint">the last admin</span>`
       : html`<form method="post" action="/portal/users/${u.id}/role" class="inline">${csrfInput(s)}<input type="hidden" name="role" value="${other}"><button type="submit" class="button-small" aria-label="Make ${u.email} ${other === 'admin' ? 'an admin' : 'a member'}">Make ${other}</button></form>`
