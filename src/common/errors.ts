@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   wallet_address_conflict: 409,
   tx_hash_already_used: 409,
   conflict: 409,
+  onboarding_link_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

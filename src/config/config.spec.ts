@@ -44,7 +44,15 @@ describe('loadConfig defaults (DESIGN §2)', () => {
       latePaymentGraceMinutes: 60,
       webhookAllowPrivateUrls: false,
       rateLimitScale: 1,
+      onboardingLinkTtlHours: 168,
     });
+  });
+
+  it('reads ONBOARDING_LINK_TTL_HOURS as whole hours from 1 to 8760', () => {
+    expect(loadConfig({ ONBOARDING_LINK_TTL_HOURS: '24' }).onboardingLinkTtlHours).toBe(24);
+    for (const bad of ['0', '1.5', 'week', '8761']) {
+      expect(() => loadConfig({ ONBOARDING_LINK_TTL_HOURS: bad })).toThrow(/ONBOARDING_LINK_TTL_HOURS/);
+    }
   });
 
   it('has a development admin token outside production', () => {

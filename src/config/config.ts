@@ -41,6 +41,8 @@ export interface AppConfig {
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
   onboardingTokenSecret: string;
+  /** How long an onboarding link works after it was issued; a read of the merchant after that issues a new one. */
+  onboardingLinkTtlHours: number;
   /** 32-byte key (AES-256-GCM) for secrets stored at rest; the previous one while a key rotation runs. */
   secretKey: Buffer;
   secretKeyPrevious: Buffer | null;
@@ -267,6 +269,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,
+    onboardingLinkTtlHours: int(env, 'ONBOARDING_LINK_TTL_HOURS', 168, 1, 8760),
     secretKey,
     secretKeyPrevious,
     rateLimitScale: Number(scaleRaw),

@@ -46,6 +46,8 @@ function explain(e: unknown): string {
         return 'This wallet is already used by another merchant. Connect a different wallet.';
       case 'not_found':
         return 'This link was already used or is unknown. Ask for a new onboarding link.';
+      case 'onboarding_link_expired':
+        return 'This onboarding link has expired. Ask the partner who sent it for a new link; what you set up so far is kept.';
       case 'wallet_mismatch':
         return `This is not the wallet registered for this merchant. Connect the wallet ${e.body.expected_wallet_address ?? 'given at sign-up'}.`;
       case 'invalid_signature':
@@ -61,13 +63,17 @@ function explain(e: unknown): string {
   return commonProblem(e) ?? 'Something went wrong. Please try again.';
 }
 
+/** Set once the API says the link no longer works; no button comes back to life after that. */
+let linkDead = false;
+
 function fail(e: unknown): void {
   say(progress, '');
   say(problem, explain(e));
   // The message sits above the steps; after "Finish setup" at the bottom it would be out of sight.
   problem.scrollIntoView({ block: 'nearest' });
-  // A spent or unknown link cannot recover on this page: nothing left to click.
-  if (e instanceof ApiError && e.code === 'not_found') {
+  // A spent, unknown or expired link cannot recover on this page: nothing left to click.
+  if (e instanceof ApiError && (e.code === 'not_found' || e.code === 'onboarding_link_expired')) {
+    linkDead = true;
     connectButton.disabled = true;
     detailsFields.disabled = true;
   }
@@ -122,7 +128,7 @@ async function connect(): Promise<void> {
   } catch (e) {
     fail(e);
   } finally {
-    connectButton.disabled = false;
+    connectButton.disabled = linkDead;
   }
 }
 

@@ -7,6 +7,7 @@ import { createShellMerchant } from '../factories/merchants';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
 
@@ -29,6 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await svc?.close();
+  await closeSql();
 });
 
 const merchantView = async (id: string) => (await call(svc.publicUrl, 'GET', `/api/v1/merchants/${id}`, { key: partner.testKey })).body;
@@ -191,6 +193,44 @@ describe('the onboarding page', () => {
       expect(problems).toEqual([]);
     } finally {
       await context.close();
+    }
+  });
+
+  it('says in words that an expired link has expired, mid-flow too, and the partner’s next read gives a working link (issue 10 point 4)', async () => {
+    const wallet = newWallet();
+    const shell = await createShellMerchant(svc, partner.testKey, { display_name: 'Slow Shop', wallet_address: wallet.address });
+    const expire = () => sql(`UPDATE merchants SET onboarding_link_issued_at = now() - interval '169 hours' WHERE id = $1`, [shell.merchant_id]);
+    const { context, page, problems } = await openContext(browser, wallet);
+    try {
+      // The page was opened while the link worked; it expires before the merchant connects the wallet.
+      await page.goto(shell.onboarding_url);
+      expect(await page.locator('h1').textContent()).toBe('Set up payments for Slow Shop');
+      await expire();
+      await page.locator('#connect-button').click();
+      await waitForText(page, '#onboarding-error', 'This onboarding link has expired. Ask the partner who sent it for a new link');
+      expect(await page.locator('#connect-button').isDisabled()).toBe(true);
+      await screenshots(page, 'onboarding-10-expired-mid-flow');
+
+      // Opened afresh: a 410 page in words.
+      const expired = await page.goto(shell.onboarding_url);
+      expect(expired!.status()).toBe(410);
+      expect(expired!.headers()['content-security-policy']).toBe(PAGE_CSP);
+      expect(await page.locator('h1').textContent()).toBe('This onboarding link has expired');
+      expect(await page.locator('#error-page p').first().textContent()).toContain('Ask the partner who sent you this link for a new one');
+      await screenshots(page, 'onboarding-11-link-expired');
+
+      // The partner reads the merchant: a new link, which opens the page; the old one stays expired.
+      const fresh = await merchantView(shell.merchant_id);
+      expect(fresh.onboarding_url).not.toBe(shell.onboarding_url);
+      expect((await page.goto(fresh.onboarding_url))!.status()).toBe(200);
+      await page.locator('#connect-button').click();
+      await page.locator('#wallet-connected').waitFor({ state: 'visible' });
+      expect((await merchantView(shell.merchant_id)).wallet_address).toBe(wallet.address.toLowerCase());
+      expect((await page.goto(shell.onboarding_url))!.status()).toBe(410);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      wallet.close();
     }
   });
 });

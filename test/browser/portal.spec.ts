@@ -285,3 +285,86 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     await context.close();
   }
 }, 180000);
+
+it('lets an admin change their password and manage users; a member sees no user management (issue 10 point 10)', async () => {
+  const p = await createPartner(svc, { name: 'Southwind Payments' });
+  const adminEmail = `admin-${randomBytes(3).toString('hex')}@southwind.example`;
+  const memberEmail = `member-${randomBytes(3).toString('hex')}@southwind.example`;
+  const NEW_PASSWORD = 'a new portal password';
+  expect((await admin(svc, 'POST', `/partners/${p.id}/users`, { email: adminEmail, password: PASSWORD })).status).toBe(201);
+  const { context, page, problems } = await openContext(browser);
+  const other = await openContext(browser);
+  await page.setViewportSize(VIEWPORTS[0]);
+  const signIn = async (pg: Page, email: string, password: string) => {
+    await pg.goto(`${svc.publicUrl}/portal/login`);
+    await pg.locator('#email').fill(email);
+    await pg.locator('#password').fill(password);
+    return submit(pg, '#sign-in');
+  };
+  try {
+    // The admin is signed in twice: here, and in another browser.
+    expect((await signIn(other.page, adminEmail, PASSWORD)).status()).toBe(303);
+    expect((await signIn(page, adminEmail, PASSWORD)).status()).toBe(303);
+
+    // ---- change password: a wrong current password is refused in words; then it works and ends the other session
+    await nav(page, 'Your account');
+    await page.waitForURL(/\/portal\/account$/);
+    expect(await unlabelledControls(page)).toEqual([]);
+    expect(await text(page, '#account-role')).toBe('admin');
+    await page.locator('#current-password').fill('not my password at all');
+    await page.locator('#new-password').fill(NEW_PASSWORD);
+    await page.locator('#new-password-repeat').fill(NEW_PASSWORD);
+    expect((await submit(page, '#change-password')).status()).toBe(400);
+    expect(await text(page, '#notice')).toMatch(/^Your password was not changed: ?The current password is not correct\.$/);
+    await shoot(page, '19-password-refused');
+    await page.locator('#current-password').fill(PASSWORD);
+    await page.locator('#new-password').fill(NEW_PASSWORD);
+    await page.locator('#new-password-repeat').fill(NEW_PASSWORD);
+    expect((await submit(page, '#change-password')).status()).toBe(303);
+    await page.waitForURL(/\/portal\/account\?done=password-changed$/);
+    expect(await text(page, '#notice')).toContain('Your password was changed');
+    await shoot(page, '20-password-changed');
+    await other.page.goto(`${svc.publicUrl}/portal`);
+    expect(other.page.url()).toBe(`${svc.publicUrl}/portal/login`);
+
+    // ---- users: invite a member, who signs in and has no user management
+    await nav(page, 'Users');
+    await page.waitForURL(/\/portal\/users$/);
+    expect(await unlabelledControls(page)).toEqual([]);
+    expect(await page.locator('#users-table tbody tr').count()).toBe(1);
+    await page.locator('#invite-email').fill(memberEmail);
+    await page.locator('#invite-password').fill(PASSWORD);
+    expect(await page.locator('#invite-role-member').isChecked()).toBe(true);
+    expect((await submit(page, '#invite-user')).status()).toBe(303);
+    await page.waitForURL(/\/portal\/users\?done=user-invited$/);
+    const memberRow = page.locator('#users-table tbody tr', { hasText: memberEmail });
+    expect(await memberRow.locator('td[data-label="Role"]').textContent()).toBe('member');
+    // The admin's own row offers neither removal nor demotion (the last admin, and themself).
+    const ownRow = page.locator('#users-table tbody tr', { hasText: adminEmail });
+    expect(await ownRow.locator('button').count()).toBe(0);
+    await shoot(page, '21-users');
+
+    expect((await signIn(other.page, memberEmail, PASSWORD)).status()).toBe(303);
+    expect(await other.page.getByRole('navigation', { name: 'Portal' }).getByRole('link', { name: 'Users', exact: true }).count()).toBe(0);
+    const denied = await other.page.goto(`${svc.publicUrl}/portal/users`);
+    expect(denied!.status()).toBe(403);
+    expect(await text(other.page, 'h1')).toBe('Only admins can manage users');
+    expect(denied!.headers()['content-security-policy']).toBe(PAGE_CSP);
+
+    // ---- remove the member: their session ends
+    await page.reload();
+    expect((await submit(page, `#users-table tbody tr:has-text("${memberEmail}") button[aria-label="Remove ${memberEmail}"]`)).status()).toBe(303);
+    await page.waitForURL(/\/portal\/users\?done=user-removed$/);
+    expect(await text(page, '#notice')).toBe('The user was removed and signed out everywhere.');
+    expect(await page.locator('#users-table tbody tr').count()).toBe(1);
+    await shoot(page, '22-user-removed');
+    await other.page.goto(`${svc.publicUrl}/portal`);
+    expect(other.page.url()).toBe(`${svc.publicUrl}/portal/login`);
+
+    expect(problems).toEqual([]);
+    expect(other.problems).toEqual([]);
+  } finally {
+    await other.context.close();
+    await context.close();
+  }
+}, 120000);

@@ -1,7 +1,8 @@
 import { randomWallet, siweProof, createShellMerchant } from '../factories/merchants';
 import { createOnboardedMerchant, createPartner, tokenOf, type TestPartner } from '../factories/partners';
 import { createRequest } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { UUID_RE } from '../support/shapes';
 
@@ -17,6 +18,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await svc?.close();
+  await closeSql();
 });
 
 /** A syntactically fine proof body for a dead token (the token is checked first). */
@@ -282,3 +284,91 @@ describe('POST /onboarding/api/<token>/complete', () => {
   });
 });
 
+
+describe('onboarding links expire after ONBOARDING_LINK_TTL_HOURS (issue 10 point 4)', () => {
+  const TTL_HOURS = 168;
+  /** Moves the link's issue time back, as if it had been issued that many hours ago. */
+  const issuedHoursAgo = (id: string, hours: number) =>
+    sql(`UPDATE merchants SET onboarding_link_issued_at = now() - make_interval(hours => $2) WHERE id = $1`, [id, hours]);
+  const row = async (id: string) =>
+    (await sql(`SELECT onboarding_token_hash, onboarding_link_issued_at, wallet_verified_at, onboarding_nonce FROM merchants WHERE id = $1`, [id]))[0];
+  const EXPIRED = { ok: false, error: 'onboarding_link_expired' };
+
+  it('shows every new merchant the link with its issue time; a link inside its TTL still works', async () => {
+    const m = await createShellMerchant(svc, p.testKey, {});
+    const stored = await row(m.merchant_id);
+    expect(Math.abs(new Date(stored.onboarding_link_issued_at).getTime() - Date.now())).toBeLessThan(60_000);
+    await issuedHoursAgo(m.merchant_id, TTL_HOURS - 1);
+    expect((await state(tokenOf(m.onboarding_url))).status).toBe(200);
+    expect((await merchantGet(m.merchant_id)).body.onboarding_url).toBe(m.onboarding_url);
+  });
+
+  it('an expired link answers 410 onboarding_link_expired on every onboarding call, and changes nothing', async () => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address });
+    const token = tokenOf(m.onboarding_url);
+    const proof = await siweProof(svc, token, w); // signed while the link still worked
+    await issuedHoursAgo(m.merchant_id, TTL_HOURS);
+    const before = await row(m.merchant_id);
+    for (const r of [await state(token), await proveWallet(token, proof), await complete(token, { accept_terms: true })]) {
+      expect(r.status).toBe(410);
+      expect(r.body).toEqual(EXPIRED);
+    }
+    expect(await row(m.merchant_id)).toEqual(before);
+    expect(before.wallet_verified_at).toBeNull();
+    // The page says so in words, and tells the merchant whom to ask.
+    const page = await call(svc.publicUrl, 'GET', `/onboarding/${token}`);
+    expect(page.status).toBe(410);
+    expect(page.text).toContain('This onboarding link has expired');
+    expect(page.text).toContain('Ask the partner who sent you this link for a new one');
+    // An unknown token stays a 404.
+    expect((await state('B'.repeat(43))).status).toBe(404);
+  });
+
+  it('a read after expiry shows a new link (GET, list, replayed create alike); the old one is dead, the new one completes', async () => {
+    const w = randomWallet();
+    const m = await createShellMerchant(svc, p.testKey, { wallet_address: w.address, display_name: 'Late Shop' });
+    const oldToken = tokenOf(m.onboarding_url);
+    await issuedHoursAgo(m.merchant_id, TTL_HOURS + 24);
+    const oldHash = (await row(m.merchant_id)).onboarding_token_hash;
+
+    // Concurrent reads after expiry agree on one new link.
+    const reads = await Promise.all(Array.from({ length: 5 }, () => merchantGet(m.merchant_id)));
+    const urls = new Set(reads.map((r) => r.body.onboarding_url));
+    expect(urls.size).toBe(1);
+    const fresh = reads[0].body;
+    expect(fresh).toEqual({ ...m, onboarding_url: expect.stringMatching(new RegExp(`^${svc.config.publicUrl}/onboarding/[A-Za-z0-9_-]{43}$`)) });
+    expect(fresh.onboarding_url).not.toBe(m.onboarding_url);
+    const stored = await row(m.merchant_id);
+    expect(Buffer.from(stored.onboarding_token_hash).equals(Buffer.from(oldHash))).toBe(false);
+    expect(Math.abs(new Date(stored.onboarding_link_issued_at).getTime() - Date.now())).toBeLessThan(60_000);
+
+    // The list and an idempotent replay of the create show the same working link.
+    const listed = await call(svc.publicUrl, 'GET', '/api/v1/merchants?onboarding_status=incomplete&limit=100', { key: p.testKey });
+    expect(listed.body.merchants.find((x: any) => x.merchant_id === m.merchant_id).onboarding_url).toBe(fresh.onboarding_url);
+    const replay = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, body: { wallet_address: w.address, display_name: 'Late Shop' } });
+    expect(replay.status).toBe(200);
+    expect(replay.body.onboarding_url).toBe(fresh.onboarding_url);
+
+    // The old link stays expired (410, not "unknown"), the new one works to the end.
+    expect(await state(oldToken)).toMatchObject({ status: 410, body: EXPIRED });
+    const newToken = tokenOf(fresh.onboarding_url);
+    expect((await proveWallet(newToken, await siweProof(svc, newToken, w))).status).toBe(200);
+    expect((await complete(newToken, { accept_terms: true })).status).toBe(200);
+
+    // A completed onboarding's links keep their behaviour: 404, and no new link however old the issue time.
+    await issuedHoursAgo(m.merchant_id, TTL_HOURS * 10);
+    expect((await merchantGet(m.merchant_id)).body.onboarding_url).toBeNull();
+    for (const t of [newToken, oldToken]) expect(await state(t)).toMatchObject({ status: 404, body: { ok: false, error: 'not_found' } });
+  });
+
+  it('an expired link of a completed merchant is not reissued by the admin surface either', async () => {
+    const done = await createOnboardedMerchant(svc, p.testKey);
+    await issuedHoursAgo(done.id, TTL_HOURS * 2);
+    const hash = (await row(done.id)).onboarding_token_hash;
+    const disabled = await call(svc.adminUrl, 'POST', `/admin/api/merchants/${done.id}/disable`, { key: ADMIN_TOKEN });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body.onboarding_url).toBeNull();
+    expect(Buffer.from((await row(done.id)).onboarding_token_hash).equals(Buffer.from(hash))).toBe(true);
+  });
+});

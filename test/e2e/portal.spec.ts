@@ -8,6 +8,7 @@ import {
   PortalAuthService,
 } from '../../src/modules/portal/portal-auth.service';
 import { verifyPassword } from '../../src/modules/portal/password';
+import { PortalUserRoles1764000004101 as Migration } from '../../migrations/1764000004101-portal-user-roles';
 import { DataSource } from 'typeorm';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -108,7 +109,7 @@ describe('portal users through the admin API', () => {
     const email = `Mixed.${randomBytes(3).toString('hex')}@Example.COM`;
     const r = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email, password: PASSWORD });
     expect(r.status).toBe(201);
-    expect(r.body).toEqual({ ok: true, user_id: expect.any(String), partner_id: partner.id, email: email.toLowerCase(), created_at: expect.any(String) });
+    expect(r.body).toEqual({ ok: true, user_id: expect.any(String), partner_id: partner.id, email: email.toLowerCase(), role: 'admin', created_at: expect.any(String) });
     expect(r.text).not.toContain(PASSWORD);
     const [row] = await sql(`SELECT email, password_hash FROM portal_users WHERE id = $1`, [r.body.user_id]);
     expect(row.email).toBe(email.toLowerCase());
@@ -127,8 +128,11 @@ describe('portal users through the admin API', () => {
     expect(long.status).toBe(400);
     const badEmail = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: 'not an email', password: PASSWORD });
     expect(badEmail.body.errors).toEqual([expect.objectContaining({ field: 'email' })]);
-    const extra = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: PASSWORD, role: 'admin' });
+    const extra = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: PASSWORD, admin: true });
     expect(extra.status).toBe(400);
+    const badRole = await admin(svc, 'POST', `/partners/${partner.id}/users`, { email: uniqueEmail(), password: PASSWORD, role: 'owner' });
+    expect(badRole.status).toBe(400);
+    expect(badRole.body.errors).toEqual([expect.objectContaining({ field: 'role' })]);
     const nobody = await admin(svc, 'POST', `/partners/00000000-0000-4000-8000-000000000000/users`, { email: uniqueEmail(), password: PASSWORD });
     expect(nobody.status).toBe(404);
     // Operator surface only: the public listener does not route /admin, and the token is required.
@@ -366,7 +370,8 @@ describe('sign-in rate limit', () => {
     // Another account from a fresh address is unaffected.
     const other = await createUser(svc, partner.id);
     expect(await auth.signIn('198.51.100.201', other.toUpperCase(), PASSWORD)).toEqual(session);
-  }, 120000);
+    // ~115 real scrypt hashes: seconds on a quiet machine, minutes on a loaded one.
+  }, 300000);
 
   it('counts an IPv6 client by its /64 for the per-address limit', async () => {
     const auth = svc.app.get(PortalAuthService);
@@ -427,5 +432,216 @@ describe('partner isolation', () => {
     expect((await c.post(`/portal/deliveries/${ev.id}/redeliver`, { _csrf: csrf })).status).toBe(404);
     expect((await c.get('/portal/deliveries/not-a-uuid')).status).toBe(404);
     expect((await c.get('/portal/no-such-page')).status).toBe(404);
+  });
+});
+
+describe('portal accounts (issue 10 point 10)', () => {
+  const userIdOf = async (email: string): Promise<string> => (await sql(`SELECT id FROM portal_users WHERE email = $1`, [email]))[0].id;
+  const sessionsOf = async (email: string): Promise<number> =>
+    Number((await sql(`SELECT count(*) FROM portal_sessions s JOIN portal_users u ON u.id = s.user_id WHERE u.email = $1`, [email]))[0].count);
+  const signedIn = async (c: Client) => (await c.get('/portal')).status === 200;
+  const invite = (c: Client, csrf: string, form: Record<string, string>) => c.post('/portal/users', { _csrf: csrf, ...form });
+
+  it('existing users become admins when the roles migration runs; new ones need a role', async () => {
+    const runner = svc.app.get(DataSource).createQueryRunner();
+    const p = await createPartner(svc);
+    try {
+      await new Migration().down(runner);
+      await sql(`INSERT INTO portal_users (partner_id, email, password_hash) VALUES ($1, $2, 'x')`, [p.id, `old-${uniqueEmail()}`]);
+      await new Migration().up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await sql(`SELECT role FROM portal_users WHERE partner_id = $1`, [p.id])).toEqual([{ role: 'admin' }]);
+    await expect(sql(`INSERT INTO portal_users (partner_id, email, password_hash) VALUES ($1, $2, 'x')`, [p.id, uniqueEmail()])).rejects.toThrow(/role/);
+    await expect(sql(`INSERT INTO portal_users (partner_id, email, password_hash, role) VALUES ($1, $2, 'x', 'owner')`, [p.id, uniqueEmail()])).rejects.toThrow(/portal_users_role_check/);
+  });
+
+  it('admin API: lists a partner’s users, removes one (ending their sessions), never the last admin', async () => {
+    const p = await createPartner(svc);
+    const first = await admin(svc, 'POST', `/partners/${p.id}/users`, { email: uniqueEmail(), password: PASSWORD });
+    const member = await admin(svc, 'POST', `/partners/${p.id}/users`, { email: uniqueEmail(), password: PASSWORD, role: 'member' });
+    expect([first.body.role, member.body.role]).toEqual(['admin', 'member']);
+
+    const listed = await admin(svc, 'GET', `/partners/${p.id}/users`);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({
+      ok: true,
+      users: [
+        { user_id: first.body.user_id, partner_id: p.id, email: first.body.email, role: 'admin', created_at: first.body.created_at },
+        { user_id: member.body.user_id, partner_id: p.id, email: member.body.email, role: 'member', created_at: member.body.created_at },
+      ],
+    });
+    expect(listed.text).not.toMatch(/password|scrypt/);
+
+    // The member is signed in; removing them ends that session at once.
+    const c = client();
+    await c.signIn(member.body.email, PASSWORD);
+    expect(await signedIn(c)).toBe(true);
+    const removed = await admin(svc, 'DELETE', `/partners/${p.id}/users/${member.body.user_id}`);
+    expect(removed.status).toBe(200);
+    expect(removed.body).toEqual({ ok: true, user_id: member.body.user_id, removed: true });
+    expect(await sessionsOf(member.body.email)).toBe(0);
+    expect((await c.get('/portal')).location).toBe('/portal/login');
+    expect((await client().signIn(member.body.email, PASSWORD)).status).toBe(401);
+    expect((await admin(svc, 'DELETE', `/partners/${p.id}/users/${member.body.user_id}`)).status).toBe(404);
+
+    // The last admin stays, in words.
+    const last = await admin(svc, 'DELETE', `/partners/${p.id}/users/${first.body.user_id}`);
+    expect(last.status).toBe(409);
+    expect(last.body).toEqual({ ok: false, error: 'conflict', errors: [{ field: 'user_id', message: expect.stringContaining('last admin') }] });
+    expect((await admin(svc, 'GET', `/partners/${p.id}/users`)).body.users).toHaveLength(1);
+
+    // Another partner's user, an unknown partner, a malformed id: 404, nothing removed.
+    expect((await admin(svc, 'DELETE', `/partners/${partner.id}/users/${first.body.user_id}`)).status).toBe(404);
+    expect((await admin(svc, 'GET', `/partners/00000000-0000-4000-8000-000000000000/users`)).status).toBe(404);
+    expect((await admin(svc, 'DELETE', `/partners/${p.id}/users/not-a-uuid`)).status).toBe(404);
+    expect((await sql(`SELECT 1 FROM portal_users WHERE id = $1`, [first.body.user_id])).length).toBe(1);
+    // Operator surface only.
+    expect((await call(svc.adminUrl, 'GET', `/admin/api/partners/${p.id}/users`)).status).toBe(401);
+    expect((await call(svc.publicUrl, 'GET', `/admin/api/partners/${p.id}/users`)).status).toBe(404);
+  });
+
+  it('changes the password with the current one, ending the user’s other sessions and keeping this one', async () => {
+    const email = await createUser(svc, partner.id);
+    const here = client();
+    const elsewhere = client();
+    await here.signIn(email, PASSWORD);
+    await elsewhere.signIn(email, PASSWORD);
+    const csrf = await here.csrf('/portal/account');
+    const [{ password_hash: before }] = await sql(`SELECT password_hash FROM portal_users WHERE email = $1`, [email]);
+    const NEW = 'a brand new passphrase';
+
+    // Refusals, in words, change nothing.
+    const refusals: Array<[Record<string, string>, string]> = [
+      [{ current_password: 'not the password', new_password: NEW, new_password_repeat: NEW }, 'The current password is not correct.'],
+      [{ current_password: PASSWORD, new_password: 'short', new_password_repeat: 'short' }, 'The new password must be 12 to 200 characters.'],
+      [{ current_password: PASSWORD, new_password: NEW, new_password_repeat: `${NEW}!` }, 'The new password and its repetition differ.'],
+    ];
+    for (const [form, words] of refusals) {
+      const r = await here.post('/portal/account/password', { _csrf: csrf, ...form });
+      expect(r.status).toBe(400);
+      expect(textOf(r.text, 'notice')).toBe(`Your password was not changed:${words}`);
+      expect(r.headers.get('content-security-policy')).toBe(PAGE_CSP);
+    }
+    const forged = await here.post('/portal/account/password', { current_password: PASSWORD, new_password: NEW, new_password_repeat: NEW });
+    expect(forged.status).toBe(403);
+    expect((await sql(`SELECT password_hash FROM portal_users WHERE email = $1`, [email]))[0].password_hash).toBe(before);
+    expect(await signedIn(elsewhere)).toBe(true);
+
+    const ok = await here.post('/portal/account/password', { _csrf: csrf, current_password: PASSWORD, new_password: NEW, new_password_repeat: NEW });
+    expect(ok.status).toBe(303);
+    expect(ok.location).toBe('/portal/account?done=password-changed');
+    expect(textOf((await here.get(ok.location!)).text, 'notice')).toContain('Your password was changed.');
+    expect(await signedIn(here)).toBe(true);
+    expect((await elsewhere.get('/portal')).location).toBe('/portal/login');
+    expect(await sessionsOf(email)).toBe(1);
+    expect((await client().signIn(email, PASSWORD)).status).toBe(401);
+    expect((await client().signIn(email, NEW)).status).toBe(303);
+  });
+
+  it('ends a session after an hour without activity, while activity keeps it going', async () => {
+    const email = await createUser(svc, partner.id);
+    const c = client();
+    await c.signIn(email, PASSWORD);
+    const userId = await userIdOf(email);
+    await sql(`UPDATE portal_sessions SET last_seen_at = now() - interval '59 minutes' WHERE user_id = $1`, [userId]);
+    expect(await signedIn(c)).toBe(true);
+    // That visit counted as activity.
+    const [{ idle }] = await sql(`SELECT extract(epoch FROM now() - last_seen_at) AS idle FROM portal_sessions WHERE user_id = $1`, [userId]);
+    expect(Number(idle)).toBeLessThan(60);
+    await sql(`UPDATE portal_sessions SET last_seen_at = now() - interval '61 minutes' WHERE user_id = $1`, [userId]);
+    const r = await c.get('/portal/keys');
+    expect(r.status).toBe(303);
+    expect(r.location).toBe('/portal/login');
+    // The next sign-in sweeps the idle row.
+    await client().signIn(email, PASSWORD);
+    expect(await sessionsOf(email)).toBe(1);
+  });
+
+  it('lets the partner’s admins list, invite and remove users in the portal; members get 403 in words', async () => {
+    const p = await createPartner(svc);
+    const adminEmail = await createUser(svc, p.id);
+    const boss = client();
+    await boss.signIn(adminEmail, PASSWORD);
+    const home = await boss.get('/portal');
+    expect(home.text).toContain('href="/portal/users"');
+    const csrf = await boss.csrf('/portal/users');
+    const countUsers = async () => Number((await sql(`SELECT count(*) FROM portal_users WHERE partner_id = $1`, [p.id]))[0].count);
+
+    // Bad invitations are refused in words and create nothing.
+    const short = await invite(boss, csrf, { email: uniqueEmail(), password: 'short', role: 'member' });
+    expect(short.status).toBe(400);
+    expect(textOf(short.text, 'notice')).toBe('The user was not added:password must be 12 to 200 characters');
+    const taken = await invite(boss, csrf, { email: adminEmail.toUpperCase(), password: PASSWORD, role: 'member' });
+    expect(taken.status).toBe(409);
+    expect(textOf(taken.text, 'notice')).toBe('The user was not added:a portal user with this email exists');
+    expect((await invite(boss, csrf, { email: uniqueEmail(), password: PASSWORD, role: 'owner' })).status).toBe(400);
+    expect((await boss.post('/portal/users', { email: uniqueEmail(), password: PASSWORD, role: 'member' })).status).toBe(403);
+    expect(await countUsers()).toBe(1);
+
+    // Invite a member, who signs in with the initial password.
+    const memberEmail = uniqueEmail();
+    const added = await invite(boss, csrf, { email: memberEmail, password: PASSWORD, role: 'member' });
+    expect(added.status).toBe(303);
+    expect(added.location).toBe('/portal/users?done=user-invited');
+    const page = await boss.get('/portal/users');
+    expect(page.text).toContain(memberEmail);
+    expect(page.text).not.toMatch(/scrypt/);
+    const member = client();
+    expect((await member.signIn(memberEmail, PASSWORD)).status).toBe(303);
+
+    // A member has no user management: not in the navigation, and 403 in words on every route of it.
+    expect((await member.get('/portal')).text).not.toContain('href="/portal/users"');
+    const memberCsrf = await member.csrf('/portal/account');
+    const denied = await member.get('/portal/users');
+    expect(denied.status).toBe(403);
+    expect(denied.text).toContain('Only admins can manage users');
+    const adminId = await userIdOf(adminEmail);
+    for (const [path, form] of [
+      ['/portal/users', { email: uniqueEmail(), password: PASSWORD, role: 'admin' }],
+      [`/portal/users/${adminId}/remove`, {}],
+      [`/portal/users/${adminId}/role`, { role: 'member' }],
+    ] as const) {
+      const r = await member.post(path, { _csrf: memberCsrf, ...form });
+      expect(r.status).toBe(403);
+      expect(r.text).toContain('Only admins can manage users');
+    }
+    expect(await countUsers()).toBe(2);
+    expect((await sql(`SELECT role FROM portal_users WHERE id = $1`, [adminId]))[0].role).toBe('admin');
+
+    // The admin cannot remove themself, nor (being the last admin) become a member.
+    const self = await boss.post(`/portal/users/${adminId}/remove`, { _csrf: csrf });
+    expect(self.status).toBe(409);
+    expect(textOf(self.text, 'notice')).toBe('The user was not removed:you cannot remove yourself; another admin can');
+    const demote = await boss.post(`/portal/users/${adminId}/role`, { _csrf: csrf, role: 'member' });
+    expect(demote.status).toBe(409);
+    expect(textOf(demote.text, 'notice')).toContain('the last admin cannot become a member');
+
+    // Removing the member ends their session.
+    const memberId = await userIdOf(memberEmail);
+    const gone = await boss.post(`/portal/users/${memberId}/remove`, { _csrf: csrf });
+    expect(gone.status).toBe(303);
+    expect(gone.location).toBe('/portal/users?done=user-removed');
+    expect((await member.get('/portal')).location).toBe('/portal/login');
+    expect(await countUsers()).toBe(1);
+    // Another partner's user is not found from here.
+    const outsider = await userIdOf(await createUser(svc, partner.id));
+    expect((await boss.post(`/portal/users/${outsider}/remove`, { _csrf: csrf })).status).toBe(404);
+    expect((await sql(`SELECT 1 FROM portal_users WHERE id = $1`, [outsider])).length).toBe(1);
+  });
+
+  it('never leaves a partner without an admin, even when two admins remove each other at once', async () => {
+    const p = await createPartner(svc);
+    const [a, b] = [await createUser(svc, p.id), await createUser(svc, p.id)];
+    const ca = client();
+    const cb = client();
+    await ca.signIn(a, PASSWORD);
+    await cb.signIn(b, PASSWORD);
+    const [csrfA, csrfB] = [await ca.csrf('/portal/users'), await cb.csrf('/portal/users')];
+    const [idA, idB] = [await userIdOf(a), await userIdOf(b)];
+    const [ra, rb] = await Promise.all([ca.post(`/portal/users/${idB}/remove`, { _csrf: csrfA }), cb.post(`/portal/users/${idA}/remove`, { _csrf: csrfB })]);
+    expect([ra.status, rb.status].sort()).toEqual([303, 409]);
+    expect(await sql(`SELECT role FROM portal_users WHERE partner_id = $1`, [p.id])).toEqual([{ role: 'admin' }]);
   });
 });

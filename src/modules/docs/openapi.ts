@@ -42,6 +42,7 @@ export const ERROR_DESCRIPTIONS: Partial<Record<ErrorCode, string>> = {
   wallet_address_conflict: 'The wallet belongs to a merchant of another partner or of the other mode (wallet addresses are globally unique).',
   tx_hash_already_used: 'Pay API: the transaction already paid another request.',
   conflict: 'The change conflicts with the current state (e.g. a taken partner slug).',
+  onboarding_link_expired: 'Onboarding API: the link is older than ONBOARDING_LINK_TTL_HOURS, or a newer one replaced it; reading the merchant shows a new onboarding_url.',
   payload_too_large: 'The body is over 64 KiB.',
   unsupported_media_type: 'A non-empty body whose Content-Type is not `application/json` (a charset parameter is fine), a missing Content-Type included. Calls without a body are unaffected.',
   rate_limited: 'The per-key, per-endpoint limit of this minute is used up; it resets at the start of the next minute. No rate-limit headers are sent.',
@@ -108,7 +109,7 @@ const merchantProperties: Record<string, SchemaObject | ReferenceObject> = {
   disabled: { type: 'boolean', description: 'Disabled merchants cannot get new payment requests.' },
   created_at: TIMESTAMP,
   test_mode: { type: 'boolean', description: 'Fixed at creation from the key prefix used' },
-  onboarding_url: nullable({ type: 'string', format: 'uri', description: 'PUBLIC_URL/onboarding/<token>; null when onboarding_status is complete' }),
+  onboarding_url: nullable({ type: 'string', format: 'uri', description: 'PUBLIC_URL/onboarding/<token>; null when onboarding_status is complete. A link works ONBOARDING_LINK_TTL_HOURS (default 168) after it was issued; a read after that shows a new link, and the old one answers 410 onboarding_link_expired.' }),
   idempotent_replay: { type: 'boolean', const: true, description: 'Present, true, only on a replayed create' } as SchemaObject,
 };
 

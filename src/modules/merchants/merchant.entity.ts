@@ -8,6 +8,7 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedCo
 @Check('merchants_wallet_address_check', `wallet_address ~ '^0x[0-9a-f]{40}$'`)
 @Check('merchants_onboarding_status_check', `onboarding_status IN ('incomplete','complete')`)
 @Index('merchants_partner_list', ['partnerId', 'testMode', 'createdAt', 'id'])
+@Index('merchants_onboarding_previous_token', ['onboardingPreviousTokenHash'])
 export class MerchantEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'merchants_pkey' })
   id!: string;
@@ -63,6 +64,14 @@ export class MerchantEntity {
 
   @Column('bytea', { name: 'onboarding_token_hash' })
   onboardingTokenHash!: Buffer;
+
+  /** When the current onboarding token was issued: it works for ONBOARDING_LINK_TTL_HOURS from then. */
+  @Column('timestamp with time zone', { name: 'onboarding_link_issued_at', precision: 3, default: () => 'now()' })
+  onboardingLinkIssuedAt!: Date;
+
+  /** The token the current one replaced, so its page can say "expired" rather than "unknown". */
+  @Column('bytea', { name: 'onboarding_previous_token_hash', nullable: true })
+  onboardingPreviousTokenHash!: Buffer | null;
 
   @Column('text', { name: 'onboarding_nonce', nullable: true })
   onboardingNonce!: string | null;

@@ -68,6 +68,33 @@ export class MerchantRepository {
     return this.merchants.findOneBy({ onboardingTokenHash: tokenHash, onboardingStatus: 'incomplete' });
   }
 
+  /** The incomplete merchant whose onboarding token was replaced by a newer one (its link expired). */
+  findByPreviousOnboarding(tokenHash: Buffer): Promise<MerchantEntity | null> {
+    return this.merchants.findOneBy({ onboardingPreviousTokenHash: tokenHash, onboardingStatus: 'incomplete' });
+  }
+
+  /**
+   * Replaces an expired onboarding token with a new one issued now (by the database's clock). Conditional on
+   * the token still being the expired one, so of two reads racing after expiry only one issues a link; the
+   * other gets false and re-reads. The nonce handed out with the old link goes with it.
+   */
+  async reissueOnboardingLink(id: string, expiredHash: Buffer, salt: Buffer, hash: Buffer): Promise<boolean> {
+    const r = await this.merchants
+      .createQueryBuilder()
+      .update(MerchantEntity)
+      .set({
+        onboardingTokenSalt: salt,
+        onboardingTokenHash: hash,
+        onboardingPreviousTokenHash: expiredHash,
+        onboardingLinkIssuedAt: () => 'now()',
+        onboardingNonce: null,
+        updatedAt: () => 'now()',
+      })
+      .where(`id = :id AND onboarding_token_hash = :expiredHash AND onboarding_status = 'incomplete'`, { id, expiredHash })
+      .execute();
+    return (r.affected ?? 0) > 0;
+  }
+
   /** Sets the first nonce; a concurrent first read may have set one already, and then it stays. */
   async setNonceIfMissing(id: string, nonce: string): Promise<void> {
     await this.merchants

@@ -8,7 +8,7 @@ import { RatesService } from '../rates/rates.service';
 import { MerchantDirectory } from './merchant-directory';
 import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
-import { hashToken, onboardingToken, type Merchant } from './merchant';
+import { hashToken, onboardingLinkExpired, onboardingLinkExpiresAt, onboardingToken, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
 import { MerchantRepository } from './merchant.repository';
 
@@ -108,8 +108,14 @@ export class MerchantsService {
     return this.toMerchant(m);
   }
 
-  /** The merchant with its home portal and, until onboarding is complete, its onboarding link. */
-  async toMerchant(e: MerchantEntity): Promise<Merchant> {
+  /**
+   * The merchant with its home portal and, until onboarding is complete, its onboarding link. Every read
+   * shows a link that works (issue 10 point 4): one that has expired is replaced here by a new token, and
+   * the old one stops working.
+   */
+  async toMerchant(entity: MerchantEntity): Promise<Merchant> {
+    const e = await this.withWorkingLink(entity);
+    const incomplete = e.onboardingStatus !== 'complete';
     return {
       id: e.id,
       partnerId: e.partnerId,
@@ -129,10 +135,20 @@ export class MerchantsService {
       onboardingStatus: e.onboardingStatus,
       disabled: e.disabled,
       createdAt: e.createdAt,
-      onboardingUrl:
-        e.onboardingStatus === 'complete'
-          ? null
-          : `${this.config.publicUrl}/onboarding/${onboardingToken(this.config.onboardingTokenSecret, e.id, e.onboardingTokenSalt)}`,
+      onboardingUrl: incomplete
+        ? `${this.config.publicUrl}/onboarding/${onboardingToken(this.config.onboardingTokenSecret, e.id, e.onboardingTokenSalt)}`
+        : null,
+      onboardingUrlExpiresAt: incomplete ? onboardingLinkExpiresAt(e.onboardingLinkIssuedAt, this.config.onboardingLinkTtlHours) : null,
     };
+  }
+
+  /** The row as it is once an expired onboarding link has been replaced (by this read or a racing one). */
+  private async withWorkingLink(e: MerchantEntity): Promise<MerchantEntity> {
+    if (e.onboardingStatus === 'complete' || !onboardingLinkExpired(e.onboardingLinkIssuedAt, this.config.onboardingLinkTtlHours)) return e;
+    const salt = randomBytes(32);
+    const hash = hashToken(onboardingToken(this.config.onboardingTokenSecret, e.id, salt));
+    await this.repo.reissueOnboardingLink(e.id, e.onboardingTokenHash, salt, hash);
+    // Whether this read or a concurrent one issued it, the row now holds the current link.
+    return (await this.repo.findById(e.id)) ?? e;
   }
 }

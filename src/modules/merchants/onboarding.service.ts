@@ -4,7 +4,7 @@ import { SiweMessage } from 'siwe';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/pg-errors';
-import { hashToken, type Merchant } from './merchant';
+import { hashToken, onboardingLinkExpired, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
 import { MerchantRepository } from './merchant.repository';
 import { MerchantsService } from './merchants.service';
@@ -114,12 +114,18 @@ export class OnboardingService {
     return { onboardingStatus: 'complete', merchant: await this.merchants.mustLoad(m.id) };
   }
 
-  /** The merchant behind a live token; an unknown, malformed or spent token is a plain 404. */
+  /**
+   * The merchant behind a live token. A token past ONBOARDING_LINK_TTL_HOURS, or one already replaced by a
+   * newer link, is 410 onboarding_link_expired (the partner can show a new link); an unknown, malformed or
+   * spent (onboarding complete) token stays a plain 404.
+   */
   private async open(token: string): Promise<MerchantEntity> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) throw AppError.notFound();
-    const m = await this.repo.findOnboarding(hashToken(token));
-    if (!m) throw AppError.notFound();
-    return m;
+    const hash = hashToken(token);
+    const m = await this.repo.findOnboarding(hash);
+    if (m && !onboardingLinkExpired(m.onboardingLinkIssuedAt, this.config.onboardingLinkTtlHours)) return m;
+    if (m || (await this.repo.findByPreviousOnboarding(hash))) throw new AppError('onboarding_link_expired');
+    throw AppError.notFound();
   }
 }
 

@@ -19,6 +19,12 @@ function words(status: number, path: string): ErrorWords {
     if (path.startsWith('/terms')) return { title: 'Terms not found', detail: 'There are no terms with this version.' };
     return { title: 'Payment request not found', detail: 'Check the link, or ask the merchant for a new one.' };
   }
+  if (status === 410 && path.startsWith('/onboarding')) {
+    return {
+      title: 'This onboarding link has expired',
+      detail: 'Onboarding links work for a limited time. Ask the partner who sent you this link for a new one; nothing you set up so far is lost.',
+    };
+  }
   if (status === 429) return { title: 'Too many requests', detail: 'Please wait a minute and reload the page.' };
   return { title: 'Something went wrong', detail: 'Please reload the page in a moment.' };
 }

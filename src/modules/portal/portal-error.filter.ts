@@ -5,12 +5,17 @@ import { setPageHeaders } from '../pages/page-security';
 import { seeOther, type PortalRequest } from './portal-http';
 import { problemBody } from './portal-pages.view';
 import { PortalRenderer } from './portal-renderer';
-import { CsrfRejected, SignInRequired } from './portal-session.guard';
+import { AdminRequired, CsrfRejected, SignInRequired } from './portal-session.guard';
 
 interface Words {
   title: string;
   detail: string;
 }
+
+const ADMINS_ONLY: Words = {
+  title: 'Only admins can manage users',
+  detail: 'Your role in this portal is member. Ask one of your account’s admins to add, remove or change users. Nothing was changed.',
+};
 
 function words(status: number, path: string, signedIn: boolean): Words {
   switch (status) {
@@ -58,14 +63,14 @@ export class PortalErrorFilter implements ExceptionFilter {
       return;
     }
     let status = 500;
-    if (exception instanceof CsrfRejected) status = 403;
+    if (exception instanceof CsrfRejected || exception instanceof AdminRequired) status = 403;
     else if (exception instanceof AppError) status = exception.status;
     else if (exception instanceof HttpException) status = exception.getStatus();
     if (status >= 500) {
       this.logger.error(`request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.stack ?? String(exception)}`);
     }
     const session = req.portal;
-    const w = words(status, req.path.toLowerCase(), !!session);
+    const w = exception instanceof AdminRequired ? ADMINS_ONLY : words(status, req.path.toLowerCase(), !!session);
     const back = session ? { href: '/portal', label: 'Back to the overview' } : { href: '/portal/login', label: 'Go to sign-in' };
     res.status(status).send(
       this.renderer.page({

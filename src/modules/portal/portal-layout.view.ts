@@ -3,15 +3,18 @@ import { CSRF_FIELD } from './portal-http';
 import type { PortalSession } from './portal-sessions.service';
 import { PORTAL_CSS_URL } from './portal-style';
 
-export type NavKey = 'dashboard' | 'keys' | 'webhook' | 'deliveries' | 'rates' | 'merchants';
+export type NavKey = 'dashboard' | 'keys' | 'webhook' | 'deliveries' | 'rates' | 'merchants' | 'users' | 'account';
 
-const NAV: Array<[NavKey, string, string]> = [
+/** The portal's sections; `adminOnly` ones are listed only for the partner's admin users. */
+const NAV: Array<[NavKey, string, string, { adminOnly?: boolean }?]> = [
   ['dashboard', 'Overview', '/portal'],
   ['keys', 'API keys', '/portal/keys'],
   ['webhook', 'Webhooks', '/portal/webhook'],
   ['deliveries', 'Deliveries', '/portal/deliveries'],
   ['rates', 'Rates', '/portal/rates'],
   ['merchants', 'Merchants', '/portal/merchants'],
+  ['users', 'Users', '/portal/users', { adminOnly: true }],
+  ['account', 'Your account', '/portal/account'],
 ];
 
 /** A message on a page: the outcome of the last action, in words. */
@@ -67,7 +70,9 @@ function header(session: PortalSession, current: NavKey | undefined): SafeHtml {
 <div class="portal-header-inner">
 <p class="brand">Partner portal<small id="partner-name">${session.partnerName}</small></p>
 <nav class="portal-nav" aria-label="Portal">
-<ul>${NAV.map(([key, label, href]) => html`<li><a href="${href}"${key === current ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
+<ul>${NAV.filter(([, , , o]) => !o?.adminOnly || session.role === 'admin').map(
+    ([key, label, href]) => html`<li><a href="${href}"${key === current ? html` aria-current="page"` : ''}>${label}</a></li>`,
+  )}</ul>
 </nav>
 <div class="account"><span class="who" title="${session.email}">${session.email}</span>${postButton(session, '/portal/logout', 'Sign out', { id: 'sign-out' })}</div>
 </div>

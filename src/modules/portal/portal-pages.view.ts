@@ -9,6 +9,8 @@ import { WEBHOOK_UPDATES_PER_MINUTE } from '../webhooks/webhook-update-limiter';
 import { badge, csrfInput, noticeBlock, postButton, when, type Notice } from './portal-layout.view';
 import type { PortalSession } from './portal-sessions.service';
 import type { AttemptView, DeliveryView, PingResult } from './portal.service';
+import type { PortalUserInfo } from './portal-users.service';
+import { PASSWORD_MAX, PASSWORD_MIN } from './password';
 import { PINGS_PER_MINUTE } from './portal.service';
 
 /** The page bodies of the portal; portalDocument wraps them. Every value is escaped by `html`. */
@@ -436,11 +438,92 @@ ${
     ? html`<tr class="link-row"><td colspan="5" class="wide"><div class="cell">
 <label for="onboarding-${id}">Onboarding link for ${name ?? id}</label>
 <input type="text" class="readonly-value" value="${url}" readonly id="onboarding-${id}" aria-describedby="onboarding-${id}-hint">
-<p class="hint" id="onboarding-${id}-hint">Select the link and copy it; it works until onboarding is complete.</p>
+<p class="hint" id="onboarding-${id}-hint">Select the link and copy it; it works until ${when(m.onboardingUrlExpiresAt ? iso(m.onboardingUrlExpiresAt) : null)} or until onboarding is complete. After that, this page shows a new link.</p>
 </div></td></tr>`
     : ''
 }
 </tbody>`;
+}
+
+// ---------------------------------------------------------------- your account
+
+export function accountBody(s: PortalSession, notice?: Notice): SafeHtml {
+  return html`${title('Your account')}
+<p class="lead">Signed in as <strong id="account-email">${s.email}</strong> · role <span id="account-role">${s.role}</span>. Sessions end 12 hours after sign-in, or after an hour without activity.</p>
+${noticeBlock(notice)}
+<section class="card">
+<h2>Change your password</h2>
+<form method="post" action="/portal/account/password" id="password-form">
+${csrfInput(s)}
+<label for="current-password">Current password</label>
+<input type="password" id="current-password" name="current_password" autocomplete="current-password" required>
+<label for="new-password">New password</label>
+<input type="password" id="new-password" name="new_password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="new-password-hint">
+<p class="hint" id="new-password-hint">${PASSWORD_MIN} to ${PASSWORD_MAX} characters. Changing it signs you out everywhere else; this browser stays signed in.</p>
+<label for="new-password-repeat">New password again</label>
+<input type="password" id="new-password-repeat" name="new_password_repeat" autocomplete="new-password" required>
+<button type="submit" class="button primary" id="change-password">Change password</button>
+</form>
+</section>`;
+}
+
+// ---------------------------------------------------------------- users (admins)
+
+export interface InviteForm {
+  email?: string;
+  role?: string;
+}
+
+export function usersBody(s: PortalSession, users: PortalUserInfo[], o: { notice?: Notice; form?: InviteForm } = {}): SafeHtml {
+  const role = o.form?.role === 'admin' ? 'admin' : 'member';
+  const admins = users.filter((u) => u.role === 'admin').length;
+  return html`${title('Users')}
+<p class="lead">People who sign in to this portal for ${s.partnerName}. Admins also manage this list; members can do everything else. The last admin cannot be removed or made a member.</p>
+${noticeBlock(o.notice)}
+<section class="card">
+<h2>Invite a user</h2>
+<form method="post" action="/portal/users" id="invite-form">
+${csrfInput(s)}
+<label for="invite-email">Email</label>
+<input type="email" id="invite-email" name="email" autocomplete="off" required value="${o.form?.email ?? ''}">
+<label for="invite-password">Initial password</label>
+<input type="password" id="invite-password" name="password" autocomplete="new-password" required minlength="${PASSWORD_MIN}" maxlength="${PASSWORD_MAX}" aria-describedby="invite-password-hint">
+<p class="hint" id="invite-password-hint">${PASSWORD_MIN} to ${PASSWORD_MAX} characters. Give it to them yourself; they change it under “Your account”.</p>
+<fieldset>
+<legend>Role</legend>
+<div class="choices">
+<label class="check"><input type="radio" name="role" value="member" id="invite-role-member"${role === 'member' ? html` checked` : ''}> Member</label>
+<label class="check"><input type="radio" name="role" value="admin" id="invite-role-admin"${role === 'admin' ? html` checked` : ''}> Admin (also manages users)</label>
+</div>
+</fieldset>
+<button type="submit" class="button primary" id="invite-user">Add user</button>
+</form>
+</section>
+<section class="card">
+<h2>Users</h2>
+<div class="table-wrap"><table class="data" id="users-table">
+<thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Added</th><th scope="col"><span class="offscreen">Actions</span></th></tr></thead>
+<tbody>
+${users.map((u) => {
+  const self = u.id === s.userId;
+  const lastAdmin = u.role === 'admin' && admins === 1;
+  const other = u.role === 'admin' ? 'member' : 'admin';
+  return html`<tr data-user-id="${u.id}">
+<td data-label="Email"><div class="cell">${u.email}${self ? html` ${badge('you', 'info')}` : ''}</div></td>
+<td data-label="Role"><div class="cell">${badge(u.role, u.role === 'admin' ? 'ok' : 'muted')}</div></td>
+<td data-label="Added"><div class="cell">${when(iso(u.createdAt))}</div></td>
+<td data-label=""><div class="cell">${
+    lastAdmin
+      ? html`<span class="hint">the last admin</span>`
+      : html`<form method="post" action="/portal/users/${u.id}/role" class="inline">${csrfInput(s)}<input type="hidden" name="role" value="${other}"><button type="submit" class="button-small" aria-label="Make ${u.email} ${other === 'admin' ? 'an admin' : 'a member'}">Make ${other}</button></form>`
+  }${
+    self || lastAdmin ? '' : html` ${postButton(s, `/portal/users/${u.id}/remove`, 'Remove', { ariaLabel: `Remove ${u.email}` })}`
+  }</div></td>
+</tr>`;
+})}
+</tbody>
+</table></div>
+</section>`;
 }
 
 // ---------------------------------------------------------------- problems

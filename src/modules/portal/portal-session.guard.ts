@@ -16,6 +16,13 @@ export class CsrfRejected extends Error {
   }
 }
 
+/** A member on an admin's page (user management): 403 in words, nothing done. */
+export class AdminRequired extends Error {
+  constructor() {
+    super('admin role required');
+  }
+}
+
 /**
  * Every signed-in portal route: resolves the session cookie (Postgres, so any instance serves it) and, for
  * anything but GET/HEAD, checks the form's CSRF token against the session's before the handler runs.

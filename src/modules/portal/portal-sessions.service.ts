@@ -2,14 +2,20 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { PartnersService } from '../admin/partners.service';
 import { PortalSessionRepository } from './portal-session.repository';
+import type { PortalRole } from './portal-user.entity';
 
 /** How long a portal session lasts from sign-in, whatever the activity. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+/** A session unused this long is over too (issue 10 point 10), well before its 12 hours. */
+export const SESSION_IDLE_MS = 60 * 60 * 1000;
 
 /** What a signed-in request knows about its user; attached to the request by PortalSessionGuard. */
 export interface PortalSession {
+  /** The row's key (SHA-256 of the cookie's token): what "this session" means when the others are ended. */
+  sessionId: Buffer;
   userId: string;
   email: string;
+  role: PortalRole;
   partnerId: string;
   partnerName: string;
   partnerSlug: string;
@@ -42,24 +48,26 @@ export function sameToken(a: unknown, b: string): boolean {
 export class PortalSessionsService {
   constructor(private readonly repo: PortalSessionRepository, private readonly partners: PartnersService) {}
 
-  /** A new session for the user; returns the cookie token. The user's expired sessions are swept here. */
+  /** A new session for the user; returns the cookie token. The user's ended sessions are swept here. */
   async create(userId: string): Promise<{ token: string; expiresAt: Date }> {
     const token = randomToken();
-    await this.repo.deleteExpiredOf(userId);
+    await this.repo.deleteEndedOf(userId, SESSION_IDLE_MS);
     const expiresAt = await this.repo.insert(sessionId(token), userId, randomToken(), SESSION_TTL_MS);
     return { token, expiresAt };
   }
 
-  /** The live session the token names, touched as seen now; null when unknown, malformed or expired. */
+  /** The live session the token names, touched as seen now; null when unknown, malformed, expired or idle. */
   async resolve(token: string | undefined): Promise<PortalSession | null> {
     if (!token || !TOKEN_SHAPE.test(token)) return null;
     const id = sessionId(token);
-    const row = await this.repo.findLive(id);
+    const row = await this.repo.findLive(id, SESSION_IDLE_MS);
     if (!row) return null;
     const [partner] = await Promise.all([this.partners.get(row.partnerId), this.repo.touch(id)]);
     return {
+      sessionId: id,
       userId: row.userId,
       email: row.email,
+      role: row.role,
       partnerId: row.partnerId,
       partnerName: partner.name,
       partnerSlug: partner.slug,

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
-import { PortalUserEntity } from './portal-user.entity';
+import type { EntityManager, Repository } from 'typeorm';
+import { PortalUserEntity, type PortalRole } from './portal-user.entity';
 
 /** The portal_users table. */
 @Injectable()
@@ -9,12 +9,12 @@ export class PortalUserRepository {
   constructor(@InjectRepository(PortalUserEntity) private readonly users: Repository<PortalUserEntity>) {}
 
   /** A unique violation (portal_users_email_key) when the email is taken. */
-  async insert(partnerId: string, email: string, passwordHash: string): Promise<{ id: string; createdAt: Date }> {
+  async insert(partnerId: string, email: string, passwordHash: string, role: PortalRole): Promise<{ id: string; createdAt: Date }> {
     const r = await this.users
       .createQueryBuilder()
       .insert()
       .into(PortalUserEntity)
-      .values({ partnerId, email, passwordHash })
+      .values({ partnerId, email, passwordHash, role })
       .returning(['id', 'createdAt'])
       .execute();
     const row = r.raw[0] as { id: string; created_at: Date };
@@ -23,5 +23,35 @@ export class PortalUserRepository {
 
   findByEmail(email: string): Promise<PortalUserEntity | null> {
     return this.users.findOneBy({ email });
+  }
+
+  findById(id: string): Promise<PortalUserEntity | null> {
+    return this.users.findOneBy({ id });
+  }
+
+  /** The partner's users, oldest first. */
+  listOf(partnerId: string): Promise<PortalUserEntity[]> {
+    return this.users.find({ where: { partnerId }, order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  /**
+   * The partner's users, locked until the transaction ends: every removal and role change of one partner
+   * runs after this, one at a time, so two admins removing each other at once cannot leave none.
+   */
+  lockOf(em: EntityManager, partnerId: string): Promise<PortalUserEntity[]> {
+    return em.getRepository(PortalUserEntity).find({ where: { partnerId }, order: { id: 'ASC' }, lock: { mode: 'pessimistic_write' } });
+  }
+
+  /** Deletes the user; their sessions go with them (ON DELETE CASCADE). */
+  async delete(em: EntityManager, id: string): Promise<void> {
+    await em.getRepository(PortalUserEntity).delete({ id });
+  }
+
+  async setRole(em: EntityManager, id: string, role: PortalRole): Promise<void> {
+    await em.getRepository(PortalUserEntity).update({ id }, { role });
+  }
+
+  async setPasswordHash(em: EntityManager, id: string, passwordHash: string): Promise<void> {
+    await em.getRepository(PortalUserEntity).update({ id }, { passwordHash });
   }
 }

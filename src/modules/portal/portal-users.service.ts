@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppError, type FieldError } from '../../common/errors';
+import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { isUniqueViolation } from '../../database/pg-errors';
 import { PartnersService } from '../admin/partners.service';
+import { PortalSessionRepository } from './portal-session.repository';
+import { PORTAL_ROLES, type PortalRole } from './portal-user.entity';
 import { PortalUserRepository } from './portal-user.repository';
 import { dummyHash, hashPassword, PASSWORD_MAX, passwordProblem, verifyPassword } from './password';
 
@@ -9,10 +13,17 @@ export interface PortalUser {
   id: string;
   partnerId: string;
   email: string;
+  role: PortalRole;
+}
+
+export interface PortalUserInfo extends PortalUser {
+  createdAt: Date;
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 const EMAIL_MAX = 254;
+/** Password-change attempts per user and minute: a stolen session cannot guess the password at scrypt speed. */
+export const PASSWORD_CHANGES_PER_MINUTE = 10;
 
 /** Emails are compared and stored lower-cased and trimmed; null when it cannot be an email address. */
 export function normalizeEmail(raw: unknown): string | null {
@@ -21,27 +32,110 @@ export function normalizeEmail(raw: unknown): string | null {
   return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : null;
 }
 
-/** Partner users of the portal: created by an operator, authenticated by email and password. */
+function isRole(v: unknown): v is PortalRole {
+  return typeof v === 'string' && (PORTAL_ROLES as readonly string[]).includes(v);
+}
+
+const conflict = (field: string, message: string) => new AppError('conflict', { errors: [{ field, message }] });
+
+/**
+ * Partner users of the portal: created by an operator or by one of the partner's admins, authenticated by
+ * email and password. The rule that guards them: a partner never loses its last admin (removal or demotion),
+ * and nobody removes themself. Removals and role changes lock the partner's users first, so that rule holds
+ * under concurrent changes too.
+ */
 @Injectable()
 export class PortalUsersService {
-  constructor(private readonly repo: PortalUserRepository, private readonly partners: PartnersService) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repo: PortalUserRepository,
+    private readonly sessions: PortalSessionRepository,
+    private readonly partners: PartnersService,
+    private readonly limiter: PartnerLimiter,
+  ) {}
 
-  async create(partnerId: string, input: { email?: unknown; password?: unknown }): Promise<PortalUser & { createdAt: Date }> {
+  async create(partnerId: string, input: { email?: unknown; password?: unknown; role?: unknown }): Promise<PortalUserInfo> {
     const errors: FieldError[] = [];
     const email = normalizeEmail(input.email);
     if (!email) errors.push({ field: 'email', message: `email must be an email address of at most ${EMAIL_MAX} characters` });
     const problem = passwordProblem(input.password);
     if (problem) errors.push({ field: 'password', message: problem });
+    if (!isRole(input.role)) errors.push({ field: 'role', message: 'role must be admin or member' });
     if (errors.length) throw AppError.invalid(errors);
     await this.partners.get(partnerId);
     const hash = await hashPassword(input.password as string);
     try {
-      const row = await this.repo.insert(partnerId, email as string, hash);
-      return { id: row.id, partnerId, email: email as string, createdAt: row.createdAt };
+      const row = await this.repo.insert(partnerId, email as string, hash, input.role as PortalRole);
+      return { id: row.id, partnerId, email: email as string, role: input.role as PortalRole, createdAt: row.createdAt };
     } catch (e) {
-      if (isUniqueViolation(e)) throw new AppError('conflict', { errors: [{ field: 'email', message: 'a portal user with this email exists' }] });
+      if (isUniqueViolation(e)) throw conflict('email', 'a portal user with this email exists');
       throw e;
     }
+  }
+
+  /** The partner's users, oldest first; an unknown partner is a 404. */
+  async list(partnerId: string): Promise<PortalUserInfo[]> {
+    await this.partners.get(partnerId);
+    return (await this.repo.listOf(partnerId)).map((u) => ({ id: u.id, partnerId: u.partnerId, email: u.email, role: u.role, createdAt: u.createdAt }));
+  }
+
+  /**
+   * Removes one of the partner's users and so ends their sessions. `actingUserId` is the portal user doing
+   * it (an operator has none). Another partner's user is the same 404 as a missing one.
+   */
+  async remove(partnerId: string, userId: string, actingUserId?: string): Promise<void> {
+    await this.partners.get(partnerId);
+    await this.dataSource.transaction(async (em) => {
+      const users = await this.repo.lockOf(em, partnerId);
+      const target = users.find((u) => u.id === userId);
+      if (!target) throw AppError.notFound();
+      if (userId === actingUserId) throw conflict('user_id', 'you cannot remove yourself; another admin can');
+      if (target.role === 'admin' && users.filter((u) => u.role === 'admin').length === 1) {
+        throw conflict('user_id', 'the last admin cannot be removed; make another user admin first');
+      }
+      await this.repo.delete(em, userId);
+    });
+  }
+
+  /** Makes one of the partner's users admin or member; the last admin cannot be demoted. */
+  async setRole(partnerId: string, userId: string, role: unknown): Promise<void> {
+    if (!isRole(role)) throw AppError.invalid([{ field: 'role', message: 'role must be admin or member' }]);
+    await this.dataSource.transaction(async (em) => {
+      const users = await this.repo.lockOf(em, partnerId);
+      const target = users.find((u) => u.id === userId);
+      if (!target) throw AppError.notFound();
+      if (target.role === 'admin' && role === 'member' && users.filter((u) => u.role === 'admin').length === 1) {
+        throw conflict('role', 'the last admin cannot become a member; make another user admin first');
+      }
+      await this.repo.setRole(em, userId, role);
+    });
+  }
+
+  /**
+   * Changes the signed-in user's password: the current one is required. Every other session of the user
+   * ends in the same transaction; the session that made the change (keepSession) stays signed in.
+   */
+  async changePassword(
+    userId: string,
+    keepSession: Buffer,
+    input: { current?: unknown; next?: unknown; repeat?: unknown },
+  ): Promise<{ otherSessionsEnded: number }> {
+    await this.limiter.consume('portal-password', userId, PASSWORD_CHANGES_PER_MINUTE);
+    const user = await this.repo.findById(userId);
+    if (!user) throw AppError.notFound();
+    const current = typeof input.current === 'string' && input.current.length <= 2 * PASSWORD_MAX ? input.current : '';
+    if (!(await verifyPassword(current, user.passwordHash))) {
+      throw AppError.invalid([{ field: 'current_password', message: 'The current password is not correct.' }]);
+    }
+    const problem = passwordProblem(input.next);
+    if (problem) throw AppError.invalid([{ field: 'new_password', message: `The new ${problem}.` }]);
+    if (input.next !== input.repeat) throw AppError.invalid([{ field: 'new_password_repeat', message: 'The new password and its repetition differ.' }]);
+    if (input.next === current) throw AppError.invalid([{ field: 'new_password', message: 'The new password is the same as the current one.' }]);
+    const hash = await hashPassword(input.next as string);
+    return this.dataSource.transaction(async (em) => {
+      await this.repo.setPasswordHash(em, userId, hash);
+      return { otherSessionsEnded: await this.sessions.deleteOthersOf(em, userId, keepSession) };
+    });
   }
 
   /**
@@ -53,6 +147,6 @@ export class PortalUsersService {
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
     const row = email ? await this.repo.findByEmail(email) : null;
     const ok = await verifyPassword(pw, row?.passwordHash ?? (await dummyHash()));
-    return row && ok ? { id: row.id, partnerId: row.partnerId, email: row.email } : null;
+    return row && ok ? { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role } : null;
   }
 }

@@ -32,13 +32,16 @@ import {
   keyCreatedBody,
   keysBody,
   merchantsBody,
+  accountBody,
   ratesBody,
   secretBody,
+  usersBody,
   webhookBody,
+  type InviteForm,
   type KeyForm,
 } from './portal-pages.view';
 import { PortalRenderer } from './portal-renderer';
-import { PortalSessionGuard } from './portal-session.guard';
+import { AdminRequired, PortalSessionGuard } from './portal-session.guard';
 import type { PortalSession } from './portal-sessions.service';
 import { PAGE_SIZE, PortalService, type PingResult } from './portal.service';
 import { doneNotice, refusalNotice } from './portal-words';
@@ -47,6 +50,11 @@ import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** The signed-in user's session, attached by PortalSessionGuard. */
 const Session = createParamDecorator((_: unknown, ctx: ExecutionContext): PortalSession => ctx.switchToHttp().getRequest<PortalRequest>().portal!);
+
+/** User management is for the partner's admins; a member gets 403 in words before anything is read or done. */
+function adminOnly(s: PortalSession): void {
+  if (s.role !== 'admin') throw new AdminRequired();
+}
 
 function offsetOf(raw: unknown): number {
   return typeof raw === 'string' && /^\d{1,9}$/.test(raw) ? Number(raw) : 0;
@@ -223,6 +231,62 @@ export class PortalController {
     const at = offsetOf(offset);
     const p = await this.portal.merchantsPage(s.partnerId, mode, at);
     this.page(res, 200, s, 'merchants', 'Merchants', merchantsBody(mode, p.merchants, { offset: at, hasMore: p.hasMore, pageSize: PAGE_SIZE }));
+  }
+
+  // ---- your account
+
+  @Get('account')
+  account(@Session() s: PortalSession, @Res() res: Response, @Query('done') done?: string): void {
+    this.page(res, 200, s, 'account', 'Your account', accountBody(s, doneNotice(done)));
+  }
+
+  @Post('account/password')
+  async changePassword(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    const r = await this.portal.changePassword(s, {
+      current: field(req.body, 'current_password'),
+      next: field(req.body, 'new_password'),
+      repeat: field(req.body, 'new_password_repeat'),
+    });
+    if (!r.ok) return this.page(res, r.refusal.status, s, 'account', 'Your account', accountBody(s, refusalNotice('password', r.refusal)));
+    seeOther(res, '/portal/account?done=password-changed');
+  }
+
+  // ---- users (the partner's admins only)
+
+  @Get('users')
+  async users(@Session() s: PortalSession, @Res() res: Response, @Query('done') done?: string): Promise<void> {
+    await this.usersPage(res, 200, s, { notice: doneNotice(done) });
+  }
+
+  @Post('users')
+  async invite(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    adminOnly(s);
+    const form = { email: field(req.body, 'email'), role: field(req.body, 'role') };
+    const r = await this.portal.invite(s.partnerId, { ...form, password: field(req.body, 'password') });
+    if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('invite', r.refusal), form });
+    seeOther(res, '/portal/users?done=user-invited');
+  }
+
+  @Post('users/:userId/remove')
+  async removeUser(@Session() s: PortalSession, @Param('userId', UuidParamPipe) userId: string, @Res() res: Response): Promise<void> {
+    adminOnly(s);
+    const r = await this.portal.removeUser(s, userId);
+    if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('remove', r.refusal) });
+    seeOther(res, '/portal/users?done=user-removed');
+  }
+
+  @Post('users/:userId/role')
+  async setRole(@Session() s: PortalSession, @Param('userId', UuidParamPipe) userId: string, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    adminOnly(s);
+    const r = await this.portal.setRole(s.partnerId, userId, field(req.body, 'role'));
+    if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('role', r.refusal) });
+    // Demoting yourself ends your access to this page: go to your account instead.
+    seeOther(res, userId === s.userId && field(req.body, 'role') === 'member' ? '/portal/account?done=role-changed' : '/portal/users?done=role-changed');
+  }
+
+  private async usersPage(res: Response, status: number, s: PortalSession, o: { notice?: Notice; form?: InviteForm }): Promise<void> {
+    adminOnly(s);
+    this.page(res, status, s, 'users', 'Users', usersBody(s, await this.portal.usersOf(s.partnerId), o));
   }
 
   /** Anything else under /portal: the portal's own 404 page (after the session check, like every page). */

@@ -14,6 +14,8 @@ import { DeliveriesService } from '../webhooks/deliveries.service';
 import { WEBHOOK_USER_AGENT } from '../webhooks/payload';
 import { WebhookPoster, type PostOutcome } from '../webhooks/webhook-poster';
 import { WebhookSettingsService } from '../webhooks/webhook-settings.service';
+import type { PortalSession } from './portal-sessions.service';
+import { PortalUsersService, type PortalUserInfo } from './portal-users.service';
 
 /** A refusal the portal shows in words on the page the form came from (the rest goes to the error page). */
 export interface Refusal {
@@ -90,6 +92,7 @@ export class PortalService {
     private readonly deliveries: DeliveriesService,
     private readonly limiter: PartnerLimiter,
     private readonly poster: WebhookPoster,
+    private readonly users: PortalUsersService,
   ) {}
 
   // ---- API keys
@@ -204,5 +207,29 @@ export class PortalService {
   async merchantsPage(partnerId: string, mode: Mode, offset: number): Promise<{ merchants: Merchant[]; hasMore: boolean }> {
     const r = await this.merchants.list({ partnerId, mode }, { limit: PAGE_SIZE, offset });
     return { merchants: r.merchants, hasMore: r.hasMore };
+  }
+
+  // ---- Your account and users (user management is for the partner's admins: PortalController checks the role)
+
+  changePassword(s: PortalSession, input: { current?: string; next?: string; repeat?: string }): Promise<Outcome<void>> {
+    return refusable(['invalid_request', 'rate_limited'], async () => {
+      await this.users.changePassword(s.userId, s.sessionId, input);
+    });
+  }
+
+  usersOf(partnerId: string): Promise<PortalUserInfo[]> {
+    return this.users.list(partnerId);
+  }
+
+  invite(partnerId: string, input: { email?: string; password?: string; role?: string }): Promise<Outcome<PortalUserInfo>> {
+    return refusable(['invalid_request', 'conflict'], () => this.users.create(partnerId, input));
+  }
+
+  removeUser(s: PortalSession, userId: string): Promise<Outcome<void>> {
+    return refusable(['conflict'], () => this.users.remove(s.partnerId, userId, s.userId));
+  }
+
+  setRole(partnerId: string, userId: string, role: string | undefined): Promise<Outcome<void>> {
+    return refusable(['invalid_request', 'conflict'], () => this.users.setRole(partnerId, userId, role));
   }
 }
