@@ -128,10 +128,10 @@ describe('a verified payment reorged away', () => {
     await mine(node.url, CONFIRMATIONS * 2 + 2); // another branch, deeper than the settle depth
     expect(await blockHash(tx.blockNumber)).not.toBe(oldHash);
 
-    const listed = await waitFor(async () => {
+    const listed = (await waitFor(async () => {
       const res = await alerts(`?request_id=${r.id}`);
       return res.body.alerts.length ? res : null;
-    });
+    }))!;
     expect(listed.status).toBe(200);
     expect(listed.body).toMatchObject({ ok: true, has_more: false, limit: 50, offset: 0 });
     const [alert] = listed.body.alerts;
