@@ -8,6 +8,7 @@ import { QueueModule } from './common/queue/queue.module';
 import { RedisModule } from './common/redis/redis.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AdminModule } from './modules/admin/admin.module';
+import { AlertsModule } from './modules/alerts/alerts.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.module';
 import { DocsModule } from './modules/docs/docs.module';
@@ -54,6 +55,7 @@ export class AppModule {
           RequestsModule,
           PagesModule,
           AdminModule,
+          AlertsModule,
           DocsModule,
           PortalModule,
         ]

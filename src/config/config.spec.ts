@@ -160,6 +160,38 @@ describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', 
   });
 });
 
+describe('CHAIN_<MODE>_CONFIRMATIONS (DESIGN §7 "Finality")', () => {
+  it('takes a number of blocks or the word finalized', () => {
+    expect(loadConfig({ ...CHAIN, CHAIN_TEST_CONFIRMATIONS: '12' }).chains.test!.confirmations).toBe(12);
+    expect(loadConfig({ ...CHAIN, CHAIN_TEST_CONFIRMATIONS: 'finalized' }).chains.test!.confirmations).toBe('finalized');
+  });
+
+  it('defaults to 1 in development and test', () => {
+    expect(loadConfig({ ...CHAIN }).chains.test!.confirmations).toBe(1);
+    expect(load({ NODE_ENV: 'development', ...CHAIN }).chains.test!.confirmations).toBe(1);
+  });
+
+  it.each(['0', '-1', '1.5', 'Finalized', 'final', 'safe', 'latest', '1001', ' 3'])('refuses %p, naming the variable', (value) => {
+    const e = failure({ NODE_ENV: 'test', ...CHAIN, CHAIN_TEST_CONFIRMATIONS: value });
+    expect(e.variable).toBe('CHAIN_TEST_CONFIRMATIONS');
+    expect(e.message).toContain('finalized');
+  });
+
+  it('has no default outside development and test: a configured mode without it stops the start', () => {
+    const live = { CHAIN_LIVE_RPC_URL: 'https://rpc.example', CHAIN_LIVE_CHAIN_ID: '1', CHAIN_LIVE_TOKEN_ADDRESS: TOKEN };
+    for (const env of [{ ...PRODUCTION, ...live }, { ...PRODUCTION, NODE_ENV: 'staging', ...live }]) {
+      const e = failure(env);
+      expect(e.variable).toBe('CHAIN_LIVE_CONFIRMATIONS');
+      expect(e.message).toContain('CHAIN_LIVE_CONFIRMATIONS');
+    }
+    expect(failure({ ...PRODUCTION, ...CHAIN }).variable).toBe('CHAIN_TEST_CONFIRMATIONS');
+    // Given, it starts; an unconfigured mode needs nothing.
+    expect(load({ ...PRODUCTION, ...live, CHAIN_LIVE_CONFIRMATIONS: 'finalized' }).chains.live!.confirmations).toBe('finalized');
+    expect(load({ ...PRODUCTION, ...live, CHAIN_LIVE_CONFIRMATIONS: '20' }).chains.live!.confirmations).toBe(20);
+    expect(load(PRODUCTION).chains).toEqual({});
+  });
+});
+
 describe('production rules unless NODE_ENV is exactly development or test (issue 10 point 7)', () => {
   const ALL = 'ADMIN_TOKEN, ONBOARDING_TOKEN_SECRET, SECRET_KEY';
   it.each([

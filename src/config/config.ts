@@ -7,11 +7,17 @@ import { ADDRESS_PATTERN } from '../common/address';
 export type Mode = 'test' | 'live';
 export const MODES: readonly Mode[] = ['test', 'live'];
 
+/**
+ * How deep a transfer must be before it pays (DESIGN §7 "Finality"): a number of blocks, counting the
+ * transfer's own block as the first (DESIGN §3), or `finalized`, the node's finalized block.
+ */
+export type Confirmations = number | 'finalized';
+
 export interface ChainConfig {
   rpcUrl: string;
   chainId: bigint;
   tokenAddress: string;
-  confirmations: number;
+  confirmations: Confirmations;
 }
 
 export interface AppConfig {
@@ -75,6 +81,8 @@ export interface AppConfig {
   /** How often the chain scan and the expiry sweep run. */
   chainScanIntervalMs: number;
   expirySweepIntervalMs: number;
+  /** How often the worker re-reads verified claims that are not settled yet (DESIGN §7 "Finality"). */
+  finalityCheckIntervalMs: number;
   /** Blocks one eth_getLogs call of the scan covers at most. */
   chainScanMaxBlocks: number;
 }
@@ -170,8 +178,28 @@ function chain(env: Env, mode: Mode): ChainConfig | undefined {
     rpcUrl: url(env, `${p}RPC_URL`, rpc, ['http:', 'https:', 'ws:', 'wss:']),
     chainId: BigInt(chainIdRaw),
     tokenAddress: token.toLowerCase(),
-    confirmations: int(env, `${p}CONFIRMATIONS`, 1, 1, 1000),
+    confirmations: confirmationsOf(env, `${p}CONFIRMATIONS`),
   };
+}
+
+/**
+ * A positive whole number of blocks or the word `finalized`. Outside development and test there is no
+ * default: how deep a payment must be is the operator's decision about the chain's reorg risk, never 1 by
+ * accident.
+ */
+function confirmationsOf(env: Env, name: string): Confirmations {
+  const raw = env[name];
+  if (raw === undefined || raw === '') {
+    if (!DEVELOPMENT_ENVS.includes(env.NODE_ENV ?? '')) {
+      throw new ConfigError(name, 'is required for a configured mode outside development and test: a number of blocks or "finalized"');
+    }
+    return 1;
+  }
+  if (raw === 'finalized') return 'finalized';
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000) {
+    throw new ConfigError(name, `must be a whole number of blocks from 1 to 1000 or "finalized", got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 function delays(env: Env): number[] {
@@ -289,6 +317,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
+    finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
   };
 }
 

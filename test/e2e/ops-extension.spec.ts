@@ -87,6 +87,12 @@ class InMemoryChainReader implements ChainReader {
     return this.blocks.find((b) => b.number === numberOrHash || b.hash === numberOrHash) ?? null;
   }
 
+  /** Nothing reorgs in memory: every block is final. */
+  async finalizedBlock(): Promise<ChainBlock | null> {
+    this.calls.push('finalizedBlock');
+    return this.blocks[this.blocks.length - 1];
+  }
+
   async receipt(txHash: string): Promise<ChainReceipt | null> {
     this.calls.push('receipt');
     return this.receipts.get(txHash) ?? null;

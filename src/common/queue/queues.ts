@@ -15,6 +15,8 @@ export const QUEUES = {
   scheduled: 'scheduled',
   /** The repeating automatic rate refresh. */
   rates: 'rates',
+  /** The repeating re-read of verified claims until they are settled (DESIGN §7 "Finality"). */
+  finality: 'finality',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -43,4 +45,8 @@ export const MAINTENANCE_JOBS = {
 export const SCHEDULED_JOBS = {
   chainScan: 'chain-scan',
   expirySweep: 'expiry-sweep',
+} as const;
+
+export const FINALITY_JOBS = {
+  settle: 'settle-claims',
 } as const;

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Mode } from '../../config/config';
+import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Confirmations, type Mode } from '../../config/config';
 import { AssetRepository } from './asset.repository';
 import { assetId } from './asset-id';
 import type { ChainReader } from './chain-reader';
@@ -10,7 +10,7 @@ export interface Asset {
   token: string;
   decimals: number;
   symbol: string;
-  confirmations: number;
+  confirmations: Confirmations;
   assetId: string;
 }
 

@@ -46,6 +46,8 @@ export interface ChainReader {
   chainId(): Promise<bigint>;
   tip(): Promise<number>;
   block(numberOrHash: number | string): Promise<ChainBlock | null>;
+  /** The node's finalized block (`eth_getBlockByNumber("finalized")`); null when the node names none yet. */
+  finalizedBlock(): Promise<ChainBlock | null>;
   receipt(txHash: string): Promise<ChainReceipt | null>;
   transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]>;
   tokenInfo(token: string): Promise<{ decimals: number; symbol: string }>;

@@ -82,6 +82,11 @@ export class EthersChainReader implements ChainReader {
     return { number: Number(raw.number), hash: raw.hash.toLowerCase(), timestamp: Number(raw.timestamp) };
   }
 
+  async finalizedBlock(): Promise<ChainBlock | null> {
+    const raw = await this.call<RpcBlock | null>('eth_getBlockByNumber', ['finalized', false]);
+    return raw ? { number: Number(raw.number), hash: raw.hash.toLowerCase(), timestamp: Number(raw.timestamp) } : null;
+  }
+
   async receipt(txHash: string): Promise<ChainReceipt | null> {
     if (!HASH.test(txHash)) throw new TypeError(`invalid transaction hash: ${txHash}`);
     const raw = await this.call<RpcReceipt | null>('eth_getTransactionReceipt', [txHash]);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Label of requests that matched no route (404s of unknown paths), so raw URLs never become labels. */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -35,6 +35,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *    the matched route pattern (`/api/v1/requests/:id`), never the raw URL.
  *  - `prs_verification_duration_seconds{outcome}`: `observeVerification()`; the worker role feeds it from the
  *    verification queue's completed jobs (VerificationTimer), other code may call it too.
+ *  - `prs_verified_reorged_total{mode}`: `countVerifiedReorged()`, fed by the worker's finality job.
  * Scrape-time gauges (queue depths, webhook deliveries) register themselves through `gauge()`.
  */
 @Injectable()
@@ -55,6 +56,13 @@ export class MetricsService {
     help: 'Time from a transaction hash being queued for verification to the verification outcome',
     labelNames: ['outcome'] as const,
     buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600, 21600],
+    registers: [this.registry],
+  });
+
+  private readonly verifiedReorged = new Counter({
+    name: 'prs_verified_reorged_total',
+    help: 'Verified claims whose transfer log vanished from the canonical chain after verification (a reorg); each is an alert',
+    labelNames: ['mode'] as const,
     registers: [this.registry],
   });
 
@@ -88,6 +96,11 @@ export class MetricsService {
    */
   observeVerification(seconds: number, outcome: string): void {
     if (Number.isFinite(seconds) && seconds >= 0) this.verificationDuration.observe({ outcome }, seconds);
+  }
+
+  /** One verified claim found reorged away by this process (the alert row is the durable record). */
+  countVerifiedReorged(mode: 'test' | 'live'): void {
+    this.verifiedReorged.inc({ mode });
   }
 
   /**

@@ -6,6 +6,8 @@ import type { ChainTransfer } from '../../chain/chain-reader';
 import { ChainCursorsRepository } from '../infrastructure/chain-cursors.repository';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { UnmatchedTransfersRepository } from '../infrastructure/unmatched-transfers.repository';
+import { deepThrough } from '../domain/finality';
+import { readHead } from './chain-head';
 import { VerificationService } from './verification.service';
 
 /** How far back a first scan of a chain starts. */
@@ -44,8 +46,9 @@ export class ChainScanService {
     const { chainId, token } = asset;
     return this.dataSource.transaction(async (em) => {
       if (!(await this.cursors.tryLockScan(em, chainId, token))) return null;
-      const tip = await reader.tip();
-      const safe = tip - (asset.confirmations - 1);
+      const head = await readHead(reader, asset.confirmations);
+      const tip = head.tip;
+      const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);
       let from = last !== null ? last + 1 : Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
       if (last !== null && last > tip) {

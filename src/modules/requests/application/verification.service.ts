@@ -6,9 +6,11 @@ import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import type { PaymentRequest } from '../domain/payment-request';
-import { confirmations, judgeTransaction, type NoPayReason } from '../domain/pay-rule';
+import { isDeepEnough } from '../domain/finality';
+import { judgeTransaction, type NoPayReason } from '../domain/pay-rule';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { readHead } from './chain-head';
 
 export type ProofSource = 'payer' | 'chain_scan';
 
@@ -55,8 +57,9 @@ export class VerificationService {
       if (Date.now() > r.claimUntil.getTime() + 3600_000) return this.reject(r, source, 'transaction_not_found');
       return { kind: 'wait', why: 'not_mined' };
     }
-    const tip = await reader.tip();
-    if (confirmations(receipt.blockNumber, tip) < asset.confirmations) return { kind: 'wait', why: 'confirmations' };
+    // N confirmations, or for `finalized` the node's finalized block (DESIGN §7).
+    const head = await readHead(reader, asset.confirmations);
+    if (!isDeepEnough(receipt.blockNumber, asset.confirmations, head)) return { kind: 'wait', why: 'confirmations' };
     // The receipt must sit in the block that is canonical at this height now; a reorged receipt can keep
     // "gaining" confirmations on a node that still serves it from the old branch.
     const block = await reader.block(receipt.blockNumber);

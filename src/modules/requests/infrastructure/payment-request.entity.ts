@@ -23,6 +23,10 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
 @Index('payment_requests_expiring', ['expiresAt'], {
   where: `((status = ANY (ARRAY['requested'::text, 'opened'::text])) AND (proof_status = 'none'::text))`,
 })
+// The finality job's selection: verified claims not yet settled nor lost (DESIGN §7).
+@Index('payment_requests_unsettled', ['chainId', 'tokenAddress', 'claimedBlockNumber'], {
+  where: `((proof_status = 'verified'::text) AND (claim_settled_at IS NULL) AND (claim_lost_at IS NULL))`,
+})
 export class PaymentRequestEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'payment_requests_pkey' })
   id!: string;
@@ -137,4 +141,19 @@ export class PaymentRequestEntity {
 
   @Column('text', { name: 'verify_note', nullable: true })
   verifyNote!: string | null;
+
+  /** The block that held the claimed log when it was last read canonical (DESIGN §7 "Finality"). */
+  @Column('bigint', { name: 'claimed_block_number', nullable: true, transformer: bigintColumn })
+  claimedBlockNumber!: bigint | null;
+
+  @Column('text', { name: 'claimed_block_hash', nullable: true })
+  claimedBlockHash!: string | null;
+
+  /** Re-read at twice the confirmation depth (or finalized) and still there: no longer re-read. */
+  @Column('timestamp with time zone', { name: 'claim_settled_at', precision: 3, nullable: true })
+  claimSettledAt!: Date | null;
+
+  /** The claimed log vanished after verification (a reorg): reported in alerts, proof_status kept. */
+  @Column('timestamp with time zone', { name: 'claim_lost_at', precision: 3, nullable: true })
+  claimLostAt!: Date | null;
 }

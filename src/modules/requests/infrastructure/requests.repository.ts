@@ -47,6 +47,9 @@ export interface ClaimedTransfer {
   txHash: string;
   logIndex: number;
   from: string;
+  /** Where the log was when verified: the finality job re-reads it there (DESIGN §7). */
+  blockNumber: number;
+  blockHash: string;
 }
 
 /** Statuses that expire on their own once expires_at passes (the expire rule of the transition table). */
@@ -235,9 +238,10 @@ export class RequestsRepository {
     const [rows] = await em.query<[unknown[], number]>(
       `UPDATE payment_requests
           SET proof_status = 'verified', proof_verified_at = now(), tx_hash = $2, claimed_log_index = $3,
-              payer_address = $4, proof_source = $5, verify_note = NULL, updated_at = now()
+              payer_address = $4, proof_source = $5, verify_note = NULL, updated_at = now(),
+              claimed_block_number = $7, claimed_block_hash = $8, claim_settled_at = NULL, claim_lost_at = NULL
         WHERE id = $1 AND proof_status = ANY($6) RETURNING id`,
-      [id, t.txHash, t.logIndex, t.from, source, VERIFIABLE_FROM],
+      [id, t.txHash, t.logIndex, t.from, source, VERIFIABLE_FROM, t.blockNumber, t.blockHash],
     );
     return rows.length > 0;
   }

@@ -1,0 +1,17 @@
+/** The kinds of alert; each names a condition the service cannot resolve on its own. */
+export const ALERT_KINDS = ['verified_reorged'] as const;
+export type AlertKind = (typeof ALERT_KINDS)[number];
+
+export interface Alert {
+  id: string;
+  kind: AlertKind;
+  requestId: string | null;
+  details: Record<string, unknown>;
+  createdAt: Date;
+}
+
+export interface NewAlert {
+  kind: AlertKind;
+  requestId: string | null;
+  details: Record<string, unknown>;
+}

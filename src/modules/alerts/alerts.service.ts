@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { PAGE_DEFAULT } from '../../common/paging';
+import type { Alert, NewAlert } from './alert';
+import { AlertsRepository } from './alerts.repository';
+import type { ListAlertsQuery } from './alerts.dto';
+
+export interface AlertPage {
+  alerts: Alert[];
+  hasMore: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** Stored alerts for operators: other modules record them in their own transaction, the admin API lists them. */
+@Injectable()
+export class AlertsService {
+  constructor(private readonly repo: AlertsRepository) {}
+
+  /** Returns null when the same alert (kind, request) is already stored. */
+  record(em: EntityManager, alert: NewAlert): Promise<Alert | null> {
+    return this.repo.insert(em, alert);
+  }
+
+  async list(q: ListAlertsQuery): Promise<AlertPage> {
+    const limit = q.limit ?? PAGE_DEFAULT;
+    const offset = q.offset ?? 0;
+    const rows = await this.repo.list({ kind: q.kind, requestId: q.request_id, limit: limit + 1, offset });
+    return { alerts: rows.slice(0, limit), hasMore: rows.length > limit, limit, offset };
+  }
+}

@@ -1,0 +1,118 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { MODES, type Mode } from '../../../config/config';
+import { AlertsService } from '../../alerts/alerts.service';
+import { AssetRegistry } from '../../chain/asset-registry';
+import { MetricsService } from '../../ops/metrics.service';
+import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, type VanishedReason } from '../domain/finality';
+import { ClaimFinalityRepository, type UnsettledClaim } from '../infrastructure/claim-finality.repository';
+import { readHead } from './chain-head';
+
+/** Claims re-read per asset and run; the rest wait for the next run. */
+const BATCH = 200;
+
+export interface SettleReport {
+  settled: number;
+  moved: number;
+  lost: number;
+}
+
+/**
+ * DESIGN §7 "Finality": a verified claim is re-read until it is twice the confirmation depth deep (or, with
+ * `finalized`, until its block is finalized). Still there: settled, never read again. Re-included in
+ * another block: it follows the transaction there and waits for that block's depth. Gone: an alert (error
+ * log, `prs_verified_reorged_total`, a stored row listed by GET /admin/api/alerts). proof_status stays
+ * `verified` and no event is sent: the partner was told, the money is a matter for operators, and a second
+ * webhook saying the opposite is not in the partner contract.
+ */
+@Injectable()
+export class FinalityService {
+  private readonly logger = new Logger('Finality');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly claims: ClaimFinalityRepository,
+    private readonly assets: AssetRegistry,
+    private readonly alerts: AlertsService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async settleAll(): Promise<SettleReport> {
+    const total: SettleReport = { settled: 0, moved: 0, lost: 0 };
+    for (const mode of MODES) {
+      const r = await this.settle(mode);
+      total.settled += r.settled;
+      total.moved += r.moved;
+      total.lost += r.lost;
+    }
+    return total;
+  }
+
+  /** RPC failures throw: the run fails and the next scheduled one reads again. */
+  async settle(mode: Mode): Promise<SettleReport> {
+    const report: SettleReport = { settled: 0, moved: 0, lost: 0 };
+    const reader = this.assets.reader(mode);
+    const asset = this.assets.asset(mode);
+    if (!reader || !asset) return report;
+    const required = settleDepth(asset.confirmations);
+    const head = await readHead(reader, required);
+    const due = await this.claims.due(asset.chainId, asset.token, deepThrough(required, head), BATCH);
+    for (const claim of due) {
+      const blockAtClaim = claim.blockNumber === null ? null : await reader.block(claim.blockNumber);
+      let standing = claimStanding(claim, { blockAtClaim, receipt: null, receiptBlock: null });
+      if (standing.kind !== 'in_place') {
+        const receipt = await reader.receipt(claim.txHash);
+        const receiptBlock = receipt ? await reader.block(receipt.blockNumber) : null;
+        standing = claimStanding(claim, { blockAtClaim, receipt, receiptBlock });
+      }
+      switch (standing.kind) {
+        case 'in_place':
+        case 'moved': {
+          if (standing.kind === 'moved') {
+            if (await this.claims.move(claim.requestId, standing)) report.moved++;
+            this.logger.warn(`request ${claim.requestId}: ${claim.txHash} moved to block ${standing.blockNumber} (was ${claim.blockNumber})`);
+          }
+          if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
+            report.settled++;
+          }
+          break;
+        }
+        case 'vanished':
+          if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
+          break;
+      }
+    }
+    return report;
+  }
+
+  private async raise(mode: Mode, claim: UnsettledClaim, reason: VanishedReason, head: ChainHead): Promise<boolean> {
+    const details = {
+      mode,
+      reason,
+      partner_id: claim.partnerId,
+      merchant_id: claim.merchantId,
+      chain_id: claim.chainId.toString(),
+      token_address: claim.tokenAddress,
+      recipient: claim.recipient,
+      amount: claim.amount.toString(),
+      tx_hash: claim.txHash,
+      log_index: claim.logIndex,
+      block_number: claim.blockNumber,
+      block_hash: claim.blockHash,
+      tip: head.tip,
+      finalized: head.finalized,
+    };
+    const raised = await this.dataSource.transaction(async (em) => {
+      if (!(await this.claims.markLost(em, claim.requestId))) return false;
+      await this.alerts.record(em, { kind: 'verified_reorged', requestId: claim.requestId, details });
+      return true;
+    });
+    if (!raised) return false;
+    this.metrics.countVerifiedReorged(mode);
+    this.logger.error(
+      `verified request ${claim.requestId} lost its payment: ${claim.txHash}#${claim.logIndex} in block ${claim.blockNumber} ` +
+        `(${claim.blockHash}) is no longer on the canonical chain (${reason}, tip ${head.tip}); proof_status stays verified, see GET /admin/api/alerts`,
+    );
+    return true;
+  }
+}

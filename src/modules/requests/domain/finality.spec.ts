@@ -1,0 +1,87 @@
+import { TRANSFER_TOPIC, type ChainReceipt } from '../../chain/chain-reader';
+import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ClaimToRecheck } from './finality';
+
+describe('the depth rule (DESIGN §3, §7)', () => {
+  // A transfer in block b has N confirmations when the tip is at b + N − 1.
+  it.each([
+    // block, required, tip, finalized, deep enough
+    [100, 1, 99, null, false],
+    [100, 1, 100, null, true],
+    [100, 3, 101, null, false],
+    [100, 3, 102, null, true],
+    [100, 3, 150, null, true],
+    [100, 'finalized', 200, null, false], // no finalized block named: nothing qualifies
+    [100, 'finalized', 200, 99, false],
+    [100, 'finalized', 200, 100, true],
+    [100, 'finalized', 100, 120, true],
+  ] as const)('block %p, %p required, tip %p, finalized %p → %p', (block, required, tip, finalized, deep) => {
+    expect(isDeepEnough(block, required, { tip, finalized })).toBe(deep);
+  });
+
+  it('settles at twice the confirmation depth, or at finality', () => {
+    expect(settleDepth(1)).toBe(2);
+    expect(settleDepth(12)).toBe(24);
+    expect(settleDepth('finalized')).toBe('finalized');
+    // Verified at exactly N = 2 (tip = b + 1), settled at 2N = 4 (tip = b + 3), not a block earlier.
+    expect(isDeepEnough(100, 2, { tip: 101, finalized: null })).toBe(true);
+    expect(isDeepEnough(100, settleDepth(2), { tip: 102, finalized: null })).toBe(false);
+    expect(isDeepEnough(100, settleDepth(2), { tip: 103, finalized: null })).toBe(true);
+  });
+
+  it('gives the highest qualifying block for the chain scan', () => {
+    expect(deepThrough(1, { tip: 50, finalized: null })).toBe(50);
+    expect(deepThrough(3, { tip: 50, finalized: null })).toBe(48);
+    expect(deepThrough('finalized', { tip: 50, finalized: 30 })).toBe(30);
+    expect(deepThrough('finalized', { tip: 50, finalized: null })).toBe(-1);
+  });
+});
+
+describe('whether a verified claim is still on the canonical chain', () => {
+  const TOKEN = '0x' + 'aa'.repeat(20);
+  const TO = '0x' + 'bb'.repeat(20);
+  const FROM = '0x' + 'cc'.repeat(20);
+  const topic = (a: string) => '0x' + a.slice(2).padStart(64, '0');
+  const claim: ClaimToRecheck = { txHash: '0x' + '11'.repeat(32), logIndex: 3, tokenAddress: TOKEN, recipient: TO, amount: 500n, blockNumber: 100, blockHash: '0xb100' };
+  const receipt = (over: Partial<ChainReceipt> & { value?: bigint; logIndex?: number } = {}): ChainReceipt => ({
+    txHash: claim.txHash,
+    status: 1,
+    blockNumber: 100,
+    blockHash: '0xb100',
+    from: FROM,
+    to: TOKEN,
+    logs: [{
+      address: TOKEN, topics: [TRANSFER_TOPIC, topic(FROM), topic(TO)], data: '0x' + (over.value ?? 500n).toString(16).padStart(64, '0'),
+      logIndex: over.logIndex ?? 3, blockNumber: over.blockNumber ?? 100, blockHash: over.blockHash ?? '0xb100', transactionHash: claim.txHash,
+    }],
+    ...over,
+  });
+
+  it('is in place while the canonical block at its height keeps its hash (no receipt needed)', () => {
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xb100' }, receipt: null, receiptBlock: null })).toEqual({ kind: 'in_place', blockNumber: 100, blockHash: '0xb100' });
+  });
+
+  it('vanished: block replaced and no receipt', () => {
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: null, receiptBlock: null })).toEqual({ kind: 'vanished', reason: 'receipt_missing' });
+    expect(claimStanding(claim, { blockAtClaim: null, receipt: null, receiptBlock: null })).toEqual({ kind: 'vanished', reason: 'receipt_missing' });
+  });
+
+  it('vanished: a receipt the node still serves from the replaced block', () => {
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: receipt(), receiptBlock: { hash: '0xother' } })).toEqual({ kind: 'vanished', reason: 'receipt_not_canonical' });
+  });
+
+  it('vanished: re-included but reverted, or without the transfer', () => {
+    const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: r.blockHash } });
+    expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', status: 0 })))).toEqual({ kind: 'vanished', reason: 'transaction_failed' });
+    expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', value: 499n })))).toEqual({ kind: 'vanished', reason: 'transfer_missing' });
+  });
+
+  it('moved: the same transfer re-included in another canonical block, log index following it', () => {
+    const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102' } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+  });
+
+  it('a claim recorded before blocks were kept is located through its receipt', () => {
+    const legacy = { ...claim, blockNumber: null, blockHash: null };
+    expect(claimStanding(legacy, { blockAtClaim: null, receipt: receipt(), receiptBlock: { hash: '0xb100' } })).toEqual({ kind: 'moved', blockNumber: 100, blockHash: '0xb100', logIndex: 3 });
+  });
+});

@@ -1,0 +1,88 @@
+import type { Confirmations } from '../../../config/config';
+import { decodeTransferLog, type ChainReceipt, type ChainTransfer } from '../../chain/chain-reader';
+
+/**
+ * The depth rules of DESIGN §7 "Finality", pure. A requirement is a number of confirmations N (the
+ * transfer's own block counts as the first, DESIGN §3) or `finalized` (the node's finalized block).
+ * Both reduce to one question: up to which block number is the chain deep enough?
+ */
+
+/** What the node says about its head: the tip, and the finalized block's number when it was read. */
+export interface ChainHead {
+  tip: number;
+  finalized: number | null;
+}
+
+/**
+ * The highest block number that meets `required` at this head: with N confirmations, tip − N + 1; with
+ * `finalized`, the finalized block (−1 when the node names none, so nothing qualifies). A block at or
+ * below it is deep enough, provided it is still canonical — that is the caller's re-read.
+ */
+export function deepThrough(required: Confirmations, head: ChainHead): number {
+  if (required === 'finalized') return head.finalized ?? -1;
+  return head.tip - required + 1;
+}
+
+export function isDeepEnough(blockNumber: number, required: Confirmations, head: ChainHead): boolean {
+  return blockNumber <= deepThrough(required, head);
+}
+
+/**
+ * How deep a verified claim must be before it is settled and no longer re-read: twice the confirmation
+ * depth, or, for `finalized`, finality itself (a finalized block cannot be reorged without slashing).
+ */
+export function settleDepth(required: Confirmations): Confirmations {
+  return required === 'finalized' ? 'finalized' : required * 2;
+}
+
+/** Whether a requirement needs the node's finalized block (an extra read) rather than the tip alone. */
+export function needsFinalized(required: Confirmations): boolean {
+  return required === 'finalized';
+}
+
+/** A verified claim as the finality job re-reads it: the transfer that paid, and where it was last seen. */
+export interface ClaimToRecheck {
+  txHash: string;
+  logIndex: number;
+  tokenAddress: string;
+  recipient: string;
+  amount: bigint;
+  /** Null for a claim verified before blocks were recorded: found again through its receipt. */
+  blockNumber: number | null;
+  blockHash: string | null;
+}
+
+export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'transaction_failed' | 'transfer_missing';
+
+export type ClaimStanding =
+  | { kind: 'in_place'; blockNumber: number; blockHash: string }
+  | { kind: 'moved'; blockNumber: number; blockHash: string; logIndex: number }
+  | { kind: 'vanished'; reason: VanishedReason };
+
+/**
+ * Whether the claimed log is still on the canonical chain. A block's content is fixed by its hash, so when
+ * the canonical block at the claimed height still has the claimed hash, the log is there. Otherwise the
+ * transaction's receipt decides: re-included in a canonical block with the same transfer (same token,
+ * recipient and value; its log index may differ) the claim moved there; anything else means the money the
+ * partner was told about is gone from the chain.
+ */
+export function claimStanding(
+  claim: ClaimToRecheck,
+  seen: { blockAtClaim: { hash: string } | null; receipt: ChainReceipt | null; receiptBlock: { hash: string } | null },
+): ClaimStanding {
+  if (claim.blockNumber !== null && claim.blockHash !== null && seen.blockAtClaim?.hash === claim.blockHash) {
+    return { kind: 'in_place', blockNumber: claim.blockNumber, blockHash: claim.blockHash };
+  }
+  const r = seen.receipt;
+  if (!r) return { kind: 'vanished', reason: 'receipt_missing' };
+  if (seen.receiptBlock?.hash !== r.blockHash) return { kind: 'vanished', reason: 'receipt_not_canonical' };
+  if (r.status !== 1) return { kind: 'vanished', reason: 'transaction_failed' };
+  const transfers = r.logs.map(decodeTransferLog).filter((t): t is ChainTransfer => t !== null);
+  const same = (t: ChainTransfer) => t.token === claim.tokenAddress && t.to === claim.recipient && t.value === claim.amount;
+  const found = transfers.find((t) => same(t) && t.logIndex === claim.logIndex) ?? transfers.find(same);
+  if (!found) return { kind: 'vanished', reason: 'transfer_missing' };
+  if (r.blockNumber === claim.blockNumber && r.blockHash === claim.blockHash && found.logIndex === claim.logIndex) {
+    return { kind: 'in_place', blockNumber: r.blockNumber, blockHash: r.blockHash };
+  }
+  return { kind: 'moved', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex };
+}

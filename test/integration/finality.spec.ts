@@ -1,0 +1,201 @@
+import { Wallet } from 'ethers';
+import {
+  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, snapshot, startLocalNode, transferToken, type LocalNode,
+} from '../../scripts/chain/local-node';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { call } from '../support/http';
+import { sleep, waitFor } from '../support/wait';
+import { closeSql, sql } from '../support/db';
+
+/**
+ * Issue 10 point 3 (DESIGN §7 "Finality") on a real chain of its own: CONFIRMATIONS = 2, so a claim is
+ * verified at 2 confirmations and settled at 4. A payment reorged away after verification raises one alert
+ * (admin API, metric, error log) and no second webhook; a payment that stays canonical is settled and never
+ * alerts.
+ */
+const CONFIRMATIONS = 2;
+const CHECK_MS = 150;
+const PAYER = DEV_KEYS[1];
+let node: LocalNode;
+let token: string;
+let svc: TestService;
+/** Direct SQL on the run's database, for arranging and checking stored state. */
+const db = { query: sql };
+let partner: TestPartner;
+let merchant: { id: string; wallet: Wallet };
+
+beforeAll(async () => {
+  node = await startLocalNode({ port: await findFreePort() });
+  token = await deployToken(node.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
+  await mint(node.url, token, new Wallet(PAYER).address, 10n ** 15n);
+  svc = await startService({
+    worker: true,
+    env: {
+      CHAIN_TEST_RPC_URL: node.url,
+      CHAIN_TEST_TOKEN_ADDRESS: token,
+      CHAIN_TEST_CONFIRMATIONS: String(CONFIRMATIONS),
+      CHAIN_LIVE_RPC_URL: '',
+      VERIFY_POLL_MS: '100',
+      CHAIN_SCAN_INTERVAL_MS: '300',
+      FINALITY_CHECK_INTERVAL_MS: String(CHECK_MS),
+      CHAIN_RPC_TIMEOUT_MS: '2000',
+    },
+  });
+  partner = await createPartner(svc);
+  merchant = await createOnboardedMerchant(svc, partner.testKey);
+}, 60000);
+
+afterAll(async () => {
+  await closeSql();
+  await svc?.close();
+  await node?.stop();
+});
+
+let fiat = 300;
+async function newRequest(): Promise<{ id: string; amount: bigint }> {
+  const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', {
+    key: partner.testKey,
+    body: { account_id: merchant.id, fiat_amount_int: (fiat += 11) },
+  });
+  expect(r.status).toBe(201);
+  return { id: r.body.request_id, amount: BigInt(r.body.amount) };
+}
+
+const get = async (id: string) => (await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: partner.testKey })).body;
+const submit = (id: string, txHash: string) => call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: txHash } });
+const events = async (id: string) =>
+  (await db.query<{ event: string }>(`SELECT event FROM webhook_events WHERE request_id = $1 ORDER BY recorded_at`, [id])).map((e) => e.event);
+const claimRow = async (id: string) =>
+  (await db.query<{ claimed_block_number: string | null; claimed_block_hash: string | null; claim_settled_at: Date | null; claim_lost_at: Date | null }>(
+    `SELECT claimed_block_number, claimed_block_hash, claim_settled_at, claim_lost_at FROM payment_requests WHERE id = $1`,
+    [id],
+  ))[0];
+const alerts = (query = '') => call(svc.adminUrl, 'GET', `/admin/api/alerts${query}`, { key: ADMIN_TOKEN });
+const reorgedMetric = async (): Promise<number> => {
+  const text = (await call(svc.adminUrl, 'GET', '/metrics', { key: ADMIN_TOKEN })).text;
+  const m = /^prs_verified_reorged_total\{mode="test"\} (\d+)$/m.exec(text);
+  return m ? Number(m[1]) : 0;
+};
+const blockHash = async (n: number): Promise<string> => {
+  const res = await fetch(node.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBlockByNumber', params: [`0x${n.toString(16)}`, false] }),
+  });
+  return ((await res.json()) as { result: { hash: string } }).result.hash.toLowerCase();
+};
+
+/** Pays r, submits the hash and mines to exactly CONFIRMATIONS; resolves once verified, with the payment's block. */
+async function payAndVerify(r: { id: string; amount: bigint }): Promise<{ txHash: string; blockNumber: number }> {
+  const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount); // 1 confirmation
+  expect((await submit(r.id, tx.txHash)).status).toBe(200);
+  await mine(node.url, CONFIRMATIONS - 1);
+  await waitFor(async () => (await get(r.id)).proof_status === 'verified');
+  return tx;
+}
+
+describe('a verified payment that stays canonical', () => {
+  it('records its block, is settled at twice the depth and not before, and never alerts', async () => {
+    const r = await newRequest();
+    const tx = await payAndVerify(r);
+    const verified = await claimRow(r.id);
+    expect(Number(verified.claimed_block_number)).toBe(tx.blockNumber);
+    expect(verified.claimed_block_hash).toBe(await blockHash(tx.blockNumber));
+
+    await mine(node.url, 1); // 3 confirmations: deep enough to verify, not to settle
+    await sleep(CHECK_MS * 5);
+    expect((await claimRow(r.id)).claim_settled_at).toBeNull();
+
+    await mine(node.url, 1); // 4 = 2 × CONFIRMATIONS
+    await waitFor(async () => (await claimRow(r.id)).claim_settled_at !== null);
+    expect((await claimRow(r.id)).claim_lost_at).toBeNull();
+    expect((await alerts(`?request_id=${r.id}`)).body.alerts).toEqual([]);
+    expect((await get(r.id)).proof_status).toBe('verified');
+    expect(await events(r.id)).toEqual(['payment.proof_attached', 'payment.proof_verified']);
+  });
+});
+
+describe('a verified payment reorged away', () => {
+  it('keeps proof_status verified and raises exactly one alert: admin API, metric, no second webhook', async () => {
+    const before = await reorgedMetric();
+    const r = await newRequest();
+    const snap = await snapshot(node.url); // before the payment's block
+    const tx = await payAndVerify(r);
+    expect(Number((await claimRow(r.id)).claimed_block_number)).toBe(tx.blockNumber);
+    const oldHash = await blockHash(tx.blockNumber);
+
+    await revert(node.url, snap); // drops the payment's block and the transaction with it
+    await mine(node.url, CONFIRMATIONS * 2 + 2); // another branch, deeper than the settle depth
+    expect(await blockHash(tx.blockNumber)).not.toBe(oldHash);
+
+    const listed = (await waitFor(async () => {
+      const res = await alerts(`?request_id=${r.id}`);
+      return res.body.alerts.length ? res : null;
+    }))!;
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject({ ok: true, has_more: false, limit: 50, offset: 0 });
+    const [alert] = listed.body.alerts;
+    expect(alert).toMatchObject({
+      kind: 'verified_reorged',
+      request_id: r.id,
+      details: {
+        mode: 'test',
+        reason: 'receipt_missing',
+        tx_hash: tx.txHash,
+        block_number: tx.blockNumber,
+        block_hash: oldHash,
+        partner_id: partner.id,
+        merchant_id: merchant.id,
+        amount: r.amount.toString(),
+      },
+    });
+    expect(alert.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(await reorgedMetric()).toBe(before + 1);
+
+    // The partner was told: the request stays verified, no event follows, and the claim is no longer re-read.
+    await mine(node.url, 2);
+    await sleep(CHECK_MS * 5);
+    expect((await get(r.id)).proof_status).toBe('verified');
+    expect(await events(r.id)).toEqual(['payment.proof_attached', 'payment.proof_verified']);
+    const row = await claimRow(r.id);
+    expect(row.claim_lost_at).not.toBeNull();
+    expect(row.claim_settled_at).toBeNull();
+    expect((await alerts(`?request_id=${r.id}`)).body.alerts).toHaveLength(1);
+    expect(await reorgedMetric()).toBe(before + 1);
+  });
+});
+
+describe('GET /admin/api/alerts', () => {
+  it('lists newest first with paging', async () => {
+    const r = await newRequest();
+    await db.query(
+      `INSERT INTO alerts (kind, request_id, details, created_at) VALUES ('verified_reorged', $1, '{"note":"older"}', now() - interval '1 day')`,
+      [r.id],
+    );
+    const all = await alerts('?limit=100');
+    const times = all.body.alerts.map((a: { created_at: string }) => a.created_at);
+    expect(times).toEqual([...times].sort().reverse());
+    expect(all.body.alerts.at(-1).details).toEqual({ note: 'older' });
+    const first = await alerts('?limit=1');
+    expect(first.body).toMatchObject({ ok: true, has_more: true, limit: 1, offset: 0 });
+    expect(first.body.alerts[0].alert_id).toBe(all.body.alerts[0].alert_id);
+    const second = await alerts('?limit=1&offset=1&kind=verified_reorged');
+    expect(second.body.alerts[0].alert_id).toBe(all.body.alerts[1].alert_id);
+  });
+
+  it.each(['?limit=101', '?limit=0', '?limit=1e1', '?offset=-1', '?kind=other', '?request_id=nope', '?colour=red'])(
+    '%s → 400 invalid_request',
+    async (query) => {
+      const res = await alerts(query);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ ok: false, error: 'invalid_request' });
+    },
+  );
+
+  it('needs the admin token and the admin listener', async () => {
+    expect((await call(svc.adminUrl, 'GET', '/admin/api/alerts')).status).toBe(401);
+    expect((await call(svc.adminUrl, 'GET', '/admin/api/alerts', { key: 'wrong-token-0123456789' })).status).toBe(401);
+    expect((await call(svc.publicUrl, 'GET', '/admin/api/alerts', { key: ADMIN_TOKEN })).status).toBe(404);
+  });
+});
