@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   invalid_expiry_minutes: 400,
   unsupported_currency: 400,
   invalid_tx_hash: 400,
+  tx_not_found: 400,
+  tx_does_not_pay: 400,
   invalid_signature: 400,
   wallet_mismatch: 400,
   wallet_required: 400,
@@ -24,6 +26,7 @@ export const ERROR_STATUS = {
   cannot_cancel: 409,
   wallet_address_conflict: 409,
   tx_hash_already_used: 409,
+  proof_already_attached: 409,
   conflict: 409,
   onboarding_link_expired: 410,
   payload_too_large: 413,
@@ -32,6 +35,7 @@ export const ERROR_STATUS = {
   internal_error: 500,
   rate_source_unavailable: 502,
   asset_unavailable: 503,
+  chain_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -78,6 +78,10 @@ export interface AppConfig {
   verifyPollMs: number;
   /** How often the worker reads each chain's tip; a new block re-runs waiting verifications at once. */
   headPollMs: number;
+  /** A payer's hash the node does not know is looked up again after this, doubling each time… */
+  verifyNotFoundBackoffMs: number;
+  /** …until it has been unknown this long; then the request stays attached with a note. */
+  verifyNotFoundGiveUpMs: number;
   /** How often the chain scan and the expiry sweep run. */
   chainScanIntervalMs: number;
   expirySweepIntervalMs: number;
@@ -314,6 +318,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
     verifyPollMs: int(env, 'VERIFY_POLL_MS', 10000, 50, 600000),
     headPollMs: int(env, 'HEAD_POLL_MS', 500, 50, 600000),
+    verifyNotFoundBackoffMs: int(env, 'VERIFY_NOT_FOUND_BACKOFF_MS', 5000, 50, 600000),
+    verifyNotFoundGiveUpMs: int(env, 'VERIFY_NOT_FOUND_GIVE_UP_MS', 3600000, 100, 604800000),
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Interface, JsonRpcProvider, Wallet } from 'ethers';
+import { Interface, JsonRpcProvider, Transaction, Wallet } from 'ethers';
 import type { Browser } from 'playwright-core';
 import { DEV_KEYS, deployToken, findFreePort, mine, mint, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
@@ -145,6 +145,46 @@ describe('the pay page', () => {
     } finally {
       await context.close();
       wallet.close();
+    }
+  });
+
+  it('says in words why a hash does not pay, and keeps asking while the network does not know a hash yet', async () => {
+    const r = await newRequest();
+    const { context, page, problems } = await openContext(browser);
+    const provider = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
+    try {
+      await page.goto(payUrl(r.id));
+      await waitFor(async () => (await apiView(r.id)).status === 'opened');
+
+      // A mined transfer of one unit too little: refused with the pay rule's reason, in words.
+      const under = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
+      await page.locator('#tx-hash').fill(under.txHash);
+      await page.locator('#proof-form button[type=submit]').click();
+      await waitForText(page, '#tx-hash-error', 'it sends less than the amount requested');
+      expect(await page.locator('#tx-hash').getAttribute('aria-invalid')).toBe('true');
+      expect((await apiView(r.id)).proof_status).toBe('none');
+      expect(await events(r.id)).toEqual([]);
+      await screenshots(page, 'pay-06-does-not-pay');
+
+      // Signed but not yet broadcast: the server answers tx_not_found and the page keeps trying.
+      const payer = new Wallet(PAYER, provider);
+      const data = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
+      const raw = await payer.signTransaction(await payer.populateTransaction({ to: token, data, gasLimit: 100000n }));
+      const hash = Transaction.from(raw).hash!;
+      await page.locator('#tx-hash').fill(hash);
+      await page.locator('#proof-form button[type=submit]').click();
+      await waitForText(page, '#proof-message', 'Waiting for the network to see your transaction');
+      expect((await apiView(r.id)).proof_status).toBe('none');
+      await provider.broadcastTransaction(raw);
+      await waitForText(page, '#status-title', 'Payment submitted', 20000);
+      expect(await apiView(r.id)).toMatchObject({ proof_status: 'attached', tx_hash: hash });
+      await mine(node.url, CONFIRMATIONS);
+      await waitForText(page, '#status-title', 'Paid');
+      expect(await events(r.id)).toEqual(['payment.proof_attached', 'payment.proof_verified']);
+      expect(problems).toEqual([]);
+    } finally {
+      provider.destroy();
+      await context.close();
     }
   });
 

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Browser, Page, Response } from 'playwright-core';
-import { findFreePort } from '../../scripts/chain/local-node';
+import { Wallet } from 'ethers';
+import { DEV_KEYS, findFreePort, mint, transferToken } from '../../scripts/chain/local-node';
 import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -14,6 +15,7 @@ import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { openStoredSecret } from '../support/secrets';
+import { testEnv } from '../support/test-env';
 
 /**
  * Issue 6, the partner portal in Chromium, one partner user's session from sign-in to sign-out: create an
@@ -181,7 +183,11 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     await shoot(page, '10-webhook-rotated');
 
     // A delivery made meanwhile, from a real proof submission on the pay API, carries both signatures.
-    const txHash = `0x${randomBytes(32).toString('hex')}`;
+    // A real transfer paying it (the pre-check refuses hashes the node does not know, DESIGN §7).
+    const chain = testEnv();
+    const payer = new Wallet(DEV_KEYS[1]).address;
+    await mint(chain.rpcUrl, chain.token, payer, BigInt(created.body.amount));
+    const { txHash } = await transferToken(chain.rpcUrl, chain.token, DEV_KEYS[1], onboarded.wallet.address, BigInt(created.body.amount));
     expect((await call(svc.publicUrl, 'POST', `/pay/api/${created.body.request_id}/proof`, { body: { tx_hash: txHash } })).status).toBe(200);
     const [delivered] = (await receiver.waitUntil((c) => c.some((x) => x.headers['x-service-event'] === 'payment.proof_attached'), 20000)).filter(
       (x) => x.headers['x-service-event'] === 'payment.proof_attached',

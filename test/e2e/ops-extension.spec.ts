@@ -3,7 +3,7 @@ import { Wallet } from 'ethers';
 import type { ChainConfig, Mode } from '../../src/config/config';
 import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry';
 import {
-  TRANSFER_TOPIC, decodeTransferLog, type ChainBlock, type ChainReader, type ChainReceipt, type ChainTransfer,
+  TRANSFER_TOPIC, decodeTransferLog, type ChainBlock, type ChainReader, type ChainReceipt, type ChainTransaction, type ChainTransfer,
 } from '../../src/modules/chain/chain-reader';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -96,6 +96,13 @@ class InMemoryChainReader implements ChainReader {
   async receipt(txHash: string): Promise<ChainReceipt | null> {
     this.calls.push('receipt');
     return this.receipts.get(txHash) ?? null;
+  }
+
+  /** Every transaction of this chain is mined at once: known means mined. */
+  async transaction(txHash: string): Promise<ChainTransaction | null> {
+    this.calls.push('transaction');
+    const r = this.receipts.get(txHash);
+    return r ? { hash: txHash, blockNumber: r.blockNumber } : null;
   }
 
   async transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]> {

@@ -149,9 +149,13 @@ describe('EthersChainReader on a local hardhat node', () => {
       const tip = await reader.tip();
       const txHash = await sendTokenTransfer(node.url, usd, PAYER_KEY, merchant, 7n);
       expect(await reader.receipt(txHash)).toBeNull();
+      // Known to the node while pending: transaction() tells it apart from a hash nobody ever sent.
+      expect(await reader.transaction(txHash)).toEqual({ hash: txHash, blockNumber: null });
+      expect(await reader.transaction(`0x${'5a'.repeat(32)}`)).toBeNull();
       expect(await reader.tip()).toBe(tip);
       await mine(node.url);
       expect(await reader.receipt(txHash)).toMatchObject({ status: 1, blockNumber: tip + 1 });
+      expect(await reader.transaction(txHash)).toEqual({ hash: txHash, blockNumber: tip + 1 });
     } finally {
       await setAutomine(node.url, true);
     }

@@ -1,7 +1,7 @@
 import { Interface, JsonRpcProvider, Wallet } from 'ethers';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, snapshot, startLocalNode,
+  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, setAutomine, snapshot, startLocalNode,
   transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
@@ -75,6 +75,19 @@ const get = async (id: string) => (await call(svc.publicUrl, 'GET', `/api/v1/req
 const submit = (id: string, txHash: string) => call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: txHash } });
 const events = (id: string) =>
   db.query<{ event: string }>(`SELECT event FROM webhook_events WHERE request_id = $1 ORDER BY recorded_at`, [id]);
+const payView = async (id: string) => (await call(svc.publicUrl, 'GET', `/pay/api/${id}`)).body;
+const stored = async (id: string) =>
+  (await db.query<{ status: string; proof_status: string; tx_hash: string | null; verify_note: string | null }>(
+    `SELECT status, proof_status, tx_hash, verify_note FROM payment_requests WHERE id = $1`, [id]))[0];
+/** Runs `fn` with automine off: transactions sent meanwhile stay pending until mined. */
+async function withPending<T>(fn: () => Promise<T>): Promise<T> {
+  await setAutomine(node.url, false);
+  try {
+    return await fn();
+  } finally {
+    await setAutomine(node.url, true);
+  }
+}
 const note = async (id: string) => (await db.query<{ verify_note: string | null }>(`SELECT verify_note FROM payment_requests WHERE id = $1`, [id]))[0].verify_note;
 
 describe('a submitted hash', () => {
@@ -104,12 +117,24 @@ describe('a submitted hash', () => {
     expect(await events(r.id)).toHaveLength(2);
   });
 
-  it('replaces an earlier hash while not verified, without a second proof_attached', async () => {
+  it('replaces an attached hash once it is known not to pay, without a second proof_attached', async () => {
     const r = await newRequest();
-    const wrong = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
-    await submit(r.id, wrong.txHash);
+    // Sent while pending, so the pre-check cannot judge it yet: attached, then found to underpay.
+    const wrong = await withPending(async () => {
+      const hash = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
+      expect((await submit(r.id, hash)).body.proof_status).toBe('attached');
+      return hash;
+    });
+    expect((await payView(r.id)).proof_note).toBeNull();
+    await mine(node.url, CONFIRMATIONS);
+    expect(await waitFor(() => note(r.id))).toBe('underpaid');
+    // DESIGN §8: stays attached, the reason is kept and the pay API shows it to the payer.
+    expect(await payView(r.id)).toMatchObject({ proof_status: 'attached', tx_hash: wrong, proof_note: 'underpaid' });
+
     const right = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
-    await submit(r.id, right.txHash);
+    const replaced = await submit(r.id, right.txHash);
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ proof_status: 'attached', tx_hash: right.txHash, proof_note: null });
     await mine(node.url, CONFIRMATIONS);
     await waitFor(async () => (await get(r.id)).proof_status === 'verified');
     expect((await get(r.id)).tx_hash).toBe(right.txHash);
@@ -132,6 +157,86 @@ describe('a submitted hash', () => {
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('tx_hash_already_used');
     expect((await get(r.id)).proof_status).toBe('none');
+  });
+});
+
+describe('proof submission, in the order of DESIGN §8', () => {
+  const unchanged = async (id: string) => {
+    expect(await stored(id)).toMatchObject({ proof_status: 'none', tx_hash: null, verify_note: null });
+    expect(await events(id)).toEqual([]);
+  };
+
+  it('a hash the node does not know → 400 tx_not_found, nothing changes', async () => {
+    const r = await newRequest();
+    const res = await submit(r.id, `0x${'7e'.repeat(32)}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ ok: false, error: 'tx_not_found' });
+    await unchanged(r.id);
+  });
+
+  it('the chain unreachable → 503 chain_unavailable, nothing changes; the checks before it still answer', async () => {
+    const r = await newRequest();
+    const attachedReq = await newRequest();
+    const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, attachedReq.amount);
+    expect((await submit(attachedReq.id, tx.txHash)).status).toBe(200);
+    const other = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    await proxy.cut();
+    try {
+      const res = await submit(r.id, other.txHash);
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({ ok: false, error: 'chain_unavailable' });
+      expect((await submit(r.id, '0x12')).body.error).toBe('invalid_tx_hash');
+      // The same hash as the attached one needs no chain: 200 with the current state.
+      const same = await submit(attachedReq.id, tx.txHash);
+      expect(same.status).toBe(200);
+      expect(same.body).toMatchObject({ proof_status: 'attached', tx_hash: tx.txHash });
+    } finally {
+      await proxy.restore();
+    }
+    await unchanged(r.id);
+    expect(await events(attachedReq.id)).toHaveLength(1);
+  });
+
+  it('mined and not paying → 400 tx_does_not_pay with the pay rule reason, nothing changes, no event', async () => {
+    const r = await newRequest();
+    const under = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
+    const res = await submit(r.id, under.txHash);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ ok: false, error: 'tx_does_not_pay', reason: 'underpaid' });
+    await unchanged(r.id);
+  });
+
+  it('a pending transaction is accepted (attached, event, verification queued) and verifies once mined', async () => {
+    const r = await newRequest();
+    const hash = await withPending(async () => {
+      const h = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount);
+      const res = await submit(r.id, h);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ proof_status: 'attached', tx_hash: h, proof_note: null });
+      return h;
+    });
+    expect((await events(r.id)).map((e) => e.event)).toEqual(['payment.proof_attached']);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await get(r.id)).proof_status === 'verified');
+    expect((await get(r.id)).tx_hash).toBe(hash);
+  });
+
+  it('another hash while an attached one may still pay → 409 proof_already_attached, the attached one stays', async () => {
+    const r = await newRequest();
+    const first = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount); // 1 of 3 confirmations
+    expect((await submit(r.id, first.txHash)).status).toBe(200);
+    const second = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    const res = await submit(r.id, second.txHash);
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ ok: false, error: 'proof_already_attached' });
+    expect(await stored(r.id)).toMatchObject({ proof_status: 'attached', tx_hash: first.txHash, verify_note: null });
+    // A hash that does not pay is refused for that reason first (the order of DESIGN §8).
+    const under = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
+    expect((await submit(r.id, under.txHash)).body).toMatchObject({ error: 'tx_does_not_pay', reason: 'underpaid' });
+    expect((await events(r.id)).map((e) => e.event)).toEqual(['payment.proof_attached']);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await get(r.id)).proof_status === 'verified');
+    expect((await get(r.id)).tx_hash).toBe(first.txHash);
   });
 });
 
@@ -193,10 +298,10 @@ describe('reorgs', () => {
 describe('the node going away', () => {
   it('keeps the request attached while the RPC is down and verifies it when the node returns', async () => {
     const r = await newRequest();
+    const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    expect((await submit(r.id, tx.txHash)).body.proof_status).toBe('attached');
     await proxy.cut();
     try {
-      const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
-      expect((await submit(r.id, tx.txHash)).body.proof_status).toBe('attached');
       await mine(node.url, CONFIRMATIONS);
       await sleep(2500); // several failing verification attempts and scans
       expect((await get(r.id)).proof_status).toBe('attached');
@@ -248,6 +353,30 @@ describe('expiry', () => {
     expect(list.body.requests.map((x: { request_id: string }) => x.request_id)).toContain(r.id);
   });
 
+  it('an attached proof that has not verified expires when the claim window closes: on reads at once, stored by the sweep', async () => {
+    const r = await newRequest();
+    // Attached while pending, and never mined here: it cannot verify.
+    await withPending(async () => {
+      const h = await sendTokenTransfer(node.url, token, PAYER, Wallet.createRandom().address, 1n);
+      expect((await submit(r.id, h)).body.proof_status).toBe('attached');
+      await rpc('hardhat_dropTransaction', [h]);
+    });
+    // Past expires_at but inside the grace: still open, on reads and in storage.
+    await db.query(`UPDATE payment_requests SET expires_at = now() - interval '1 minute', claim_until = now() + interval '1 hour' WHERE id = $1`, [r.id]);
+    await sleep(800); // several sweeps
+    expect((await get(r.id)).status).toBe('requested');
+    expect((await stored(r.id)).status).toBe('requested');
+
+    await db.query(`UPDATE payment_requests SET claim_until = now() - interval '1 millisecond' WHERE id = $1`, [r.id]);
+    expect(await get(r.id)).toMatchObject({ status: 'expired', proof_status: 'attached' });
+    expect((await payView(r.id)).status).toBe('expired');
+    const list = await call(svc.publicUrl, 'GET', `/api/v1/requests?status=expired&account_id=${merchant.id}`, { key: partner.testKey });
+    expect(list.body.requests.map((x: { request_id: string }) => x.request_id)).toContain(r.id);
+    await waitFor(async () => (await stored(r.id)).status === 'expired');
+    expect((await stored(r.id)).proof_status).toBe('attached');
+    expect((await events(r.id)).map((e) => e.event)).toEqual(['payment.proof_attached']);
+  });
+
   it('expiry racing cancel and open ends in one consistent state', async () => {
     const repo = svc.app.get(RequestsRepository, { strict: false });
     for (let i = 0; i < 12; i++) {
@@ -279,13 +408,15 @@ describe('expiry', () => {
 
 // Last: these move the chain's clock, which later tests in this file would feel.
 describe('never verified', () => {
+  /** The pre-check refuses it with the reason (nothing stored, no event), and the scan never verifies it. */
   async function expectRejected(id: string, txHash: string, reason: string) {
-    expect((await submit(id, txHash)).status).toBe(200);
+    const res = await submit(id, txHash);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ ok: false, error: 'tx_does_not_pay', reason });
     await mine(node.url, CONFIRMATIONS);
-    expect(await waitFor(() => note(id))).toBe(reason);
-    await sleep(700); // a few more scan and poll rounds
-    expect((await get(id)).proof_status).toBe('attached');
-    expect((await events(id)).map((e) => e.event)).toEqual(['payment.proof_attached']);
+    await sleep(700); // a few scan rounds
+    expect(await stored(id)).toMatchObject({ proof_status: 'none', tx_hash: null, verify_note: null });
+    expect(await events(id)).toEqual([]);
   }
 
   it('a second token contract emitting the same Transfer event', async () => {
@@ -324,9 +455,10 @@ describe('never verified', () => {
   it('a transfer mined before the request existed', async () => {
     const r = await newRequest();
     const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
-    // Block times only move forward, so the request is moved instead: it was created two minutes after the
-    // transfer's block (beyond the 60 s clock tolerance).
-    await db.query(`UPDATE payment_requests SET created_at = created_at + interval '2 minutes' WHERE id = $1`, [r.id]);
+    // Block times only move forward, so the request is moved instead: it was created well after the transfer's
+    // block (beyond the 60 s clock tolerance; hardhat_mine of many blocks puts the chain's clock ahead of ours).
+    const block = (await rpc('eth_getBlockByNumber', [`0x${tx.blockNumber.toString(16)}`, false])) as { timestamp: string };
+    await db.query(`UPDATE payment_requests SET created_at = to_timestamp($2) + interval '2 minutes' WHERE id = $1`, [r.id, Number(block.timestamp)]);
     await expectRejected(r.id, tx.txHash, 'before_request');
   });
 

@@ -25,6 +25,12 @@ export const ALL_QUEUES: QueueName[] = Object.values(QUEUES);
 export interface VerificationJob {
   requestId: string;
   txHash: string;
+  /**
+   * Written by the processor while the job waits (ids stay the job's identity; this is only its place in the
+   * wait): `block` — waiting for a new block of `mode`'s chain past `tip` (the head watcher wakes only these);
+   * `backoff` — the hash is unknown to the node since `since`, looked up again after doubling delays.
+   */
+  wait?: { for: 'block'; mode: 'test' | 'live'; tip: number } | { for: 'backoff'; since: number; tries: number };
 }
 
 export interface ExpiryJob {

@@ -31,6 +31,12 @@ export interface ChainReceipt {
   logs: ChainLog[];
 }
 
+/** A transaction as the node knows it: mined (blockNumber set) or still pending (null). */
+export interface ChainTransaction {
+  hash: string;
+  blockNumber: number | null;
+}
+
 export interface ChainTransfer {
   txHash: string;
   logIndex: number;
@@ -49,6 +55,8 @@ export interface ChainReader {
   /** The node's finalized block (`eth_getBlockByNumber("finalized")`); null when the node names none yet. */
   finalizedBlock(): Promise<ChainBlock | null>;
   receipt(txHash: string): Promise<ChainReceipt | null>;
+  /** eth_getTransactionByHash: null when the node does not know the hash at all (neither mined nor pending). */
+  transaction(txHash: string): Promise<ChainTransaction | null>;
   transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]>;
   tokenInfo(token: string): Promise<{ decimals: number; symbol: string }>;
   /**

@@ -4,6 +4,7 @@ import {
   type ChainLog,
   type ChainReader,
   type ChainReceipt,
+  type ChainTransaction,
   type ChainTransfer,
   TRANSFER_TOPIC,
   decodeTransferLog,
@@ -102,6 +103,13 @@ export class EthersChainReader implements ChainReader {
       to: raw.to ? raw.to.toLowerCase() : null,
       logs: raw.logs.map(toChainLog),
     };
+  }
+
+  async transaction(txHash: string): Promise<ChainTransaction | null> {
+    if (!HASH.test(txHash)) throw new TypeError(`invalid transaction hash: ${txHash}`);
+    const raw = await this.call<{ hash: string; blockNumber: string | null } | null>('eth_getTransactionByHash', [txHash]);
+    if (!raw) return null;
+    return { hash: raw.hash.toLowerCase(), blockNumber: raw.blockNumber == null ? null : Number(raw.blockNumber) };
   }
 
   /** Callers keep [fromBlock, toBlock] within their provider's eth_getLogs range limit. */

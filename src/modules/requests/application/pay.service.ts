@@ -6,9 +6,10 @@ import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import type { PaymentRequest } from '../domain/payment-request';
-import { effectiveStatus, nextProofStatus, type ProofStatus, type RequestStatus } from '../domain/transitions';
+import { effectiveStatus, nextProofStatus, proofReplaceable, type ProofStatus, type RequestStatus } from '../domain/transitions';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { ChainUnavailable, VerificationService } from './verification.service';
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -35,6 +36,8 @@ export interface PayView {
   memo: string | null;
   payment_uri: string;
   tx_hash: string | null;
+  /** Why the attached hash is known not to pay (a pay-rule reason or transaction_not_found), else null. */
+  proof_note: string | null;
   test_mode: boolean;
 }
 
@@ -48,6 +51,7 @@ export class PayService {
     private readonly merchants: MerchantGate,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
+    private readonly verification: VerificationService,
   ) {}
 
   async view(id: string): Promise<PayView> {
@@ -59,7 +63,7 @@ export class PayService {
     ]);
     return {
       request_id: r.id,
-      status: effectiveStatus(r, r.expiresAt, new Date()),
+      status: effectiveStatus(r, new Date()),
       proof_status: r.proofStatus,
       merchant_name: merchantName,
       fiat_amount: r.fiatAmount,
@@ -74,6 +78,7 @@ export class PayService {
       memo: r.memo,
       payment_uri: paymentUri(r),
       tx_hash: r.txHash,
+      proof_note: r.proofStatus === 'attached' ? r.verifyNote : null,
       test_mode: r.testMode,
     };
   }
@@ -86,9 +91,11 @@ export class PayService {
   }
 
   /**
-   * none → attached with payment.proof_attached; the same hash again is a no-op; another hash while not
-   * verified replaces it without a second event. Accepted whatever the status: a payer who paid a voided
-   * or expired request must be able to prove it.
+   * DESIGN §7 and §8, in this order: malformed; claimed by another request; the same hash again (no-op);
+   * the chain unreachable; unknown to the node; mined and not paying; another attached hash that may still
+   * pay. Only then none → attached (payment.proof_attached) or a replacement of an attached hash known not to
+   * pay (no second event). Every refusal changes nothing. Accepted whatever the status: a payer who paid a
+   * voided or expired request must be able to prove it.
    */
   async submitProof(id: string, rawHash: unknown): Promise<PayView> {
     if (typeof rawHash !== 'string' || !TX_HASH.test(rawHash)) {
@@ -97,15 +104,34 @@ export class PayService {
     const txHash = rawHash.toLowerCase();
     const r = await this.load(id);
     if (await this.repo.verifiedElsewhere(r.chainId, txHash, r.id)) throw new AppError('tx_hash_already_used');
+    if (r.txHash === txHash) {
+      // Re-queued as before: a lost job is re-created; the deterministic job id keeps it single.
+      if (r.proofStatus === 'attached') await this.afterCommit.verificationRequested(id, txHash);
+      return this.view(id);
+    }
+    // Outside the transaction: no row lock is held across RPC calls.
+    const check = await this.verification.inspect(r, txHash).catch((e: unknown) => {
+      if (e instanceof ChainUnavailable) throw new AppError('chain_unavailable');
+      throw e;
+    });
+    switch (check.kind) {
+      case 'unknown':
+        throw new AppError('tx_not_found');
+      case 'does_not_pay':
+        throw new AppError('tx_does_not_pay', { reason: check.reason });
+      case 'pending':
+      case 'pays':
+        break;
+    }
     const result = await this.dataSource.transaction(async (em) => {
       const current = (await this.repo.findById(id, { em, forUpdate: true }))!;
+      if (current.txHash === txHash) return { eventIds: [] as string[], queue: current.proofStatus === 'attached' };
       if (current.proofStatus === 'verified') {
-        if (current.txHash === txHash) return { eventIds: [] as string[], queue: false };
         throw new AppError('conflict', { errors: [{ field: 'tx_hash', message: 'this request is already paid by another transaction' }] });
       }
-      if (current.txHash === txHash) return { eventIds: [], queue: true };
+      if (current.proofStatus === 'attached' && !proofReplaceable(current)) throw new AppError('proof_already_attached');
       const attaching = nextProofStatus(current, 'attach') !== null;
-      await this.repo.attachProof(em, id, txHash);
+      if (!(await this.repo.attachProof(em, id, txHash))) throw new AppError('proof_already_attached');
       if (!attaching) return { eventIds: [], queue: true };
       const e = await this.outbox.record(em, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });
       return { eventIds: [e.id], queue: true };

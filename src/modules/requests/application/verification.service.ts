@@ -1,9 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import type { Mode } from '../../../config/config';
+import type { Confirmations, Mode } from '../../../config/config';
 import { isUniqueViolation } from '../../../database/pg-errors';
 import { AssetRegistry } from '../../chain/asset-registry';
-import type { ChainTransfer } from '../../chain/chain-reader';
+import type { ChainReader, ChainTransfer } from '../../chain/chain-reader';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import type { PaymentRequest } from '../domain/payment-request';
 import { isDeepEnough } from '../domain/finality';
@@ -16,11 +16,28 @@ export type ProofSource = 'payer' | 'chain_scan';
 
 export type RejectReason = NoPayReason | 'transfer_already_claimed' | 'transaction_not_found';
 
+/**
+ * wait: `unknown` — the node does not know the hash (dropped, or not yet propagated): back off, it may never
+ * come. The others can only change with a new block of `mode`'s chain: run again when `tip` has moved.
+ */
 export type VerifyOutcome =
   | { kind: 'verified'; requestId: string }
-  | { kind: 'wait'; why: 'not_mined' | 'confirmations' | 'reorg' }
+  | { kind: 'wait'; why: 'unknown' | 'not_mined' | 'confirmations' | 'reorg' | 'same_block'; mode: Mode; tip: number }
   | { kind: 'rejected'; reason: RejectReason }
   | { kind: 'moot'; why: 'missing' | 'already_verified' | 'superseded' };
+
+/** What the proof pre-check (DESIGN §7, §8) saw of a submitted hash on the request's chain. */
+export type ProofCheck =
+  | { kind: 'pays' }
+  | { kind: 'pending' }
+  | { kind: 'unknown' }
+  | { kind: 'does_not_pay'; reason: NoPayReason };
+
+/** The request's chain cannot be read now (node down, mode not configured): the caller changes nothing. */
+export class ChainUnavailable extends Error {}
+
+/** After the claim window, plus this much clock tolerance, no transaction mined later could pay. */
+const PAST_WINDOW_MS = 3600_000;
 
 /**
  * Verifies one transaction against one request: waits for the confirmations, re-reads the receipt and its
@@ -40,37 +57,77 @@ export class VerificationService {
     private readonly afterCommit: AfterCommit,
   ) {}
 
-  async verify(requestId: string, txHash: string, source: ProofSource): Promise<VerifyOutcome> {
+  /**
+   * The pre-check of a submitted hash, with the same pure rule as the verification but without waiting for
+   * confirmations: at most two RPC calls (receipt, then the transaction or the receipt's block).
+   */
+  async inspect(r: PaymentRequest, txHash: string): Promise<ProofCheck> {
+    const { reader, chainId } = this.chainOf(r, (why) => new ChainUnavailable(why));
+    try {
+      const receipt = await reader.receipt(txHash);
+      if (!receipt) return (await reader.transaction(txHash)) ? { kind: 'pending' } : { kind: 'unknown' };
+      const block = await reader.block(receipt.blockNumber);
+      // A receipt from a block being reorged away: whether it pays is the verification's call, after confirmations.
+      if (!block || block.hash !== receipt.blockHash) return { kind: 'pending' };
+      const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
+      return verdict.pays ? { kind: 'pays' } : { kind: 'does_not_pay', reason: verdict.reason };
+    } catch (e) {
+      throw new ChainUnavailable(`chain ${chainId} did not answer: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * `seenTip`: the tip at this job's previous look. When the chain has not moved since, nothing a receipt
+   * could tell has changed, so no receipt is read: at most one receipt call per waiting job per block,
+   * however often the job is woken.
+   */
+  async verify(requestId: string, txHash: string, source: ProofSource, seenTip?: number): Promise<VerifyOutcome> {
     const r = await this.repo.findById(requestId);
     if (!r) return { kind: 'moot', why: 'missing' };
     if (r.proofStatus === 'verified') return { kind: 'moot', why: 'already_verified' };
     if (source === 'payer' && r.txHash !== txHash) return { kind: 'moot', why: 'superseded' };
     const mode: Mode = r.testMode ? 'test' : 'live';
-    const reader = this.assets.reader(mode);
-    const asset = this.assets.asset(mode);
-    if (!reader || !asset) throw new Error(`verification is off for ${mode} mode: ${JSON.stringify(this.assets.status(mode))}`);
-    if (asset.chainId !== r.chainId) throw new Error(`request ${r.id} is on chain ${r.chainId}, ${mode} mode reads ${asset.chainId}`);
+    const { reader, chainId, confirmations: needed } = this.chainOf(r, (why) => new Error(why));
 
+    const tip = await reader.tip();
+    if (seenTip !== undefined && tip === seenTip) return { kind: 'wait', why: 'same_block', mode, tip };
     const receipt = await reader.receipt(txHash);
     if (!receipt) {
-      // Not mined, dropped, or reorged away. Keep looking while a transfer could still pay the request.
-      if (Date.now() > r.claimUntil.getTime() + 3600_000) return this.reject(r, source, 'transaction_not_found');
-      return { kind: 'wait', why: 'not_mined' };
+      // Past the window plus tolerance nothing mined from now on can pay: stop looking.
+      if (Date.now() > r.claimUntil.getTime() + PAST_WINDOW_MS) return this.reject(r, txHash, source, 'transaction_not_found');
+      // Pending (waits for a block) or unknown to the node (dropped or not propagated: backs off).
+      const known = await reader.transaction(txHash);
+      return { kind: 'wait', why: known ? 'not_mined' : 'unknown', mode, tip };
     }
-    // N confirmations, or for `finalized` the node's finalized block (DESIGN §7).
-    const head = await readHead(reader, asset.confirmations);
-    if (!isDeepEnough(receipt.blockNumber, asset.confirmations, head)) return { kind: 'wait', why: 'confirmations' };
+    // N confirmations, or for `finalized` the node's finalized block (DESIGN §7); the tip is the one read above.
+    const head = needed === 'finalized' ? { tip, finalized: (await reader.finalizedBlock())?.number ?? null } : { tip, finalized: null };
+    if (!isDeepEnough(receipt.blockNumber, needed, head)) return { kind: 'wait', why: 'confirmations', mode, tip };
     // The receipt must sit in the block that is canonical at this height now; a reorged receipt can keep
     // "gaining" confirmations on a node that still serves it from the old branch.
     const block = await reader.block(receipt.blockNumber);
-    if (!block || block.hash !== receipt.blockHash) return { kind: 'wait', why: 'reorg' };
+    if (!block || block.hash !== receipt.blockHash) return { kind: 'wait', why: 'reorg', mode, tip };
 
-    const verdict = judgeTransaction(r, { chainId: asset.chainId, receipt, blockTime: block.timestamp });
-    if (!verdict.pays) return this.reject(r, source, verdict.reason);
+    const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
+    if (!verdict.pays) return this.reject(r, txHash, source, verdict.reason);
     for (const transfer of verdict.transfers) {
       if (await this.claim(r, transfer, source)) return { kind: 'verified', requestId: r.id };
     }
-    return this.reject(r, source, 'transfer_already_claimed');
+    return this.reject(r, txHash, source, 'transfer_already_claimed');
+  }
+
+  /** A payer's hash the node never knew for the whole back-off: stays attached, noted, replaceable. */
+  async giveUp(requestId: string, txHash: string): Promise<void> {
+    await this.repo.noteRejection(requestId, txHash, 'transaction_not_found');
+    this.logger.warn(`request ${requestId}: gave up on ${txHash}, unknown to the node`);
+  }
+
+  private chainOf(r: PaymentRequest, fail: (why: string) => Error): { reader: ChainReader; chainId: bigint; confirmations: Confirmations } {
+    const mode: Mode = r.testMode ? 'test' : 'live';
+    const reader = this.assets.reader(mode);
+    const asset = this.assets.asset(mode);
+    if (!reader || !asset) throw fail(`verification is off for ${mode} mode: ${JSON.stringify(this.assets.status(mode))}`);
+    if (asset.chainId !== r.chainId) throw fail(`request ${r.id} is on chain ${r.chainId}, ${mode} mode reads ${asset.chainId}`);
+    return { reader, chainId: asset.chainId, confirmations: asset.confirmations };
   }
 
   /**
@@ -95,9 +152,9 @@ export class VerificationService {
     }
   }
 
-  private async reject(r: PaymentRequest, source: ProofSource, reason: RejectReason): Promise<VerifyOutcome> {
-    // The reason is kept on the request for operators when it concerns the hash the payer submitted.
-    if (source === 'payer') await this.repo.noteRejection(r.id, reason);
+  private async reject(r: PaymentRequest, txHash: string, source: ProofSource, reason: RejectReason): Promise<VerifyOutcome> {
+    // The reason is kept on the request when it concerns the hash the payer submitted.
+    if (source === 'payer') await this.repo.noteRejection(r.id, txHash, reason);
     return { kind: 'rejected', reason };
   }
 }

@@ -25,4 +25,6 @@ export interface PaymentRequest {
   proofSource: string | null;
   payerAddress: string | null;
   proofVerifiedAt: Date | null;
+  /** Why the attached hash pays nothing (a pay-rule reason, or transaction_not_found), when known. */
+  verifyNote: string | null;
 }

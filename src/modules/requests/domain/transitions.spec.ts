@@ -1,5 +1,6 @@
 import {
   effectiveStatus,
+  lapsesAt,
   nextProofStatus,
   nextStatus,
   PROOF_STATUSES,
@@ -18,7 +19,8 @@ import {
  *
  *   open:   status requested → opened, whatever the proof (spec §3 row 1; the page may be opened after a proof).
  *   cancel: only requested + none → voided (spec §3: "only in exactly this combination").
- *   expire: requested or opened, with proof none → expired (DESIGN §3 "Expiry").
+ *   expire: requested or opened, with proof none or attached → expired (DESIGN §3 "Expiry"; §7: an attached
+ *           proof that has not verified when the claim window closes). When each lapses is tested below.
  *   attach: proof none → attached, whatever the status (DESIGN §4: a proof is accepted whatever the status).
  *   verify: proof none or attached → verified, whatever the status (DESIGN §3: money that arrived is reported).
  */
@@ -26,10 +28,10 @@ type Row = [RequestStatus, ProofStatus, { open: RequestStatus | null; cancel: Re
 
 const STATUS_TABLE: Row[] = [
   ['requested', 'none', { open: 'opened', cancel: 'voided', expire: 'expired' }],
-  ['requested', 'attached', { open: 'opened', cancel: null, expire: null }],
+  ['requested', 'attached', { open: 'opened', cancel: null, expire: 'expired' }],
   ['requested', 'verified', { open: 'opened', cancel: null, expire: null }],
   ['opened', 'none', { open: null, cancel: null, expire: 'expired' }],
-  ['opened', 'attached', { open: null, cancel: null, expire: null }],
+  ['opened', 'attached', { open: null, cancel: null, expire: 'expired' }],
   ['opened', 'verified', { open: null, cancel: null, expire: null }],
   ['expired', 'none', { open: null, cancel: null, expire: null }],
   ['expired', 'attached', { open: null, cancel: null, expire: null }],
@@ -100,31 +102,46 @@ describe('proof axis: nextProofStatus', () => {
 
 describe('effectiveStatus: what reads show', () => {
   const expiresAt = new Date('2026-01-01T12:00:00.000Z');
-  const before = new Date(expiresAt.getTime() - 1);
-  const atExpiry = new Date(expiresAt.getTime());
-  const after = new Date(expiresAt.getTime() + 1);
-  const muchLater = new Date(expiresAt.getTime() + 365 * 24 * 3600 * 1000);
+  const claimUntil = new Date(expiresAt.getTime() + 60 * 60_000); // the grace window
+  const moments: [string, Date][] = [
+    ['before expiry', new Date(expiresAt.getTime() - 1)],
+    ['at expiry', expiresAt],
+    ['1 ms after expiry', new Date(expiresAt.getTime() + 1)],
+    ['1 ms before the claim window closes', new Date(claimUntil.getTime() - 1)],
+    ['when the claim window closes', claimUntil],
+    ['a year later', new Date(claimUntil.getTime() + 365 * 24 * 3600 * 1000)],
+  ];
 
-  // A request with no proof whose expiry has passed reads as expired (DESIGN §3: "Reads never show a request
-  // with proof_status none as requested/opened after its expiry"); everything else reads as stored.
-  // At exactly expires_at the request counts as lapsed, the same boundary the SQL uses (expires_at <= now()).
-  const lapsedShowsAs = (status: RequestStatus, proofStatus: ProofStatus): RequestStatus =>
-    (status === 'requested' || status === 'opened') && proofStatus === 'none' ? 'expired' : status;
+  // DESIGN §3: no proof past expires_at reads as expired. DESIGN §7: an attached proof that has not verified
+  // by the close of the claim window reads as expired. Verified, expired and voided read as stored. The
+  // boundaries are inclusive, as in the SQL (expires_at <= now(), claim_until <= now()).
+  const shownAs = (status: RequestStatus, proofStatus: ProofStatus, now: Date): RequestStatus => {
+    if (status !== 'requested' && status !== 'opened') return status;
+    if (proofStatus === 'none' && now.getTime() >= expiresAt.getTime()) return 'expired';
+    if (proofStatus === 'attached' && now.getTime() >= claimUntil.getTime()) return 'expired';
+    return status;
+  };
 
   const cases = REQUEST_STATUSES.flatMap((status) =>
-    PROOF_STATUSES.flatMap((proofStatus) => [
-      [status, proofStatus, 'before expiry', status, before] as const,
-      [status, proofStatus, 'at expiry', lapsedShowsAs(status, proofStatus), atExpiry] as const,
-      [status, proofStatus, '1 ms after expiry', lapsedShowsAs(status, proofStatus), after] as const,
-      [status, proofStatus, 'a year after expiry', lapsedShowsAs(status, proofStatus), muchLater] as const,
-    ]),
+    PROOF_STATUSES.flatMap((proofStatus) =>
+      moments.map(([label, now]) => [status, proofStatus, label, shownAs(status, proofStatus, now), now] as const),
+    ),
   );
   it.each(cases)('%s + proof %s, %s → %s', (status, proofStatus, _label, expected, now) => {
-    expect(effectiveStatus({ status, proofStatus }, expiresAt, now)).toBe(expected);
+    expect(effectiveStatus({ status, proofStatus, expiresAt, claimUntil }, now)).toBe(expected);
   });
 
-  it('a proof attached before expiry keeps the request out of expired', () => {
-    expect(effectiveStatus({ status: 'opened', proofStatus: 'attached' }, expiresAt, muchLater)).toBe('opened');
-    expect(effectiveStatus({ status: 'requested', proofStatus: 'verified' }, expiresAt, muchLater)).toBe('requested');
+  it('an attached proof keeps the request out of expired until the claim window closes, not longer', () => {
+    const inGrace = new Date(expiresAt.getTime() + 30 * 60_000);
+    expect(effectiveStatus({ status: 'opened', proofStatus: 'attached', expiresAt, claimUntil }, inGrace)).toBe('opened');
+    expect(effectiveStatus({ status: 'opened', proofStatus: 'attached', expiresAt, claimUntil }, claimUntil)).toBe('expired');
+    expect(effectiveStatus({ status: 'requested', proofStatus: 'verified', expiresAt, claimUntil }, moments[5][1])).toBe('requested');
+  });
+
+  it('lapsesAt names the deadline of each proof state', () => {
+    expect(lapsesAt({ status: 'opened', proofStatus: 'none' }, { expiresAt, claimUntil })).toBe(expiresAt);
+    expect(lapsesAt({ status: 'opened', proofStatus: 'attached' }, { expiresAt, claimUntil })).toBe(claimUntil);
+    expect(lapsesAt({ status: 'opened', proofStatus: 'verified' }, { expiresAt, claimUntil })).toBeNull();
+    expect(lapsesAt({ status: 'voided', proofStatus: 'none' }, { expiresAt, claimUntil })).toBeNull();
   });
 });

@@ -27,8 +27,9 @@ export const STATUS_TRANSITIONS: Record<StatusTrigger, Rule<RequestStatus>> = {
   open: { from: ['requested'], to: 'opened' },
   // Cancel only in exactly this combination (spec §3).
   cancel: { from: ['requested'], whenProof: ['none'], to: 'voided' },
-  // Only a request nobody has offered proof for expires (DESIGN §3).
-  expire: { from: ['requested', 'opened'], whenProof: ['none'], to: 'expired' },
+  // A request with no proof expires at expires_at (DESIGN §3); one whose attached proof has not verified when
+  // its claim window closes expires then (DESIGN §7). When each lapses is LAPSES_AT below.
+  expire: { from: ['requested', 'opened'], whenProof: ['none', 'attached'], to: 'expired' },
 };
 
 export const PROOF_TRANSITIONS: Record<ProofTrigger, Rule<ProofStatus>> = {
@@ -36,6 +37,31 @@ export const PROOF_TRANSITIONS: Record<ProofTrigger, Rule<ProofStatus>> = {
   // Money that arrived within the window is reported whatever the status (DESIGN §3).
   verify: { from: ['none', 'attached'], to: 'verified' },
 };
+
+/** Proof states in which a request can expire, and the moment of the request at which each one lapses. */
+export type LapsingProof = 'none' | 'attached';
+export const LAPSES_AT: Record<LapsingProof, 'expiresAt' | 'claimUntil'> = {
+  none: 'expiresAt',
+  // An attached hash may still pay until the claim window (expires_at + grace) closes.
+  attached: 'claimUntil',
+};
+
+export interface Deadlines {
+  expiresAt: Date;
+  claimUntil: Date;
+}
+
+/** When a request in this state lapses into expired, or null when it never does (verified, expired, voided). */
+export function lapsesAt(state: RequestState, d: Deadlines): Date | null {
+  if (nextStatus(state, 'expire') === null) return null;
+  switch (state.proofStatus) {
+    case 'none':
+    case 'attached':
+      return d[LAPSES_AT[state.proofStatus]];
+    case 'verified':
+      return null;
+  }
+}
 
 /** The next status, or null when the trigger does not apply in this state. */
 export function nextStatus(state: RequestState, trigger: StatusTrigger): RequestStatus | null {
@@ -51,10 +77,19 @@ export function nextProofStatus(state: RequestState, trigger: ProofTrigger): Pro
 }
 
 /**
- * The status as shown: a request with no proof whose expiry has passed reads as expired even before the
- * expiry job has run, so no read ever shows requested/opened past expires_at.
+ * The status as shown: a request that has lapsed (no proof past expires_at, an unverified proof past
+ * claim_until) reads as expired even before the expiry job or sweep has stored it.
  */
-export function effectiveStatus(state: RequestState, expiresAt: Date, now: Date): RequestStatus {
-  if (nextStatus(state, 'expire') !== null && expiresAt.getTime() <= now.getTime()) return 'expired';
-  return state.status;
+export function effectiveStatus(r: RequestState & Deadlines, now: Date): RequestStatus {
+  const at = lapsesAt(r, r);
+  if (at !== null && at.getTime() <= now.getTime()) return 'expired';
+  return r.status;
+}
+
+/**
+ * While a proof is attached, another hash replaces it only when the attached one is known not to pay (its
+ * verification left a reason); otherwise proof_already_attached (DESIGN §7). No event: proof_status stays.
+ */
+export function proofReplaceable(r: RequestState & { verifyNote: string | null }): boolean {
+  return r.proofStatus === 'attached' && r.verifyNote !== null;
 }

@@ -8,7 +8,7 @@ export function toRequestResponse(r: PaymentRequest, payUrl: string, now: Date, 
   const body: Record<string, unknown> = {
     ok: true,
     request_id: r.id,
-    status: effectiveStatus(r, r.expiresAt, now),
+    status: effectiveStatus(r, now),
     proof_status: r.proofStatus,
     pay_page_url: `${payUrl}/${r.id}`,
     expires_at: iso(r.expiresAt),

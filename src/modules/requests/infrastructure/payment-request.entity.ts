@@ -27,6 +27,10 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
 @Index('payment_requests_unsettled', ['chainId', 'tokenAddress', 'claimedBlockNumber'], {
   where: `((proof_status = 'verified'::text) AND (claim_settled_at IS NULL) AND (claim_lost_at IS NULL))`,
 })
+// An attached proof that has not verified lapses when the claim window closes (DESIGN §7).
+@Index('payment_requests_attached_expiring', ['claimUntil'], {
+  where: `((status = ANY (ARRAY['requested'::text, 'opened'::text])) AND (proof_status = 'attached'::text))`,
+})
 export class PaymentRequestEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'payment_requests_pkey' })
   id!: string;

@@ -26,11 +26,12 @@ export interface RequestRow {
   proof_source: string | null;
   payer_address: string | null;
   proof_verified_at: Date | null;
+  verify_note: string | null;
 }
 
 export const REQUEST_COLUMNS = `id, partner_id, merchant_id, test_mode, status, proof_status, fiat_amount, fiat_currency,
   rate, amount, chain_id, token_address, recipient, memo, payment_mode, metadata, expires_at, claim_until, created_at,
-  tx_hash, proof_source, payer_address, proof_verified_at`;
+  tx_hash, proof_source, payer_address, proof_verified_at, verify_note`;
 
 export function rowToDomain(r: RequestRow): PaymentRequest {
   return {
@@ -57,5 +58,6 @@ export function rowToDomain(r: RequestRow): PaymentRequest {
     proofSource: r.proof_source,
     payerAddress: r.payer_address,
     proofVerifiedAt: r.proof_verified_at,
+    verifyNote: r.verify_note,
   };
 }

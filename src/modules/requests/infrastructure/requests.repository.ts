@@ -2,7 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, type EntityManager, type Repository } from 'typeorm';
 import type { PaymentRequest } from '../domain/payment-request';
-import { PROOF_TRANSITIONS, STATUS_TRANSITIONS, type ProofStatus, type RequestStatus, type StatusTrigger } from '../domain/transitions';
+import {
+  LAPSES_AT, PROOF_TRANSITIONS, STATUS_TRANSITIONS, type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
+} from '../domain/transitions';
 import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
 import { PaymentRequestEntity } from './payment-request.entity';
@@ -52,9 +54,12 @@ export interface ClaimedTransfer {
   blockHash: string;
 }
 
-/** Statuses that expire on their own once expires_at passes (the expire rule of the transition table). */
+/** Statuses that expire on their own (the expire rule of the transition table), each proof state at its deadline. */
 const EXPIRING = STATUS_TRANSITIONS.expire;
-const LAPSED = `(proof_status = ANY('{${EXPIRING.whenProof!.join(',')}}') AND expires_at <= now())`;
+const DEADLINE_COLUMN = { expiresAt: 'expires_at', claimUntil: 'claim_until' } as const;
+const LAPSED = `(${(EXPIRING.whenProof as readonly LapsingProof[])
+  .map((p) => `(proof_status = '${p}' AND ${DEADLINE_COLUMN[LAPSES_AT[p]]} <= now())`)
+  .join(' OR ')})`;
 
 /** The proof_status values a verification may start from (the verify rule of the table). */
 const VERIFIABLE_FROM = PROOF_TRANSITIONS.verify.from;
@@ -212,9 +217,12 @@ export class RequestsRepository {
       .getExists();
   }
 
-  /** The payer's hash: attached, replacing an earlier unverified one (the caller holds the row lock). */
-  async attachProof(em: EntityManager, id: string, txHash: string): Promise<void> {
-    await em
+  /**
+   * The payer's hash: attached from none, or replacing an attached hash known not to pay (verify_note set,
+   * DESIGN §7). Conditional, so a hash that may still pay is never replaced; false when nothing changed.
+   */
+  async attachProof(em: EntityManager, id: string, txHash: string): Promise<boolean> {
+    const result = await em
       .createQueryBuilder()
       .update(PaymentRequestEntity)
       .set({
@@ -225,8 +233,12 @@ export class RequestsRepository {
         proofAttachedAt: () => 'COALESCE(proof_attached_at, now())',
         updatedAt: () => 'now()',
       })
-      .where('id = :id', { id })
+      .where(`id = :id AND (proof_status = ANY(:from) OR (proof_status = 'attached' AND verify_note IS NOT NULL))`, {
+        id,
+        from: PROOF_TRANSITIONS.attach.from,
+      })
       .execute();
+    return (result.affected ?? 0) > 0;
   }
 
   /**
@@ -246,13 +258,17 @@ export class RequestsRepository {
     return rows.length > 0;
   }
 
-  /** Why the payer's hash pays nothing, kept for operators (never over a verified request). */
-  async noteRejection(id: string, reason: string): Promise<void> {
+  /**
+   * Why the payer's hash pays nothing: kept for operators, shown to the payer (proof_note), and what lets a
+   * new hash replace it. Only over that same hash (a replaced one's late verdict must not block its successor)
+   * and never over a verified request.
+   */
+  async noteRejection(id: string, txHash: string, reason: string): Promise<void> {
     await this.requests
       .createQueryBuilder()
       .update()
       .set({ verifyNote: reason, updatedAt: () => 'now()' })
-      .where('id = :id AND proof_status <> :verified', { id, verified: 'verified' })
+      .where('id = :id AND tx_hash = :txHash AND proof_status <> :verified', { id, txHash, verified: 'verified' })
       .execute();
   }
 
@@ -290,7 +306,10 @@ export class RequestsRepository {
     return row?.id ?? null;
   }
 
-  /** Every lapsed request (no proof, past expires_at) becomes expired; returns how many did. */
+  /**
+   * Every lapsed request becomes expired: no proof past expires_at, or an attached proof that has not
+   * verified by claim_until (DESIGN §7; proof_status stays attached). Returns how many did.
+   */
   async expireLapsed(limit = 1000): Promise<number> {
     const rule = STATUS_TRANSITIONS.expire;
     const params = { to: rule.to, from: rule.from, proof: rule.whenProof, limit };
@@ -300,9 +319,9 @@ export class RequestsRepository {
       .set({ status: rule.to, expiredAt: () => 'now()', updatedAt: () => 'now()' })
       .where(
         `id IN (SELECT id FROM payment_requests
-                 WHERE status = ANY(:from) AND proof_status = ANY(:proof) AND expires_at <= now() LIMIT :limit)`,
+                 WHERE status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED} LIMIT :limit)`,
       )
-      .andWhere('status = ANY(:from) AND proof_status = ANY(:proof)')
+      .andWhere(`status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED}`)
       .setParameters(params)
       .execute();
     return result.affected ?? 0;
@@ -346,8 +365,8 @@ export class RequestsRepository {
       .set({ status: rule.to, [STAMP[trigger]]: () => 'now()', updatedAt: () => 'now()' })
       .where('id = :id AND status = ANY(:from)', { id, from: rule.from });
     if (rule.whenProof) q.andWhere('proof_status = ANY(:proof)', { proof: rule.whenProof });
-    // Open and cancel need a live request; expiry needs a lapsed one.
-    q.andWhere(trigger === 'expire' ? 'expires_at <= now()' : 'expires_at > now()');
+    // Open and cancel need a live request; expiry needs a lapsed one (each proof state at its deadline).
+    q.andWhere(trigger === 'expire' ? LAPSED : 'expires_at > now()');
     if (opts.scope) q.andWhere('partner_id = :partnerId AND test_mode = :testMode', opts.scope);
     const result = await q.returning(REQUEST_COLUMNS).updateEntity(false).execute();
     const [row] = result.raw as RequestRow[];
@@ -393,5 +412,6 @@ function toDomain(e: PaymentRequestEntity): PaymentRequest {
     proofSource: e.proofSource,
     payerAddress: e.payerAddress,
     proofVerifiedAt: e.proofVerifiedAt,
+    verifyNote: e.verifyNote,
   };
 }

@@ -6,7 +6,12 @@ import { QUEUES, type VerificationJob } from '../../../common/queue/queues';
 import { VerificationService } from '../application/verification.service';
 import { cappedBackoff } from './verification.queue';
 
-/** Verifies a submitted hash; waits (delayed, not failed) for the transaction and its confirmations. */
+/**
+ * Verifies a submitted hash; waits (delayed, not failed) for the transaction and its confirmations.
+ * Waiting for a block: delayed by VERIFY_POLL_MS, woken earlier by the head watcher when that chain's tip
+ * moves. Unknown to the node: looked up again after VERIFY_NOT_FOUND_BACKOFF_MS, doubling, until it has been
+ * unknown for VERIFY_NOT_FOUND_GIVE_UP_MS; then the request stays attached with the note transaction_not_found.
+ */
 @Processor(QUEUES.verification, { concurrency: 20, settings: { backoffStrategy: cappedBackoff } })
 export class VerificationProcessor extends WorkerHost {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly verification: VerificationService) {
@@ -14,11 +19,30 @@ export class VerificationProcessor extends WorkerHost {
   }
 
   async process(job: Job<VerificationJob>, token?: string): Promise<string> {
-    const outcome = await this.verification.verify(job.data.requestId, job.data.txHash, 'payer');
-    if (outcome.kind === 'wait') {
-      await job.moveToDelayed(Date.now() + this.config.verifyPollMs, token);
-      throw new DelayedError();
+    const { requestId, txHash, wait: before } = job.data;
+    const outcome = await this.verification.verify(requestId, txHash, 'payer', before?.for === 'block' ? before.tip : undefined);
+    if (outcome.kind !== 'wait') return outcome.kind === 'rejected' ? `rejected: ${outcome.reason}` : outcome.kind;
+
+    const now = Date.now();
+    let wait: NonNullable<VerificationJob['wait']>;
+    let delay: number;
+    if (outcome.why === 'unknown') {
+      const since = before?.for === 'backoff' ? before.since : now;
+      const tries = before?.for === 'backoff' ? before.tries + 1 : 0;
+      const left = since + this.config.verifyNotFoundGiveUpMs - now;
+      if (left <= 0) {
+        await this.verification.giveUp(requestId, txHash);
+        return 'gave up: transaction_not_found';
+      }
+      wait = { for: 'backoff', since, tries };
+      // The last look falls exactly on the bound, so the give-up is not a whole doubling late.
+      delay = Math.min(this.config.verifyNotFoundBackoffMs * 2 ** Math.min(tries, 30), left);
+    } else {
+      wait = { for: 'block', mode: outcome.mode, tip: outcome.tip };
+      delay = this.config.verifyPollMs;
     }
-    return outcome.kind === 'rejected' ? `rejected: ${outcome.reason}` : outcome.kind;
+    await job.updateData({ requestId, txHash, wait });
+    await job.moveToDelayed(now + delay, token);
+    throw new DelayedError();
   }
 }
