@@ -244,6 +244,9 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     await nav(page, 'Rates');
     await page.waitForURL(/\/portal\/rates$/);
     expect(await text(page, '#rates-table tr[data-currency="eur"] .rate')).toBe('0.92');
+    // Other spec files may have stored more currencies in the run's database: count what this page shows.
+    const rateRows = await page.locator('#rates-table tbody tr').count();
+    expect(rateRows).toBeGreaterThanOrEqual(5);
     await shoot(page, '15-rates');
     await withinOneMinute(15000);
     expect((await submit(page, '#refresh-rates')).status()).toBe(303);
@@ -252,7 +255,7 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     const refused = await submit(page, '#refresh-rates');
     expect(refused.status()).toBe(429);
     expect(await text(page, '#notice')).toMatch(/^Not refreshed: rates can be refreshed by hand once per minute for your account/);
-    expect(await page.locator('#rates-table tbody tr').count()).toBe(5);
+    expect(await page.locator('#rates-table tbody tr').count()).toBe(rateRows);
     // The same per-partner allowance as the admin endpoint: it is spent there too.
     expect((await admin(svc, 'POST', `/partners/${partner.id}/rates/refresh`)).status).toBe(429);
     await shoot(page, '16-rates-refused');
