@@ -27,7 +27,8 @@ const KNOWN_ADDRESS_TTL_MS = 30 * 24 * 3600 * 1000;
  * so a flood is refused before it costs a scrypt run each:
  * - per client address (IPv6 by /64): LOGIN_ATTEMPTS_PER_ADDRESS a minute, then 429;
  * - per (email, address): LOGIN_ATTEMPTS_PER_MINUTE a minute, then 429;
- * - per email, from any address: failures in a fixed 15-minute window. Past LOGIN_FREE_FAILURES each attempt from an
+ * - per email, from any address: failures in the current and the previous 15-minute window (so a window
+ *   boundary never hands an attacker a fresh budget). Past LOGIN_FREE_FAILURES each attempt from an
  *   address the owner has not signed in from waits longer (500 ms more per failure, at most 5 s), and past
  *   LOGIN_FAILURE_BUDGET such addresses get 429 for that email. An address the owner signed in from in the
  *   last 30 days is exempt: someone hammering an email from elsewhere cannot lock its owner out.
@@ -53,9 +54,10 @@ export class PortalAuthService {
     await this.limiter.consume('portal-login-email-ip', `${emailKey}:${address}`, LOGIN_ATTEMPTS_PER_MINUTE);
     const now = Date.now();
     const windowStart = now - (now % LOGIN_FAILURE_WINDOW_MS);
-    const failuresKey = `${this.redis.channel('portal-login-failures')}:${emailKey}:${windowStart}`;
+    const failuresOf = (start: number) => `${this.redis.channel('portal-login-failures')}:${emailKey}:${start}`;
+    const failuresKey = failuresOf(windowStart);
     const knownKey = `${this.redis.channel('portal-login-known')}:${emailKey}:${address}`;
-    const [failures, known] = await this.read(failuresKey, knownKey);
+    const [failures, known] = await this.read([failuresKey, failuresOf(windowStart - LOGIN_FAILURE_WINDOW_MS)], knownKey);
     if (!known && failures > LOGIN_FREE_FAILURES) {
       if (failures > LOGIN_FAILURE_BUDGET) throw new AppError('rate_limited');
       // Before the password check, so a right and a wrong password wait alike.
@@ -63,7 +65,8 @@ export class PortalAuthService {
     }
     const user = await this.users.authenticate(email, password);
     if (!user) {
-      await this.redis.hitWindow(failuresKey, windowStart + LOGIN_FAILURE_WINDOW_MS + 1000).catch((e: Error) => this.logger.error(`cannot count a sign-in failure: ${e.message}`));
+      // Kept through the next window too, where it still counts as the previous one.
+      await this.redis.hitWindow(failuresKey, windowStart + 2 * LOGIN_FAILURE_WINDOW_MS + 1000).catch((e: Error) => this.logger.error(`cannot count a sign-in failure: ${e.message}`));
       return null;
     }
     await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error(`cannot remember a sign-in address: ${e.message}`));
@@ -71,11 +74,12 @@ export class PortalAuthService {
     return { token };
   }
 
-  /** The email's failure count and whether this address is known for it; fails open (0, known) without Redis. */
-  private async read(failuresKey: string, knownKey: string): Promise<[number, boolean]> {
+  /** The email's failures over the given windows and whether this address is known for it; fails open (0, known) without Redis. */
+  private async read(failureKeys: string[], knownKey: string): Promise<[number, boolean]> {
     try {
-      const [failures, known] = await this.redis.main.mget(failuresKey, knownKey);
-      return [Number(failures ?? 0), known !== null];
+      const values = await this.redis.main.mget(...failureKeys, knownKey);
+      const failures = values.slice(0, -1).reduce((sum, v) => sum + Number(v ?? 0), 0);
+      return [failures, values[values.length - 1] !== null];
     } catch (e) {
       this.logger.error(`cannot reach Redis for sign-in counters, allowing: ${(e as Error).message}`);
       return [0, true];
