@@ -26,12 +26,15 @@ let svc: TestService;
 /** Direct SQL on the run's database, for arranging and checking stored state. */
 const db = { query: sql };
 const receivers: Receiver[] = [];
+const partners: string[] = [];
 
 beforeAll(async () => {
   // A deadline far beyond the test: a hanging attempt holds its slot until the receiver closes.
   svc = await startService({ worker: true, env: { WEBHOOK_TIMEOUT_MS: '120000' } });
 });
 afterAll(async () => {
+  // Nothing left for the outbox relays of later specs' workers (they share this database) to pick up and retry.
+  await db.query(`UPDATE webhook_events SET state = 'abandoned' WHERE partner_id = ANY($1) AND state IN ('pending','delivering')`, [partners]);
   await closeSql();
   // Receivers first: the worker waits for running attempts when it closes.
   await Promise.all(receivers.map((r) => r.close()));
@@ -40,6 +43,7 @@ afterAll(async () => {
 
 async function partnerWithEvents(n: number, answer: 'hang' | 'ok') {
   const partner = await createPartner(svc);
+  partners.push(partner.id);
   const m = await createOnboardedMerchant(svc, partner.testKey);
   const receiver = await Receiver.start();
   receivers.push(receiver);
