@@ -1,30 +1,12 @@
 import { networkLabel } from '../../pages-client/shared/networks';
 import { isShown, PHASE_TEXT, payPhase, type PayPart, type PayPhase } from '../../pages-client/shared/pay-phase';
 import { countdownText } from '../../pages-client/shared/countdown';
-import type { ProofStatus, RequestStatus } from '../requests/domain/transitions';
 import { formatFiat, formatTokenUnits } from './format';
 import { hiddenUnless, html, pageDocument, trustedHtml } from './html';
 
-/** GET /pay/api/:id (PayService.view), the fields the page shows. */
-export interface PayView {
-  request_id: string;
-  status: RequestStatus;
-  proof_status: ProofStatus;
-  merchant_name: string | null;
-  fiat_amount: number;
-  fiat_currency: string;
-  amount: string;
-  asset_id: string;
-  token_symbol: string | null;
-  token_decimals: number | null;
-  chain_id: string;
-  recipient: string;
-  expires_at: string;
-  memo: string | null;
-  payment_uri: string;
-  tx_hash: string | null;
-  test_mode: boolean;
-}
+import type { PayView } from '../requests/application/pay.service';
+
+export type { PayView };
 
 export interface PayPageAssets {
   stylesheet: string;
