@@ -5,6 +5,7 @@ import { AssetRegistry, CHAIN_READERS, type ChainReaderFactory } from './asset-r
 import { AssetEntity } from './asset.entity';
 import { AssetRepository } from './asset.repository';
 import { EthersChainReader } from './ethers-chain-reader';
+import { SiweVerifier } from './siwe-verifier.service';
 
 export interface ChainModuleOptions {
   /** Builds the reader of each configured mode; the default reads JSON-RPC through ethers. */
@@ -15,7 +16,8 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
   .setClassMethodName('forRoot')
   .build();
 
-/** The chain boundary: one ChainReader per mode (from `forRoot({ readerFactory })`) and the assets. */
+/** The chain boundary: one ChainReader per mode (from `forRoot({ readerFactory })`) the assets, and the
+ * Sign-In with Ethereum check that onboarding and the dashboard share. */
 @Global()
 @Module({
   imports: [TypeOrmModule.forFeature([AssetEntity])],
@@ -28,8 +30,9 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
     },
     AssetRepository,
     AssetRegistry,
+    SiweVerifier,
   ],
-  exports: [AssetRegistry],
+  exports: [AssetRegistry, SiweVerifier],
 })
 export class ChainModule extends ConfigurableModuleClass {
   static override forRoot(options: ChainModuleOptions = {}): DynamicModule {
