@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { getAddress, Wallet } from 'ethers';
+import { AbiCoder, concat, getAddress, Interface, Wallet, zeroPadValue } from 'ethers';
+import { loadArtifact } from '../../scripts/chain/compile-contracts';
 import { deployContract } from '../../scripts/chain/local-node';
 import { dashboardClient, dashboardMessage, dashboardNonce, postSession, sessionCookie, signInDashboard } from '../factories/dashboard';
 import { createShellMerchant, randomWallet } from '../factories/merchants';
@@ -7,6 +8,7 @@ import { admin, createOnboardedMerchant, createPartner, type TestPartner } from 
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { TcpProxy } from '../support/tcp-proxy';
 import { testEnv } from '../support/test-env';
 
 /*
@@ -217,23 +219,28 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
   });
 });
 
-describe('contract wallets (ERC-1271)', () => {
+/** Marks a merchant onboarded with a contract wallet as the onboarding step records it (wallet proven, terms accepted). */
+async function onboardedAs(wallet: string): Promise<string> {
+  const shell = await createShellMerchant(svc, p.testKey, { wallet_address: wallet });
+  // This branch's onboarding step predates contract-wallet support, which is tested with its own flow.
+  await sql(
+    `UPDATE merchants SET wallet_verified_at = now(), onboarding_status = 'complete', terms_version = 'test', terms_accepted_at = now()
+      WHERE id = $1`,
+    [shell.merchant_id],
+  );
+  return shell.merchant_id;
+}
+
+describe('contract wallets (ERC-1271, ERC-6492)', () => {
   it('a merchant whose wallet is a contract signs in with its owner\'s signature; another signer is 401', async () => {
     const owner = Wallet.createRandom();
     const contract = await deployContract(testEnv().rpcUrl, 'TestSmartWallet.sol', 'TestSmartWallet', [owner.address]);
-    const shell = await createShellMerchant(svc, p.testKey, { wallet_address: contract });
-    // Onboarded as the onboarding step records it (wallet proven, terms accepted); this branch's onboarding
-    // step predates contract-wallet support, which tests its own flow.
-    await sql(
-      `UPDATE merchants SET wallet_verified_at = now(), onboarding_status = 'complete', terms_version = 'test', terms_accepted_at = now()
-        WHERE id = $1`,
-      [shell.merchant_id],
-    );
+    const merchantId = await onboardedAs(contract);
     const nonce = await dashboardNonce(svc);
     const message = dashboardMessage(svc, getAddress(contract), nonce);
     const r = await postSession(svc, { message, signature: await owner.signMessage(message) });
     expect(r.status).toBe(200);
-    expect(r.body.merchant_id).toBe(shell.merchant_id);
+    expect(r.body.merchant_id).toBe(merchantId);
     const me = await dashboardClient(svc, r.body.merchant_id, sessionCookie(r), r.body.csrf_token).call('GET', '/me');
     expect(me.body.wallet_address).toBe(contract.toLowerCase());
 
@@ -241,5 +248,46 @@ describe('contract wallets (ERC-1271)', () => {
     const wrong = await postSession(svc, { message: again, signature: await Wallet.createRandom().signMessage(again) });
     expect(wrong.status).toBe(401);
     expect(wrong.body.error).toBe('invalid_signature');
+  });
+
+  it('a counterfactual smart wallet (ERC-6492, not deployed yet) signs in', async () => {
+    const owner = Wallet.createRandom();
+    const factoryAbi = new Interface(loadArtifact('TestSmartWallet.sol', 'TestWalletFactory').abi);
+    const factory = await deployContract(testEnv().rpcUrl, 'TestSmartWallet.sol', 'TestWalletFactory');
+    const salt = zeroPadValue('0x21', 32);
+    const res = await fetch(testEnv().rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: factory, data: factoryAbi.encodeFunctionData('addressOf', [owner.address, salt]) }, 'latest'] }),
+    });
+    const wallet = getAddress(`0x${((await res.json()) as { result: string }).result.slice(26)}`);
+    const merchantId = await onboardedAs(wallet);
+    const message = dashboardMessage(svc, wallet, await dashboardNonce(svc));
+    const signature = concat([
+      AbiCoder.defaultAbiCoder().encode(['address', 'bytes', 'bytes'], [factory, factoryAbi.encodeFunctionData('deploy', [owner.address, salt]), await owner.signMessage(message)]),
+      '0x' + '6492'.repeat(16),
+    ]);
+    const r = await postSession(svc, { message, signature });
+    expect(r.status).toBe(200);
+    expect(r.body.merchant_id).toBe(merchantId);
+  });
+
+  it('when the chain cannot check a contract signature: 503 chain_unavailable, no session', async () => {
+    const proxy = new TcpProxy(Number(new URL(testEnv().rpcUrl).port));
+    await proxy.start();
+    const cut = await startService({ env: { CHAIN_TEST_RPC_URL: proxy.url, CHAIN_LIVE_RPC_URL: proxy.url, CHAIN_RPC_TIMEOUT_MS: '1000' } });
+    try {
+      await proxy.cut();
+      const someone = Wallet.createRandom();
+      const message = dashboardMessage(cut, someone.address, await dashboardNonce(cut));
+      // Not the address's own key: only a contract wallet could have made it, so the chain must answer.
+      const r = await postSession(cut, { message, signature: await Wallet.createRandom().signMessage(message) });
+      expect(r.status).toBe(503);
+      expect(r.body).toMatchObject({ ok: false, error: 'chain_unavailable' });
+      expect(r.headers.getSetCookie()).toEqual([]);
+    } finally {
+      await cut.close();
+      await proxy.cut();
+    }
   });
 });
