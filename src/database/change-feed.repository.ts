@@ -15,6 +15,11 @@ export class ChangeFeedRepository {
     await (em ?? this.dataSource.manager).query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, payload]);
   }
 
+  /** A transaction on the app's DataSource, for a change whose notification must go out with it. */
+  transaction<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
   async listen(client: Client): Promise<void> {
     await client.query(`LISTEN ${CHANGE_CHANNEL}`);
   }

@@ -6,6 +6,18 @@ import { CHANGE_CHANNEL, ChangeFeedRepository } from './change-feed.repository';
 
 type Handler = (key: string) => void;
 
+/** The topics of the feed, one per cache: what a key names on each. */
+export const CHANGE_TOPICS = {
+  /** An API key's hash (hex): revoked or issued. */
+  apiKeys: 'api-keys',
+  /** A partner id: its settings changed. */
+  partners: 'partners',
+  /** A merchant id: something request creation reads of it changed. */
+  merchants: 'merchants',
+  /** Rates were refreshed (the key is unused). */
+  rates: 'rates',
+} as const;
+
 const RECONNECT_MIN_MS = 200;
 const RECONNECT_MAX_MS = 5000;
 
@@ -57,6 +69,24 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     await this.repository.notify(JSON.stringify({ topic, key }), em);
   }
 
+  /**
+   * Runs `work` in one transaction with the notifications it announces: other instances hear each key when
+   * (and only if) the transaction commits, and this instance's handlers run before this returns, so the
+   * instance that made the change never answers from a stale entry (its own notification, arriving a moment
+   * later, runs them again harmlessly).
+   */
+  async change<T>(topic: string, work: (em: EntityManager, announce: (key: string) => Promise<void>) => Promise<T>): Promise<T> {
+    const keys: string[] = [];
+    const result = await this.repository.transaction((em) =>
+      work(em, async (key) => {
+        await this.publish(topic, key, em);
+        keys.push(key);
+      }),
+    );
+    for (const key of keys) this.handle(topic, key);
+    return result;
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -104,7 +134,11 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     if (typeof message.topic !== 'string' || typeof message.key !== 'string') return;
-    for (const h of this.handlers.get(message.topic) ?? []) h(message.key);
+    this.handle(message.topic, message.key);
+  }
+
+  private handle(topic: string, key: string): void {
+    for (const h of this.handlers.get(topic) ?? []) h(key);
   }
 
   private reset(): void {

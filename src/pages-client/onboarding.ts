@@ -52,6 +52,8 @@ function explain(e: unknown): string {
         return `This is not the wallet registered for this merchant. Connect the wallet ${e.body.expected_wallet_address ?? 'given at sign-up'}.`;
       case 'invalid_signature':
         return 'The signature could not be checked. Please connect your wallet again.';
+      case 'chain_unavailable':
+        return 'We cannot reach the network to check your wallet’s signature right now, so nothing was changed. Please try again in a few minutes.';
       case 'terms_not_accepted':
         return 'Please read and accept the terms to finish.';
       case 'wallet_required':

@@ -3,8 +3,8 @@ import { AbiCoder, concat, getAddress, Interface, Wallet, zeroPadValue } from 'e
 import { loadArtifact } from '../../scripts/chain/compile-contracts';
 import { deployContract } from '../../scripts/chain/local-node';
 import { dashboardClient, dashboardMessage, dashboardNonce, postSession, sessionCookie, signInDashboard } from '../factories/dashboard';
-import { createShellMerchant, randomWallet } from '../factories/merchants';
-import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { createShellMerchant, randomWallet, siweProof } from '../factories/merchants';
+import { admin, createOnboardedMerchant, createPartner, tokenOf as onboardingToken, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
@@ -219,15 +219,15 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
   });
 });
 
-/** Marks a merchant onboarded with a contract wallet as the onboarding step records it (wallet proven, terms accepted). */
-async function onboardedAs(wallet: string): Promise<string> {
+/** A merchant onboarded through the real onboarding flow by a contract wallet, `sign` making its signatures. */
+async function onboardedAs(wallet: string, sign: (message: string) => Promise<string>): Promise<string> {
   const shell = await createShellMerchant(svc, p.testKey, { wallet_address: wallet });
-  // This branch's onboarding step predates contract-wallet support, which is tested with its own flow.
-  await sql(
-    `UPDATE merchants SET wallet_verified_at = now(), onboarding_status = 'complete', terms_version = 'test', terms_accepted_at = now()
-      WHERE id = $1`,
-    [shell.merchant_id],
-  );
+  const token = onboardingToken(shell.onboarding_url);
+  const { message } = await siweProof(svc, token, randomWallet(), { address: getAddress(wallet) });
+  const proved = await call(svc.publicUrl, 'POST', `/onboarding/api/${token}/wallet`, { body: { message, signature: await sign(message) } });
+  if (proved.status !== 200) throw new Error(`wallet step failed: ${proved.status} ${proved.text}`);
+  const done = await call(svc.publicUrl, 'POST', `/onboarding/api/${token}/complete`, { body: { accept_terms: true } });
+  if (done.status !== 200) throw new Error(`onboarding failed: ${done.status} ${done.text}`);
   return shell.merchant_id;
 }
 
@@ -235,7 +235,7 @@ describe('contract wallets (ERC-1271, ERC-6492)', () => {
   it('a merchant whose wallet is a contract signs in with its owner\'s signature; another signer is 401', async () => {
     const owner = Wallet.createRandom();
     const contract = await deployContract(testEnv().rpcUrl, 'TestSmartWallet.sol', 'TestSmartWallet', [owner.address]);
-    const merchantId = await onboardedAs(contract);
+    const merchantId = await onboardedAs(contract, (m) => owner.signMessage(m));
     const nonce = await dashboardNonce(svc);
     const message = dashboardMessage(svc, getAddress(contract), nonce);
     const r = await postSession(svc, { message, signature: await owner.signMessage(message) });
@@ -261,13 +261,14 @@ describe('contract wallets (ERC-1271, ERC-6492)', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ to: factory, data: factoryAbi.encodeFunctionData('addressOf', [owner.address, salt]) }, 'latest'] }),
     });
     const wallet = getAddress(`0x${((await res.json()) as { result: string }).result.slice(26)}`);
-    const merchantId = await onboardedAs(wallet);
+    const wrapped = async (message: string) =>
+      concat([
+        AbiCoder.defaultAbiCoder().encode(['address', 'bytes', 'bytes'], [factory, factoryAbi.encodeFunctionData('deploy', [owner.address, salt]), await owner.signMessage(message)]),
+        '0x' + '6492'.repeat(16),
+      ]);
+    const merchantId = await onboardedAs(wallet, wrapped);
     const message = dashboardMessage(svc, wallet, await dashboardNonce(svc));
-    const signature = concat([
-      AbiCoder.defaultAbiCoder().encode(['address', 'bytes', 'bytes'], [factory, factoryAbi.encodeFunctionData('deploy', [owner.address, salt]), await owner.signMessage(message)]),
-      '0x' + '6492'.repeat(16),
-    ]);
-    const r = await postSession(svc, { message, signature });
+    const r = await postSession(svc, { message, signature: await wrapped(message) });
     expect(r.status).toBe(200);
     expect(r.body.merchant_id).toBe(merchantId);
   });

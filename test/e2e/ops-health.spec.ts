@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { findFreePort } from '../../scripts/chain/local-node';
 import { startService, type TestService } from '../support/app';
+import { RedisServer } from '../support/redis-server';
 import { call } from '../support/http';
 import { waitFor } from '../support/wait';
 
@@ -43,45 +43,23 @@ describe('health on a healthy service', () => {
 });
 
 describe('readiness follows Redis', () => {
-  let redisPort: number;
-  let redis: ChildProcess | null = null;
+  let redis: RedisServer;
   let svc: TestService;
 
-  async function startRedis(): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-      stdio: 'ignore',
-    });
-    redis = child;
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-      return canConnect(redisPort);
-    }, 10000, 50);
-  }
-
-  async function stopRedis(): Promise<void> {
-    const child = redis;
-    redis = null;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
-
   beforeAll(async () => {
-    redisPort = await findFreePort();
-    await startRedis();
-    svc = await startService({ env: { REDIS_URL: `redis://127.0.0.1:${redisPort}` } });
+    redis = await RedisServer.start();
+    svc = await startService({ env: { REDIS_URL: redis.url } });
   });
   afterAll(async () => {
     await svc?.close();
-    await stopRedis();
+    await redis?.down();
   });
 
   it('is 200, then 503 naming redis while it is down, then 200 again once it is back', async () => {
     const before = await call(svc.adminUrl, 'GET', '/health/ready');
     expect(before.status).toBe(200);
 
-    await stopRedis();
+    await redis.down();
     const down = (await waitFor(async () => {
       const r = await call(svc.publicUrl, 'GET', '/health/ready');
       return r.status === 503 ? r : null;
@@ -99,7 +77,7 @@ describe('readiness follows Redis', () => {
     expect((await call(svc.adminUrl, 'GET', '/health/ready')).status).toBe(503);
     expect(Date.now() - t0).toBeLessThan(3000);
 
-    await startRedis();
+    await redis.up();
     const up = (await waitFor(async () => {
       const r = await call(svc.adminUrl, 'GET', '/health/ready');
       return r.status === 200 ? r : null;
@@ -171,14 +149,3 @@ describe('readiness follows each mode\'s RPC', () => {
     }
   });
 });
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import type { Partner, PartnerSettings } from './partner';
 import { PartnerEntity } from './partner.entity';
 
@@ -20,9 +20,12 @@ export class PartnerRepository {
   }
 
   /** The partner after the change; null when there is none. */
-  async update(id: string, settings: PartnerSettings): Promise<Partner | null> {
-    const r = await this.partners.update({ id }, { ...settings, updatedAt: () => 'now()' });
-    return r.affected ? this.findById(id) : null;
+  async update(em: EntityManager, id: string, settings: PartnerSettings): Promise<Partner | null> {
+    const partners = em.getRepository(PartnerEntity);
+    const r = await partners.update({ id }, { ...settings, updatedAt: () => 'now()' });
+    if (!r.affected) return null;
+    const row = await partners.findOneBy({ id });
+    return row ? toPartner(row) : null;
   }
 }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '../../common/errors';
+import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { isUniqueViolation } from '../../database/pg-errors';
 import { RatesService } from '../rates/rates.service';
 import type { CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
@@ -14,14 +15,18 @@ const MAX_SLUGS = 10000;
 
 /**
  * Partners: the owner of the partners table. Operators create and change them (DESIGN §4); other modules
- * read them here. Modules that keep partner facts in a cache (auth's key → principal) register onChange.
+ * read them here. A change of settings is announced on the change feed's `partners` topic, where modules
+ * that keep partner facts in a cache (auth's key → principal) listen.
  */
 @Injectable()
 export class PartnersService {
   private readonly slugs = new Map<string, Promise<string>>();
-  private readonly changeListeners: Array<(partnerId: string) => Promise<void>> = [];
 
-  constructor(private readonly repo: PartnerRepository, private readonly rates: RatesService) {}
+  constructor(
+    private readonly repo: PartnerRepository,
+    private readonly rates: RatesService,
+    private readonly feed: ChangeFeed,
+  ) {}
 
   async create(dto: CreatePartnerDto): Promise<Partner> {
     const currency = this.rates.supportedCurrency(dto.default_currency, 'default_currency');
@@ -51,9 +56,14 @@ export class PartnersService {
     const currency = dto.default_currency
       ? this.rates.supportedCurrency(dto.default_currency, 'default_currency')
       : current.defaultCurrency;
-    const updated = await this.repo.update(id, { name: dto.name ?? current.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def });
+    const settings = { name: dto.name ?? current.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
+    // Caches of partner facts (auth's key → principal) evict on every instance when this commits.
+    const updated = await this.feed.change(CHANGE_TOPICS.partners, async (em, announce) => {
+      const row = await this.repo.update(em, id, settings);
+      if (row) await announce(id);
+      return row;
+    });
     if (!updated) throw AppError.notFound();
-    for (const listener of this.changeListeners) await listener(id);
     return updated;
   }
 
@@ -67,11 +77,6 @@ export class PartnersService {
     this.slugs.set(id, slug);
     slug.catch(() => this.slugs.delete(id));
     return slug;
-  }
-
-  /** Called after every change of a partner's settings, before the change is answered. */
-  onChange(listener: (partnerId: string) => Promise<void>): void {
-    this.changeListeners.push(listener);
   }
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type Repository } from 'typeorm';
+import { IsNull, type EntityManager, type Repository } from 'typeorm';
 import type { Mode } from '../../config/config';
 import type { ApiKeyInfo } from './api-key';
 import { ApiKeyEntity } from './api-key.entity';
@@ -19,8 +19,8 @@ export class ApiKeyRepository {
   }
 
   /** A foreign-key violation when the partner does not exist. */
-  async insert(k: { partnerId: string; mode: Mode; scopes: Scope[]; keyHash: Buffer; displayPrefix: string; label: string | null }): Promise<ApiKeyInfo> {
-    const r = await this.keys.createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'createdAt']).execute();
+  async insert(em: EntityManager, k: { partnerId: string; mode: Mode; scopes: Scope[]; keyHash: Buffer; displayPrefix: string; label: string | null }): Promise<ApiKeyInfo> {
+    const r = await em.getRepository(ApiKeyEntity).createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'createdAt']).execute();
     const row = r.raw[0] as { id: string; created_at: Date };
     return { id: row.id, mode: k.mode, scopes: k.scopes, displayPrefix: k.displayPrefix, label: k.label, createdAt: row.created_at, revokedAt: null };
   }
@@ -33,8 +33,9 @@ export class ApiKeyRepository {
   }
 
   /** Marks the partner's key revoked (keeping the first revocation time); null when the partner has no such key. */
-  async revoke(partnerId: string, keyId: string): Promise<{ keyHash: Buffer; revokedAt: Date } | null> {
-    const r = await this.keys
+  async revoke(em: EntityManager, partnerId: string, keyId: string): Promise<{ keyHash: Buffer; revokedAt: Date } | null> {
+    const r = await em
+      .getRepository(ApiKeyEntity)
       .createQueryBuilder()
       .update(ApiKeyEntity)
       .set({ revokedAt: () => 'COALESCE(revoked_at, now())' })

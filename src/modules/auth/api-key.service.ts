@@ -1,17 +1,13 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
-import { RedisConnections } from '../../common/redis/redis.module';
+import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
+import { FeedCache } from '../../database/feed-cache';
 import { PartnersService } from '../admin/partners.service';
 import { generateApiKey, hashApiKey, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';
 import { ApiKeyRepository } from './api-key.repository';
 import { SCOPES, type Scope } from './scopes';
-
-interface CacheEntry {
-  principal: Principal;
-  expires: number;
-}
 
 const MAX_CACHE = 10000;
 /** Unknown keys are remembered apart, in a smaller map, so a flood of bad keys never pushes a valid one out. */
@@ -20,32 +16,35 @@ const NEGATIVE_TTL_MS = 2000;
 
 /**
  * API keys: issued, listed and revoked for a partner (admin API and portal alike), and resolved from a bearer
- * key to its principal. The key → principal record is cached in process (the lookup is
- * the first cost of every call); a revocation or partner change is published on Redis and evicts the entry
- * on every instance at once, and the TTL bounds staleness should a message be lost.
+ * key to its principal. The key → principal record is cached in process (the lookup is the first cost of
+ * every call). Revoking or issuing a key and changing a partner are announced on the Postgres change feed in
+ * the transaction of the change, so every instance evicts at commit; while the feed is down nothing is
+ * answered from memory (issue 10 point 11: "revoked at once" holds without Redis).
  */
 @Injectable()
 export class ApiKeyService implements OnModuleInit {
-  private readonly logger = new Logger('ApiKeys');
-  private readonly cache = new Map<string, CacheEntry>();
-  /** Key hash → until when it is known not to resolve. */
-  private readonly negative = new Map<string, number>();
-  /** Counts invalidations, so a load that raced one is not cached. */
-  private generation = 0;
+  /** Key hash (hex) → principal. */
+  private readonly cache: FeedCache<Principal>;
+  /** Key hash (hex) → known not to resolve (a newly issued key evicts its entry everywhere). */
+  private readonly negative: FeedCache<true>;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repo: ApiKeyRepository,
     private readonly partners: PartnersService,
-    private readonly redis: RedisConnections,
-  ) {}
+    private readonly feed: ChangeFeed,
+  ) {
+    this.cache = new FeedCache(feed, { ttlMs: config.apiKeyCacheMs, maxEntries: MAX_CACHE });
+    this.negative = new FeedCache(feed, { ttlMs: Math.min(NEGATIVE_TTL_MS, config.apiKeyCacheMs), maxEntries: MAX_NEGATIVE });
+  }
 
-  async onModuleInit(): Promise<void> {
-    // A principal carries the partner's settings: a change of them evicts the partner's keys everywhere.
-    this.partners.onChange((partnerId) => this.invalidate(`partner:${partnerId}`));
-    await this.redis
-      .subscribe('auth-invalidate', (msg) => this.evict(msg))
-      .catch((e: Error) => this.logger.warn(`cannot subscribe to invalidations: ${e.message}`));
+  onModuleInit(): void {
+    this.feed.subscribe(CHANGE_TOPICS.apiKeys, (hash) => {
+      this.cache.delete(hash);
+      this.negative.delete(hash);
+    });
+    // A principal carries the partner's settings: a change of them evicts the partner's keys.
+    this.feed.subscribe(CHANGE_TOPICS.partners, (partnerId) => this.cache.deleteWhere((p) => p.partnerId === partnerId));
   }
 
   /** `beforeLookup` runs only when the answer is not cached, just before the database is asked (it may throw). */
@@ -55,25 +54,14 @@ export class ApiKeyService implements OnModuleInit {
     // Keyed by the key's hash: the process never keeps a key itself.
     const hash = hashApiKey(raw);
     const cacheKey = hash.toString('hex');
-    const now = Date.now();
     const hit = this.cache.get(cacheKey);
-    if (hit && hit.expires > now) return hit.principal;
-    if ((this.negative.get(cacheKey) ?? 0) > now) return null;
+    if (hit) return hit;
+    if (this.negative.get(cacheKey)) return null;
     await beforeLookup?.();
-    const generation = this.generation;
+    const marks = [this.cache.mark(), this.negative.mark()] as const;
     const principal = await this.load(hash, mode);
-    // An invalidation that arrived while the row was being read may concern it: use the answer, keep nothing.
-    if (generation !== this.generation) return principal;
-    if (principal) {
-      this.cache.delete(cacheKey);
-      // Maps iterate in insertion order: the first entry is the oldest load.
-      if (this.cache.size >= MAX_CACHE) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(cacheKey, { principal, expires: now + this.config.apiKeyCacheMs });
-    } else if (this.config.apiKeyCacheMs > 0) {
-      this.negative.delete(cacheKey);
-      if (this.negative.size >= MAX_NEGATIVE) this.negative.delete(this.negative.keys().next().value!);
-      this.negative.set(cacheKey, now + Math.min(NEGATIVE_TTL_MS, this.config.apiKeyCacheMs));
-    }
+    if (principal) this.cache.set(cacheKey, principal, marks[0]);
+    else this.negative.set(cacheKey, true, marks[1]);
     return principal;
   }
 
@@ -81,8 +69,13 @@ export class ApiKeyService implements OnModuleInit {
   async issue(partnerId: string, input: { mode: Mode; scopes?: Scope[]; label?: string }): Promise<IssuedKey> {
     await this.partners.get(partnerId);
     const key = generateApiKey(this.config.keyPrefix, input.mode);
-    const info = await this.repo.insert({
-      partnerId, mode: input.mode, scopes: input.scopes ?? [...SCOPES], keyHash: key.hash, displayPrefix: key.displayPrefix, label: input.label ?? null,
+    const info = await this.feed.change(CHANGE_TOPICS.apiKeys, async (em, announce) => {
+      const inserted = await this.repo.insert(em, {
+        partnerId, mode: input.mode, scopes: input.scopes ?? [...SCOPES], keyHash: key.hash, displayPrefix: key.displayPrefix, label: input.label ?? null,
+      });
+      // No instance may keep refusing it from its negative cache.
+      await announce(key.hash.toString('hex'));
+      return inserted;
     });
     return { ...info, apiKey: key.raw };
   }
@@ -92,35 +85,17 @@ export class ApiKeyService implements OnModuleInit {
     return this.repo.listByPartner(partnerId);
   }
 
-  /** Revoked at once on every instance: the row is marked and the cached record evicted everywhere. */
+  /** Revoked at once on every instance: the row is marked and every instance evicts it when that commits. */
   async revoke(partnerId: string, keyId: string): Promise<{ id: string; revokedAt: Date }> {
     // The portal's revoke form posts the key id in its body: no route pipe has checked it.
     if (!isUuid(partnerId) || !isUuid(keyId)) throw AppError.notFound();
-    const row = await this.repo.revoke(partnerId, keyId);
+    const row = await this.feed.change(CHANGE_TOPICS.apiKeys, async (em, announce) => {
+      const revoked = await this.repo.revoke(em, partnerId, keyId);
+      if (revoked) await announce(revoked.keyHash.toString('hex'));
+      return revoked;
+    });
     if (!row) throw AppError.notFound();
-    await this.invalidate(row.keyHash.toString('hex'));
     return { id: keyId, revokedAt: row.revokedAt };
-  }
-
-  /** Tells every instance to drop cached keys: by key hash (hex) or `partner:<id>`. */
-  async invalidate(target: string): Promise<void> {
-    this.evict(target);
-    try {
-      await this.redis.publish('auth-invalidate', target);
-    } catch (e) {
-      this.logger.error(`could not publish key invalidation (${target}); other instances keep it up to ${this.config.apiKeyCacheMs} ms: ${(e as Error).message}`);
-    }
-  }
-
-  private evict(target: string): void {
-    this.generation++;
-    if (target.startsWith('partner:')) {
-      const partnerId = target.slice('partner:'.length);
-      for (const [k, v] of this.cache) if (v.principal.partnerId === partnerId) this.cache.delete(k);
-    } else {
-      this.cache.delete(target);
-      this.negative.delete(target);
-    }
   }
 
   private async load(hash: Buffer, mode: Mode): Promise<Principal | null> {

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { RedisConnections } from '../../common/redis/redis.module';
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
+import { FeedCache } from '../../database/feed-cache';
 import { MerchantRepository } from './merchant.repository';
 
 /** What creating a request needs to know of its merchant. */
@@ -19,31 +20,29 @@ const MAX_ENTRIES = 50000;
 
 /**
  * Merchants as the create path reads them, cached in process: the merchant lookup is a round trip of every
- * create. Every change that matters to create (disable, enable, wallet, onboarding, currency) calls
- * changed(), which evicts the entry on every instance through Redis at once; the short TTL bounds staleness
- * should a message be lost. The cache is only a shortcut: the schema's payment_requests_merchant_holds rule
- * refuses a request whose merchant is no longer enabled, onboarded, on the same wallet and currency (see
+ * create. Every change that matters to create (disable, enable, wallet, onboarding, currency) is made through
+ * change(), which announces it on the Postgres change feed in the change's own transaction: every instance
+ * evicts the entry when it commits, and while the feed is down create reads Postgres. The cache is only a
+ * shortcut besides: the schema's payment_requests_merchant_holds rule refuses a request whose merchant is no
+ * longer enabled, onboarded, on the same wallet and currency (see
  * migrations/1764000001000-request-merchant-check.ts), so a stale entry can never create a request.
  */
 @Injectable()
 export class MerchantDirectory implements OnModuleInit {
-  private readonly logger = new Logger('MerchantDirectory');
-  private readonly cache = new Map<string, { m: MerchantForCreate; expires: number }>();
-  private generation = 0;
+  private readonly cache: FeedCache<MerchantForCreate>;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly repo: MerchantRepository, private readonly redis: RedisConnections) {}
+  constructor(private readonly repo: MerchantRepository, private readonly feed: ChangeFeed) {
+    this.cache = new FeedCache(feed, { ttlMs: TTL_MS, maxEntries: MAX_ENTRIES });
+  }
 
-  async onModuleInit(): Promise<void> {
-    await this.redis
-      .subscribe('merchant-changed', (id) => this.evict(id))
-      .catch((e: Error) => this.logger.warn(`cannot subscribe to merchant changes: ${e.message}`));
+  onModuleInit(): void {
+    this.feed.subscribe(CHANGE_TOPICS.merchants, (id) => this.cache.delete(id));
   }
 
   async forCreate(id: string): Promise<MerchantForCreate | null> {
-    const now = Date.now();
     const hit = this.cache.get(id);
-    if (hit && hit.expires > now) return hit.m;
-    const generation = this.generation;
+    if (hit) return hit;
+    const mark = this.cache.mark();
     const row = await this.repo.findForCreate(id);
     if (!row) return null;
     const m: MerchantForCreate = {
@@ -55,21 +54,27 @@ export class MerchantDirectory implements OnModuleInit {
       display_currency: row.displayCurrency,
       wallet_address: row.walletAddress,
     };
-    if (generation !== this.generation) return m;
-    if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-    this.cache.set(id, { m, expires: now + TTL_MS });
+    this.cache.set(id, m, mark);
     return m;
   }
 
+  /** Forgets this instance's entry (create found it stale). */
   evict(id: string): void {
-    this.generation++;
     this.cache.delete(id);
   }
 
+  /** Runs a change of the merchant in a transaction that tells every instance, at commit, to forget it. */
+  change<T>(id: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.feed.change(CHANGE_TOPICS.merchants, async (em, announce) => {
+      const result = await work(em);
+      await announce(id);
+      return result;
+    });
+  }
+
+  /** For a change already committed outside change(): tells every instance now. */
   async changed(id: string): Promise<void> {
-    this.evict(id);
-    await this.redis.publish('merchant-changed', id).catch((e: Error) =>
-      this.logger.error(`could not publish a merchant change (${id}); other instances keep it up to ${TTL_MS} ms: ${e.message}`),
-    );
+    this.cache.delete(id);
+    await this.feed.publish(CHANGE_TOPICS.merchants, id);
   }
 }

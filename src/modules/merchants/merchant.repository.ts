@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { FindOptionsWhere, Repository } from 'typeorm';
+import type { EntityManager, FindOptionsWhere, Repository } from 'typeorm';
 import { MerchantEntity } from './merchant.entity';
 
 export type NewMerchant = Pick<
@@ -58,8 +58,8 @@ export class MerchantRepository {
   }
 
   /** False when there is no such merchant. */
-  async setDisabled(id: string, disabled: boolean): Promise<boolean> {
-    const r = await this.merchants.update({ id }, { disabled, updatedAt: () => 'now()' });
+  async setDisabled(em: EntityManager, id: string, disabled: boolean): Promise<boolean> {
+    const r = await em.getRepository(MerchantEntity).update({ id }, { disabled, updatedAt: () => 'now()' });
     return (r.affected ?? 0) > 0;
   }
 
@@ -109,8 +109,9 @@ export class MerchantRepository {
    * Records the proven wallet and replaces the nonce. The nonce is single use: the UPDATE only wins while it
    * still holds the nonce that was signed (false otherwise). A unique violation when another merchant has the wallet.
    */
-  async proveWallet(id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
-    const r = await this.merchants
+  async proveWallet(em: EntityManager, id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
+    const r = await em
+      .getRepository(MerchantEntity)
       .createQueryBuilder()
       .update(MerchantEntity)
       .set({ walletAddress: wallet, walletVerifiedAt: () => 'now()', onboardingNonce: nextNonce, updatedAt: () => 'now()' })
@@ -121,10 +122,12 @@ export class MerchantRepository {
 
   /** Completes onboarding once: false when it already was. Absent fields keep their value. */
   async complete(
+    em: EntityManager,
     id: string,
     f: { termsVersion: string; displayName?: string; businessName?: string; country?: string; displayCurrency: string },
   ): Promise<boolean> {
-    const r = await this.merchants
+    const r = await em
+      .getRepository(MerchantEntity)
       .createQueryBuilder()
       .update(MerchantEntity)
       .set({
@@ -144,10 +147,11 @@ export class MerchantRepository {
   }
 
   /** The merchant's own settings (the dashboard): absent fields keep their value, null clears. False when no such merchant. */
-  async updateProfile(id: string, patch: MerchantProfilePatch): Promise<boolean> {
+  async updateProfile(em: EntityManager, id: string, patch: MerchantProfilePatch): Promise<boolean> {
+    const repo = em.getRepository(MerchantEntity);
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    if (Object.keys(set).length === 0) return this.merchants.existsBy({ id });
-    const r = await this.merchants.update({ id }, { ...set, updatedAt: () => 'now()' });
+    if (Object.keys(set).length === 0) return repo.existsBy({ id });
+    const r = await repo.update({ id }, { ...set, updatedAt: () => 'now()' });
     return (r.affected ?? 0) > 0;
   }
 }

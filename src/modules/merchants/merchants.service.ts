@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
@@ -103,20 +104,26 @@ export class MerchantsService {
   async updateProfile(id: string, patch: MerchantProfilePatch): Promise<Merchant> {
     const p = { ...patch };
     if (p.displayCurrency !== undefined) p.displayCurrency = this.supportedCurrency(p.displayCurrency);
-    if (!(await this.repo.updateProfile(id, p))) throw AppError.notFound();
-    await this.directory.changed(id);
+    if (!(await this.change(id, (em) => this.repo.updateProfile(em, id, p)))) throw AppError.notFound();
     return this.mustLoad(id);
   }
 
-  /** Tells every instance that what create reads of this merchant has changed. */
+  /**
+   * Runs a change of what create reads of this merchant (disabled, wallet, onboarding, currency) in one
+   * transaction that tells every instance's merchant cache at commit (MerchantDirectory).
+   */
+  change<T>(id: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.directory.change(id, work);
+  }
+
+  /** For such a change already committed outside change(): tells every instance now. */
   changed(id: string): Promise<void> {
     return this.directory.changed(id);
   }
 
   /** Admin: disable or enable any merchant. */
   async setDisabled(id: string, disabled: boolean): Promise<Merchant> {
-    if (!(await this.repo.setDisabled(id, disabled))) throw AppError.notFound();
-    await this.directory.changed(id);
+    if (!(await this.change(id, (em) => this.repo.setDisabled(em, id, disabled)))) throw AppError.notFound();
     return this.mustLoad(id);
   }
 

@@ -2,7 +2,14 @@ import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-valid
 
 export class WalletProofDto {
   @IsString() @MaxLength(4000) message: string;
-  @IsString() @Matches(/^0x[0-9a-fA-F]{130}$/, { message: 'signature must be a 65-byte hex signature' }) signature: string;
+  /**
+   * 65 bytes from a plain account; a contract wallet's is longer (a Safe's carries one per owner, an ERC-6492
+   * one wraps its wallet's deployment), hence the range. The bound keeps the on-chain check cheap.
+   */
+  @IsString()
+  @MaxLength(16386)
+  @Matches(/^0x(?:[0-9a-fA-F]{2}){65,}$/, { message: 'signature must be hex bytes: 65 from a plain account, more from a contract wallet' })
+  signature: string;
 }
 
 export class CompleteOnboardingDto {

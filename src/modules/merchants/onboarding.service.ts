@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { SiweMessage } from 'siwe';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/pg-errors';
+import { SignatureCheckUnavailable, SiweVerifier, type SiweVerdict } from '../chain/siwe-verifier.service';
 import { hashToken, onboardingLinkExpired, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
 import { MerchantRepository } from './merchant.repository';
@@ -36,6 +36,7 @@ export class OnboardingService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repo: MerchantRepository,
     private readonly merchants: MerchantsService,
+    private readonly siwe: SiweVerifier,
   ) {}
 
   private get onboardingBase(): string {
@@ -61,39 +62,38 @@ export class OnboardingService {
     };
   }
 
+  /**
+   * The wallet step: a Sign-In with Ethereum message for this link, signed by a plain account, an ERC-1271
+   * contract wallet (a Safe) or an ERC-6492 counterfactual wallet (DESIGN §5, last sentence of sign-in).
+   */
   async proveWallet(token: string, dto: WalletProofDto): Promise<OnboardingState> {
     const m = await this.open(token);
-    let siwe: SiweMessage;
+    const nonce = m.onboardingNonce;
+    if (!nonce) {
+      throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'no nonce was handed out for this link: read the onboarding state first' }] });
+    }
+    const expected = { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}`, nonce };
+    let verdict: SiweVerdict;
     try {
-      siwe = new SiweMessage(dto.message);
-    } catch {
-      throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'not an EIP-4361 message' }] });
+      verdict = await this.siwe.verify(dto.message, dto.signature, expected);
+    } catch (e) {
+      // A contract wallet's signature the chain could not check: neither accepted nor refused, nothing changes.
+      if (e instanceof SignatureCheckUnavailable) throw new AppError('chain_unavailable');
+      throw e;
     }
-    const expected = { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}` };
-    if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || !m.onboardingNonce || siwe.nonce !== m.onboardingNonce) {
-      throw new AppError('invalid_signature', {
-        errors: [{ field: 'message', message: 'domain, uri or nonce does not match this onboarding link' }],
-      });
-    }
-    try {
-      const result = await siwe.verify({ signature: dto.signature, domain: expected.domain, nonce: m.onboardingNonce });
-      if (!result.success) throw new Error('verification failed');
-    } catch {
-      throw new AppError('invalid_signature', { errors: [{ field: 'signature', message: 'signature does not match the message' }] });
-    }
-    const wallet = siwe.address.toLowerCase();
+    if (!verdict.valid) throw new AppError('invalid_signature', { errors: [{ field: verdict.field, message: verdict.reason }] });
+    const wallet = verdict.address;
     if (m.walletAddress && m.walletAddress !== wallet) {
       throw new AppError('wallet_mismatch', { expected_wallet_address: m.walletAddress });
     }
     let won: boolean;
     try {
-      won = await this.repo.proveWallet(m.id, wallet, m.onboardingNonce, newNonce());
+      won = await this.merchants.change(m.id, (em) => this.repo.proveWallet(em, m.id, wallet, nonce, newNonce()));
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('wallet_address_conflict');
       throw e;
     }
     if (!won) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
-    await this.merchants.changed(m.id);
     return this.state(token);
   }
 
@@ -102,15 +102,16 @@ export class OnboardingService {
     if (dto.accept_terms !== true) throw new AppError('terms_not_accepted');
     if (!m.walletAddress || !m.walletVerifiedAt) throw new AppError('wallet_required');
     const currency = dto.display_currency ? this.merchants.supportedCurrency(dto.display_currency) : m.displayCurrency;
-    const completed = await this.repo.complete(m.id, {
-      termsVersion: TERMS_VERSION,
-      displayName: dto.display_name,
-      businessName: dto.business_name,
-      country: dto.country,
-      displayCurrency: currency,
-    });
+    const completed = await this.merchants.change(m.id, (em) =>
+      this.repo.complete(em, m.id, {
+        termsVersion: TERMS_VERSION,
+        displayName: dto.display_name,
+        businessName: dto.business_name,
+        country: dto.country,
+        displayCurrency: currency,
+      }),
+    );
     if (!completed) throw AppError.notFound();
-    await this.merchants.changed(m.id);
     return { onboardingStatus: 'complete', merchant: await this.merchants.mustLoad(m.id) };
   }
 

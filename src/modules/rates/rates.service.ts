@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { RedisConnections } from '../../common/redis/redis.module';
 import { normalizeCurrency } from '../../common/currencies';
+import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
 import { RateRepository } from './rate.repository';
 import { StaticRateProvider } from './static-rate.provider';
@@ -18,7 +18,7 @@ const RELOAD_MS = 10000;
 
 /**
  * Current fiat units per one token. Postgres holds them; every instance keeps a copy in memory for the
- * create path (read synchronously), reloaded on a `rates-updated` message and every 10 s as a safety net.
+ * create path (read synchronously), reloaded when the change feed announces a refresh (Postgres NOTIFY) and every 10 s as a safety net.
  * A request snapshots the rate it used, so later refreshes never change it.
  */
 @Injectable()
@@ -31,7 +31,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(RATE_PROVIDER) private readonly provider: RateProvider,
     private readonly repo: RateRepository,
-    private readonly redis: RedisConnections,
+    private readonly feed: ChangeFeed,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -43,7 +43,10 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     }
     this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_MS);
     this.timer.unref();
-    await this.redis.subscribe('rates-updated', () => void this.reload().catch(() => undefined)).catch(() => undefined);
+    const reload = () => void this.reload().catch(() => undefined);
+    // A refresh on any instance, or notifications possibly missed: read the stored rates again.
+    this.feed.subscribe(CHANGE_TOPICS.rates, reload);
+    this.feed.onReset(reload);
   }
 
   onApplicationShutdown(): void {
@@ -85,7 +88,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     }
     await this.repo.upsertAll(rates, this.provider.name);
     await this.reload();
-    await this.redis.publish('rates-updated', '1').catch(() => undefined);
+    await this.feed.publish(CHANGE_TOPICS.rates, '1').catch((e: Error) => this.logger.warn(`could not announce the refresh; other instances reload within ${RELOAD_MS} ms: ${e.message}`));
     return this.list();
   }
 

@@ -1,9 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { waitBriefly } from '../../common/queue/after-commit-wait';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookEventsRepository } from './webhook-events.repository';
-
-// An after-commit hook must not hold the caller's response hostage to a Redis outage.
-const RELAY_TIMEOUT_MS = 2000;
 
 /**
  * Moves outbox rows to the `webhooks` queue. Postgres is the system of record: whatever this fails to
@@ -21,29 +19,15 @@ export class WebhookRelay {
   /**
    * Call after the transaction that recorded the events has committed, with the ids EventOutbox.record()
    * returned. Events recorded while webhooks were off (deliver = false), or already relayed, are ignored.
-   * Never rejects and returns within about 2 s: a failure is logged and left to the re-drive. Called before
+   * Never rejects and returns within AFTER_COMMIT_WAIT_MS (an after-commit hook must not hold the response
+   * hostage to a Redis outage): a failure is logged and left to the re-drive. Called before
    * the commit it finds nothing to relay (the rows are not visible yet) and the re-drive delivers them.
    */
   async enqueue(eventIds: string[]): Promise<void> {
     if (eventIds.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const work = (async () => {
+    await waitBriefly(this.logger, `relay of ${eventIds.length} event(s)`, 'the outbox re-drive will enqueue them', async () => {
       const due = await this.events.markRelayed(eventIds);
       await this.queue.addNow(due);
-    })();
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), RELAY_TIMEOUT_MS);
     });
-    try {
-      const result = await Promise.race([work, deadline]);
-      if (result === 'timeout') {
-        this.logger.warn(`relay of ${eventIds.length} event(s) still pending after ${RELAY_TIMEOUT_MS} ms; the re-drive will cover it`);
-        work.catch((e: Error) => this.logger.error(`relay failed, the re-drive will enqueue: ${e.message}`));
-      }
-    } catch (e) {
-      this.logger.error(`relay failed, the re-drive will enqueue: ${(e as Error).message}`);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 }

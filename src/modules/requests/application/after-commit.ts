@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { waitBriefly } from '../../../common/queue/after-commit-wait';
 import { WebhookRelay } from '../../webhooks/webhook-relay';
 import { ExpiryQueue } from '../infrastructure/expiry.queue';
 import { VerificationQueue } from '../infrastructure/verification.queue';
@@ -6,7 +7,8 @@ import { VerificationQueue } from '../infrastructure/verification.queue';
 /**
  * Work queued once a use case's transaction has committed. Losing one of these is never fatal: the outbox
  * re-drive, the expiry sweep and the chain scan find what a lost job would have done; queuing right away
- * only makes it prompt.
+ * only makes it prompt. So none of it holds a response longer than AFTER_COMMIT_WAIT_MS: with Redis away
+ * the add waits in the background for Redis and the caller gets its answer.
  */
 @Injectable()
 export class AfterCommit {
@@ -18,24 +20,18 @@ export class AfterCommit {
     private readonly relay: WebhookRelay,
   ) {}
 
+  /** Recovered without the job by the chain scan, which verifies any transfer paying an attached request. */
   async verificationRequested(requestId: string, txHash: string): Promise<void> {
-    await this.safely('verification', () => this.verification.add(requestId, txHash));
+    await waitBriefly(this.logger, 'queueing verification', 'the chain scan will verify the payment', () => this.verification.add(requestId, txHash));
   }
 
+  /** Recovered without the job by the expiry sweep. */
   async requestCreated(requestId: string, expiresAt: Date): Promise<void> {
-    await this.safely('expiry', () => this.expiry.schedule(requestId, expiresAt));
+    await waitBriefly(this.logger, 'scheduling expiry', 'the expiry sweep will expire it', () => this.expiry.schedule(requestId, expiresAt));
   }
 
   /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */
   async eventsRecorded(eventIds: string[]): Promise<void> {
     await this.relay.enqueue(eventIds);
-  }
-
-  private async safely(what: string, fn: () => Promise<unknown>): Promise<void> {
-    try {
-      await fn();
-    } catch (e) {
-      this.logger.warn(`could not queue ${what} now, the periodic sweep will pick it up: ${(e as Error).message}`);
-    }
   }
 }

@@ -136,8 +136,11 @@ export class PayService {
       const e = await this.outbox.record(em, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });
       return { eventIds: [e.id], queue: true };
     });
-    if (result.eventIds.length) await this.afterCommit.eventsRecorded(result.eventIds);
-    if (result.queue) await this.afterCommit.verificationRequested(id, txHash);
+    // Side by side: each waits at most AFTER_COMMIT_WAIT_MS for Redis, so the answer waits that long at most.
+    await Promise.all([
+      result.eventIds.length ? this.afterCommit.eventsRecorded(result.eventIds) : undefined,
+      result.queue ? this.afterCommit.verificationRequested(id, txHash) : undefined,
+    ]);
     return this.view(id);
   }
 
