@@ -86,7 +86,11 @@ const paymentRequestProperties: Record<string, SchemaObject | ReferenceObject> =
   fiat_amount: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Amount in minor units, as submitted' },
   fiat_currency: { type: 'string', pattern: '^[a-z]{3}$', description: 'Lower-case ISO 4217 code' },
   account_id: { ...UUID, description: 'The merchant' },
-  metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'String key/value pairs as submitted; round-trips unchanged.' },
+  metadata: nullable({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: 'String key/value pairs as submitted; round-trips unchanged. null for requests the merchant created in its dashboard or through its handle page.',
+  }),
   idempotent_replay: { type: 'boolean', const: true, description: 'Present, true, only when the response is a replay (spec §4.1).' } as SchemaObject,
 };
 
