@@ -62,10 +62,10 @@ const messages = html`<p class="message page-message" id="dash-progress" aria-li
 <p class="message page-message error" id="dash-disabled" hidden>Your account is disabled: you can read everything here, but no new payment requests can be created. Ask your partner why.</p>`;
 
 function selectField(o: { id: string; name: string; label: string; options: [string, string][] }): SafeHtml {
-  return html`<label for="${o.id}">${o.label}</label>
+  return html`<div><label for="${o.id}">${o.label}</label>
 <select id="${o.id}" name="${o.name}">
 ${o.options.map(([value, label]) => html`<option value="${value}">${label}</option>`)}
-</select>`;
+</select></div>`;
 }
 
 const STATUS_OPTIONS: [string, string][] = [

@@ -7,7 +7,7 @@ const CODE_WORDS: Record<string, string> = {
   not_a_merchant: 'This wallet does not belong to a merchant that finished setting up payments. Connect the wallet you set up with.',
   unauthorized: 'Your session has ended. Please sign in again.',
   csrf_failed: 'This tab lost its sign-in token. Please sign out and sign in again.',
-  not_found: 'This request does not exist, or it is not yours.',
+  not_found: 'This does not exist, or it is not yours.',
   merchant_disabled: 'Your account is disabled, so no new payment requests can be created. Ask your partner why.',
   cannot_cancel: 'This request can no longer be cancelled: the customer has opened it or a payment was sent.',
   invalid_expiry_minutes: 'That expiry is not allowed.',
