@@ -11,6 +11,7 @@ import { AdminModule } from './modules/admin/admin.module';
 import { AlertsModule } from './modules/alerts/alerts.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.module';
+import { DashboardModule } from './modules/dashboard/dashboard.module';
 import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
 import { OpsModule } from './modules/ops/ops.module';
@@ -58,6 +59,7 @@ export class AppModule {
           AlertsModule,
           DocsModule,
           PortalModule,
+          DashboardModule,
         ]
       : [];
     return {

@@ -31,7 +31,8 @@ function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFu
   // Express matches routes case-insensitively and ignores a trailing slash: so must the gate.
   const path = req.path.toLowerCase().replace(/\/+$/, '') || '/';
   const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
-  const publicOnly = ['/pay', '/onboarding', '/portal', '/assets/', '/terms'].some((p) => path.startsWith(p));
+  const publicOnly =
+    ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/'].some((p) => path.startsWith(p)) || path === '/m';
   if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
     res.status(404).json({ ok: false, error: 'not_found' });
     return;

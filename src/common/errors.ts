@@ -20,13 +20,17 @@ export const ERROR_STATUS = {
   wallet_mismatch: 400,
   wallet_required: 400,
   terms_not_accepted: 400,
+  invalid_handle: 400,
   unauthorized: 401,
   insufficient_scope: 403,
+  not_a_merchant: 403,
+  csrf_failed: 403,
   not_found: 404,
   cannot_cancel: 409,
   wallet_address_conflict: 409,
   tx_hash_already_used: 409,
   proof_already_attached: 409,
+  handle_taken: 409,
   conflict: 409,
   onboarding_link_expired: 410,
   payload_too_large: 413,
@@ -52,9 +56,11 @@ export class AppError extends Error {
     /** Extra top-level fields of the error body (expected_fiat_code, errors, the current request, …). */
     readonly extra: Record<string, unknown> = {},
     message?: string,
+    /** Only where one code has another status on another surface (the dashboard's 401 invalid_signature). */
+    status?: number,
   ) {
     super(message ?? code);
-    this.status = ERROR_STATUS[code];
+    this.status = status ?? ERROR_STATUS[code];
   }
 
   static invalid(errors: FieldError[]): AppError {

@@ -89,6 +89,18 @@ export interface AppConfig {
   finalityCheckIntervalMs: number;
   /** Blocks one eth_getLogs call of the scan covers at most. */
   chainScanMaxBlocks: number;
+  /** Email over SMTP (DESIGN §6): `smtp://[user:pass@]host:port` or `smtps://`; null → no email is sent. */
+  smtpUrl: string | null;
+  mailFrom: string | null;
+  /** SMS receipts through a Twilio-compatible API (DESIGN §6); null unless all four variables are set. */
+  sms: SmsConfig | null;
+}
+
+export interface SmsConfig {
+  apiUrl: string;
+  accountSid: string;
+  authToken: string;
+  from: string;
 }
 
 export class ConfigError extends Error {
@@ -204,6 +216,16 @@ function confirmationsOf(env: Env, name: string): Confirmations {
     throw new ConfigError(name, `must be a whole number of blocks from 1 to 1000 or "finalized", got "${raw}"`);
   }
   return Number(raw);
+}
+
+function sms(env: Env): SmsConfig | null {
+  const names = ['SMS_API_URL', 'SMS_ACCOUNT_SID', 'SMS_AUTH_TOKEN', 'SMS_FROM'] as const;
+  const set = names.filter((n) => env[n]);
+  if (set.length === 0) return null;
+  if (set.length < names.length) {
+    throw new ConfigError(names.filter((n) => !env[n]).join(', '), `must be set with ${set.join(', ')} (SMS needs all four, or none)`);
+  }
+  return { apiUrl: url(env, 'SMS_API_URL', ''), accountSid: env.SMS_ACCOUNT_SID!, authToken: env.SMS_AUTH_TOKEN!, from: env.SMS_FROM! };
 }
 
 function delays(env: Env): number[] {
@@ -324,6 +346,9 @@ export function loadConfig(env: Env = process.env): AppConfig {
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
+    smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
+    mailFrom: env.MAIL_FROM || null,
+    sms: sms(env),
   };
 }
 

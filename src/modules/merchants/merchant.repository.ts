@@ -142,4 +142,17 @@ export class MerchantRepository {
       .execute();
     return (r.affected ?? 0) > 0;
   }
+
+  /** The merchant's own settings (the dashboard): absent fields keep their value, null clears. False when no such merchant. */
+  async updateProfile(id: string, patch: MerchantProfilePatch): Promise<boolean> {
+    const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+    if (Object.keys(set).length === 0) return this.merchants.existsBy({ id });
+    const r = await this.merchants.update({ id }, { ...set, updatedAt: () => 'now()' });
+    return (r.affected ?? 0) > 0;
+  }
 }
+
+/** What a merchant may change of itself (DESIGN §5 PATCH /dashboard/api/me). */
+export type MerchantProfilePatch = Partial<
+  Pick<MerchantEntity, 'displayName' | 'businessName' | 'email' | 'phone' | 'website' | 'instagram' | 'industry' | 'country'>
+> & { displayCurrency?: string };

@@ -4,6 +4,9 @@ import { PartnersModule } from '../admin/partners.module';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantDirectory } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
+import { MerchantHandleEntity } from './merchant-handle.entity';
+import { MerchantHandleRepository } from './merchant-handle.repository';
+import { MerchantHandlesService } from './merchant-handles.service';
 import { MerchantRepository } from './merchant.repository';
 import { MerchantGate } from './merchant-gate.service';
 import { MerchantsController } from './merchants.controller';
@@ -12,9 +15,9 @@ import { OnboardingController } from './onboarding.controller';
 import { OnboardingService } from './onboarding.service';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([MerchantEntity]), PartnersModule, AuthModule],
+  imports: [TypeOrmModule.forFeature([MerchantEntity, MerchantHandleEntity]), PartnersModule, AuthModule],
   controllers: [MerchantsController, OnboardingController],
-  providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory, MerchantGate],
-  exports: [MerchantsService, OnboardingService, MerchantDirectory, MerchantGate],
+  providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory, MerchantGate, MerchantHandleRepository, MerchantHandlesService],
+  exports: [MerchantsService, OnboardingService, MerchantDirectory, MerchantGate, MerchantHandlesService],
 })
 export class MerchantsModule {}

@@ -10,7 +10,7 @@ import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { hashToken, onboardingLinkExpired, onboardingLinkExpiresAt, onboardingToken, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
-import { MerchantRepository } from './merchant.repository';
+import { MerchantRepository, type MerchantProfilePatch } from './merchant.repository';
 
 const PAGE_DEFAULT = 50;
 
@@ -88,6 +88,24 @@ export class MerchantsService {
     const rows = await this.repo.list(p.partnerId, p.mode === 'test', { onboardingStatus: q.onboarding_status, disabled: q.disabled }, limit + 1, offset);
     const merchants = await Promise.all(rows.slice(0, limit).map((m) => this.toMerchant(m)));
     return { merchants, hasMore: rows.length > limit, limit, offset };
+  }
+
+  /**
+   * The merchant a dashboard sign-in names: the one that completed onboarding with this wallet, in either mode
+   * (wallets are globally unique). Disabled merchants included: their dashboard stays reachable (spec §2.2).
+   */
+  async signedInBy(wallet: string): Promise<Merchant | null> {
+    const m = await this.repo.findByWallet(wallet.toLowerCase());
+    return m && m.onboardingStatus === 'complete' && m.walletVerifiedAt ? this.toMerchant(m) : null;
+  }
+
+  /** The merchant's own settings change (dashboard, validated as spec §4.5); create's cache hears of it. */
+  async updateProfile(id: string, patch: MerchantProfilePatch): Promise<Merchant> {
+    const p = { ...patch };
+    if (p.displayCurrency !== undefined) p.displayCurrency = this.supportedCurrency(p.displayCurrency);
+    if (!(await this.repo.updateProfile(id, p))) throw AppError.notFound();
+    await this.directory.changed(id);
+    return this.mustLoad(id);
   }
 
   /** Tells every instance that what create reads of this merchant has changed. */

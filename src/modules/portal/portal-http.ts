@@ -13,37 +13,7 @@ export interface PortalRequest extends Request {
   portal?: PortalSession;
 }
 
-export function cookie(req: Request, name: string): string | undefined {
-  const header = req.headers.cookie;
-  if (!header) return undefined;
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=');
-    if (eq === -1) continue;
-    if (part.slice(0, eq).trim() === name) {
-      const value = part.slice(eq + 1).trim();
-      try {
-        return decodeURIComponent(value);
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
-export interface CookieOptions {
-  secure: boolean;
-  path: string;
-  maxAgeMs?: number;
-}
-
-export function setCookie(res: Response, name: string, value: string, o: CookieOptions): void {
-  res.cookie(name, value, { httpOnly: true, sameSite: 'lax', secure: o.secure, path: o.path, ...(o.maxAgeMs !== undefined ? { maxAge: o.maxAgeMs } : {}) });
-}
-
-export function clearCookie(res: Response, name: string, o: CookieOptions): void {
-  res.clearCookie(name, { httpOnly: true, sameSite: 'lax', secure: o.secure, path: o.path });
-}
+export { clearCookie, cookie, setCookie, type CookieOptions } from '../../common/http/cookies';
 
 /** POST-redirect-GET: 303, so the browser follows with a GET and a reload does not repeat the action. */
 export function seeOther(res: Response, location: string): void {

@@ -1,5 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
+import { randomToken, sameToken, SESSION_TOKEN_SHAPE, sessionKey } from '../../common/crypto/session-token';
 import { PartnersService } from '../admin/partners.service';
 import { PortalSessionRepository } from './portal-session.repository';
 import type { PortalRole } from './portal-user.entity';
@@ -22,22 +22,9 @@ export interface PortalSession {
   csrfToken: string;
 }
 
-const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
-
-/** 32 random bytes, base64url: the cookie's session token, the CSRF tokens. */
-export function randomToken(): string {
-  return randomBytes(32).toString('base64url');
-}
-
-function sessionId(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
-}
-
-/** Constant-time equality of two tokens of any length (hashed first, so lengths leak nothing either). */
-export function sameToken(a: unknown, b: string): boolean {
-  if (typeof a !== 'string' || a.length === 0 || a.length > 256) return false;
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
-}
+const TOKEN_SHAPE = SESSION_TOKEN_SHAPE;
+const sessionId = sessionKey;
+export { randomToken, sameToken };
 
 /**
  * Portal sessions in Postgres, so any instance serves any user. The cookie holds a random token; the row is

@@ -9,11 +9,11 @@ import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merch
 import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { RatesService } from '../../rates/rates.service';
 import { fiatToTokenAmount } from '../domain/amount';
-import type { PaymentRequest } from '../domain/payment-request';
-import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../domain/request-rules';
-import type { CreateRequestDto, ListRequestsQuery } from '../http/request.dto';
+import type { PaymentRequest, RequestSource } from '../domain/payment-request';
+import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES, type PaymentMode } from '../domain/request-rules';
+import type { ProofStatus, RequestStatus } from '../domain/transitions';
 import { toRequestResponse } from '../http/request.mapper';
-import { RequestsRepository, type NewRequest } from '../infrastructure/requests.repository';
+import { RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 
 const PAGE_DEFAULT = 50;
@@ -25,7 +25,61 @@ export interface RequestPage {
   offset: number;
 }
 
-/** The partner API's use cases on payment requests (spec §4.1–4.4). */
+/**
+ * Who a request is created for: the partner and mode it belongs to, with the partner's expiry settings. The
+ * partner API passes its key's principal; the dashboard and the handle page pass the merchant's partner.
+ */
+export type RequestCreator = Pick<Principal, 'partnerId' | 'mode' | 'allowedExpiryMinutes' | 'defaultExpiryMinutes'>;
+
+/** One create, whoever asks (partner API, dashboard, handle page, plan charge): one path, one set of rules. */
+export interface CreateRequestInput {
+  merchantId: string;
+  fiatAmount: number;
+  /** An assertion of the merchant's currency (spec §4.1), never an override. */
+  fiatCurrencyCode?: string;
+  memo?: string;
+  /** Scoped to (partner, merchant): the same key returns the existing request (spec §4.1). */
+  idempotencyKey?: string;
+  /** null for dashboard and handle requests (spec §6.3). */
+  metadata: Record<string, string> | null;
+  paymentMode: PaymentMode;
+  customerName?: string;
+  customerEmail?: string;
+  customerPhone?: string;
+  expiryMinutes?: number;
+  source: RequestSource;
+  planId?: string;
+  periodIndex?: number;
+}
+
+/** Whose requests a read or cancel may touch: a partner's in one mode, optionally one merchant's only. */
+export interface RequestScope {
+  partnerId: string;
+  testMode: boolean;
+  merchantId?: string;
+}
+
+export function partnerScope(p: Pick<Principal, 'partnerId' | 'mode'>): RequestScope {
+  return { partnerId: p.partnerId, testMode: p.mode === 'test' };
+}
+
+/** A list's filters (spec §4.3, plus the dashboard's source and plan) and its page. */
+export interface RequestListQuery {
+  status?: RequestStatus;
+  proofStatus?: ProofStatus;
+  merchantId?: string;
+  source?: RequestSource;
+  planId?: string;
+  since?: string;
+  until?: string;
+  limit?: number;
+  offset?: number;
+}
+
+/** How many rows one batch of an unpaged export reads. */
+const EXPORT_BATCH = 500;
+
+/** The use cases on payment requests (spec §4.1–4.4), for the partner API and the merchant's dashboard. */
 @Injectable()
 export class RequestsService {
   constructor(
@@ -44,22 +98,22 @@ export class RequestsService {
    * payment_requests_merchant_holds rule refuses the row when the merchant changed since, and then the
    * decision is made again on a fresh read, so a stale cache can never create a request.
    */
-  async create(p: Principal, dto: CreateRequestDto): Promise<{ request: PaymentRequest; created: boolean }> {
-    const outcome = await this.attempt(p, dto, await this.directory.forCreate(dto.account_id));
+  async create(p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
+    const outcome = await this.attempt(p, input, await this.directory.forCreate(input.merchantId));
     if (outcome) return outcome;
     for (let fresh = 0; fresh < 2; fresh++) {
-      this.directory.evict(dto.account_id);
-      const again = await this.attempt(p, dto, await this.merchants.currentForCreate(dto.account_id));
+      this.directory.evict(input.merchantId);
+      const again = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId));
       if (again) return again;
     }
-    throw new Error(`merchant ${dto.account_id} kept changing while a request was created for it`);
+    throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);
   }
 
   /** One decision and insert on merchant `m` as read; null when the schema says `m` is no longer current. */
-  private async attempt(p: Principal, dto: CreateRequestDto, m: MerchantForCreate | null): Promise<{ request: PaymentRequest; created: boolean } | null> {
+  private async attempt(p: RequestCreator, dto: CreateRequestInput, m: MerchantForCreate | null): Promise<{ request: PaymentRequest; created: boolean } | null> {
     if (!m || m.partner_id !== p.partnerId) throw AppError.notFound();
     if (m.test_mode !== (p.mode === 'test')) throw new AppError('merchant_mode_mismatch');
-    const mode = dto.payment_mode ?? 'pos';
+    const mode = dto.paymentMode;
     const asset = this.assets.asset(p.mode);
     const rate = this.rates.rate(m.display_currency);
     const problem =
@@ -67,30 +121,33 @@ export class RequestsService {
       (!asset ? new AppError('asset_unavailable') : !rate ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency }) : null);
     if (problem || !asset || !rate) {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
-      const existing = dto.idempotency_key ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotency_key) : null;
+      const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey) : null;
       if (existing) return { request: existing, created: false };
       throw problem;
     }
-    const expiry = dto.expiry_minutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
+    const expiry = dto.expiryMinutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
     const n: NewRequest = {
       id: randomUUID(),
       partnerId: p.partnerId,
       merchantId: m.id,
       testMode: m.test_mode,
-      idempotencyKey: dto.idempotency_key ?? internalIdempotencyKey(randomUUID()),
-      fiatAmount: dto.fiat_amount_int,
+      idempotencyKey: dto.idempotencyKey ?? internalIdempotencyKey(randomUUID()),
+      fiatAmount: dto.fiatAmount,
       fiatCurrency: m.display_currency,
       rate,
-      baseAmount: fiatToTokenAmount(dto.fiat_amount_int, fiatExponent(m.display_currency), asset.decimals, rate),
+      baseAmount: fiatToTokenAmount(dto.fiatAmount, fiatExponent(m.display_currency), asset.decimals, rate),
       chainId: asset.chainId,
       tokenAddress: asset.token,
       recipient: m.wallet_address!,
       memo: dto.memo ?? null,
       paymentMode: mode,
-      customerName: dto.customer_name ?? null,
-      customerEmail: dto.customer_email ?? null,
-      customerPhone: dto.customer_phone ?? null,
-      metadata: dto.metadata ?? {},
+      customerName: dto.customerName ?? null,
+      customerEmail: dto.customerEmail ?? null,
+      customerPhone: dto.customerPhone ?? null,
+      metadata: dto.metadata,
+      source: dto.source,
+      planId: dto.planId ?? null,
+      periodIndex: dto.periodIndex ?? null,
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
     };
@@ -100,48 +157,65 @@ export class RequestsService {
   }
 
   /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
-  private refusal(p: Principal, m: MerchantForCreate, dto: CreateRequestDto): AppError | null {
+  private refusal(p: RequestCreator, m: MerchantForCreate, dto: CreateRequestInput): AppError | null {
     if (m.onboarding_status !== 'complete' || !m.wallet_address) return new AppError('merchant_onboarding_incomplete');
     if (m.disabled) return new AppError('merchant_disabled');
-    if (dto.fiat_currency_code !== undefined && normalizeCurrency(dto.fiat_currency_code) !== m.display_currency) {
+    if (dto.fiatCurrencyCode !== undefined && normalizeCurrency(dto.fiatCurrencyCode) !== m.display_currency) {
       return new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
     }
-    if (dto.expiry_minutes !== undefined && !p.allowedExpiryMinutes.includes(dto.expiry_minutes)) {
+    if (dto.expiryMinutes !== undefined && !p.allowedExpiryMinutes.includes(dto.expiryMinutes)) {
       return new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
     }
     return null;
   }
 
-  async get(p: Principal, id: string): Promise<PaymentRequest> {
-    const r = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
-    if (!r) throw AppError.notFound();
+  async get(scope: RequestScope, id: string): Promise<PaymentRequest> {
+    const r = await this.repo.findOwned(scope.partnerId, scope.testMode, id);
+    if (!r || (scope.merchantId !== undefined && r.merchantId !== scope.merchantId)) throw AppError.notFound();
     return r;
   }
 
-  async list(p: Principal, q: ListRequestsQuery): Promise<RequestPage> {
+  async list(scope: RequestScope, q: RequestListQuery): Promise<RequestPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;
-    const { items, hasMore } = await this.repo.list({
-      partnerId: p.partnerId,
-      testMode: p.mode === 'test',
-      status: q.status,
-      proofStatus: q.proof_status,
-      merchantId: q.account_id,
-      since: q.since,
-      until: q.until,
-      limit,
-      offset,
-    });
+    const { items, hasMore } = await this.repo.list({ ...this.filter(scope, q), limit, offset });
     return { items, hasMore, limit, offset };
   }
 
+  /**
+   * Every request of the list's filters, oldest first, with no page limit: read in batches by keyset
+   * (created_at, id), so an export of any size holds one batch in memory and never skips or repeats a row.
+   */
+  async *exportAll(scope: RequestScope, q: RequestListQuery): AsyncGenerator<PaymentRequest[]> {
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      const { items, hasMore } = await this.repo.list({ ...this.filter(scope, q), after, limit: EXPORT_BATCH, offset: 0 });
+      if (items.length > 0) yield items;
+      if (!hasMore) return;
+      const last = items[items.length - 1];
+      after = { createdAt: last.createdAt, id: last.id };
+    }
+  }
+
+  private filter(scope: RequestScope, q: RequestListQuery): Omit<ListFilter, 'limit' | 'offset'> {
+    return {
+      partnerId: scope.partnerId,
+      testMode: scope.testMode,
+      status: q.status,
+      proofStatus: q.proofStatus,
+      merchantId: scope.merchantId ?? q.merchantId,
+      source: q.source,
+      planId: q.planId,
+      since: q.since,
+      until: q.until,
+    };
+  }
+
   /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
-  async cancel(p: Principal, id: string): Promise<PaymentRequest> {
-    const scope = { partnerId: p.partnerId, testMode: p.mode === 'test' };
+  async cancel(scope: RequestScope, id: string): Promise<PaymentRequest> {
     const voided = await this.repo.applyStatus(id, 'cancel', { scope });
     if (voided) return voided;
-    const current = await this.repo.findOwned(p.partnerId, p.mode === 'test', id);
-    if (!current) throw AppError.notFound();
+    const current = await this.get(scope, id);
     const fields = toRequestResponse(current, this.config.payUrl, new Date());
     throw new AppError('cannot_cancel', { ...fields, ok: false, error: 'cannot_cancel' });
   }

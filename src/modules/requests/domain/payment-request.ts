@@ -1,5 +1,9 @@
 import type { ProofStatus, RequestStatus } from './transitions';
 
+/** Where a request was created (DESIGN §5). */
+export const REQUEST_SOURCES = ['partner', 'dashboard', 'plan', 'handle'] as const;
+export type RequestSource = (typeof REQUEST_SOURCES)[number];
+
 /** The stored request as the domain sees it: no ORM, no HTTP. */
 export interface PaymentRequest {
   id: string;
@@ -17,7 +21,14 @@ export interface PaymentRequest {
   recipient: string;
   memo: string | null;
   paymentMode: 'pos' | 'service';
-  metadata: Record<string, string>;
+  /** Exactly what the partner sent (`{}` for none); null for dashboard and handle requests (spec §6.3). */
+  metadata: Record<string, string> | null;
+  source: RequestSource;
+  planId: string | null;
+  periodIndex: number | null;
+  customerName: string | null;
+  customerEmail: string | null;
+  customerPhone: string | null;
   expiresAt: Date;
   claimUntil: Date;
   createdAt: Date;

@@ -6,6 +6,8 @@ import {
   ValidatorConstraint, type ValidatorConstraintInterface, type ValidationArguments,
 } from 'class-validator';
 import type { ErrorCode } from '../../../common/errors';
+import type { CreateRequestInput, RequestListQuery } from '../application/requests.service';
+import type { RequestSource } from '../domain/payment-request';
 import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 
@@ -57,4 +59,37 @@ export class ListRequestsQuery {
   @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) until?: string;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
+}
+
+/** The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent. */
+export function createInput(dto: CreateRequestDto): CreateRequestInput {
+  return {
+    merchantId: dto.account_id,
+    fiatAmount: dto.fiat_amount_int,
+    fiatCurrencyCode: dto.fiat_currency_code,
+    memo: dto.memo,
+    idempotencyKey: dto.idempotency_key,
+    metadata: dto.metadata ?? {},
+    paymentMode: dto.payment_mode ?? 'pos',
+    customerName: dto.customer_name,
+    customerEmail: dto.customer_email,
+    customerPhone: dto.customer_phone,
+    expiryMinutes: dto.expiry_minutes,
+    source: 'partner',
+  };
+}
+
+/** Spec §4.3's query as the list use case takes it. */
+export function listQuery(q: ListRequestsQuery & { source?: RequestSource; plan_id?: string }): RequestListQuery {
+  return {
+    status: q.status,
+    proofStatus: q.proof_status,
+    merchantId: q.account_id,
+    source: q.source,
+    planId: q.plan_id,
+    since: q.since,
+    until: q.until,
+    limit: q.limit,
+    offset: q.offset,
+  };
 }

@@ -7,8 +7,8 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { ApiKeyGuard, type AuthedRequest } from '../../auth/api-key.guard';
 import { RequireScope } from '../../auth/scopes';
-import { RequestsService } from '../application/requests.service';
-import { CreateRequestDto, ListRequestsQuery } from './request.dto';
+import { partnerScope, RequestsService } from '../application/requests.service';
+import { CreateRequestDto, createInput, listQuery, ListRequestsQuery } from './request.dto';
 import { toRequestList, toRequestResponse } from './request.mapper';
 
 @Controller('api/v1/requests')
@@ -20,7 +20,7 @@ export class RequestsController {
   @RequireScope('requests:write')
   @RateLimit(60)
   async create(@Req() req: AuthedRequest, @Body() dto: CreateRequestDto, @Res({ passthrough: true }) res: Response) {
-    const { request, created } = await this.requests.create(req.principal, dto);
+    const { request, created } = await this.requests.create(req.principal, createInput(dto));
     res.status(created ? 201 : 200);
     return toRequestResponse(request, this.config.payUrl, new Date(), !created);
   }
@@ -29,14 +29,14 @@ export class RequestsController {
   @RequireScope('requests:read')
   @RateLimit(60)
   async list(@Req() req: AuthedRequest, @Query() q: ListRequestsQuery) {
-    return toRequestList(await this.requests.list(req.principal, q), this.config.payUrl, new Date());
+    return toRequestList(await this.requests.list(partnerScope(req.principal), listQuery(q)), this.config.payUrl, new Date());
   }
 
   @Get(':id')
   @RequireScope('requests:read')
   @RateLimit(60)
   async get(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return toRequestResponse(await this.requests.get(req.principal, id), this.config.payUrl, new Date());
+    return toRequestResponse(await this.requests.get(partnerScope(req.principal), id), this.config.payUrl, new Date());
   }
 
   @Post(':id/cancel')
@@ -44,6 +44,6 @@ export class RequestsController {
   @RequireScope('requests:write')
   @RateLimit(60)
   async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return toRequestResponse(await this.requests.cancel(req.principal, id), this.config.payUrl, new Date());
+    return toRequestResponse(await this.requests.cancel(partnerScope(req.principal), id), this.config.payUrl, new Date());
   }
 }

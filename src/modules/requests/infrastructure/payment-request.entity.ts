@@ -1,5 +1,6 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Unique } from 'typeorm';
 import { bigintColumn } from '../../../database/transformers';
+import type { RequestSource } from '../domain/payment-request';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
 
 /** payment_requests, owned by the requests module. Mirrors migrations/ exactly (the drift spec checks it). */
@@ -10,6 +11,9 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
 @Check('payment_requests_fiat_amount_check', 'fiat_amount > 0')
 @Check('payment_requests_amount_check', 'amount > 0')
 @Check('payment_requests_payment_mode_check', `payment_mode IN ('pos','service')`)
+@Check('payment_requests_source_check', `source IN ('partner','dashboard','plan','handle')`)
+// One charge per plan period, whatever the number of workers, retries or restarts (DESIGN §5).
+@Index('payment_requests_plan_period', ['planId', 'periodIndex'], { unique: true, where: '(plan_id IS NOT NULL)' })
 // Holds an amount for a merchant and asset while a transfer may still pay the request (DESIGN §3).
 @Index('payment_requests_open_amount', ['merchantId', 'chainId', 'tokenAddress', 'amount'], { unique: true, where: 'amount_locked' })
 // One transfer (chain, tx, log) pays at most one request: two concurrent claims cannot both win.
@@ -101,8 +105,20 @@ export class PaymentRequestEntity {
   @Column('text', { name: 'customer_phone', nullable: true })
   customerPhone!: string | null;
 
-  @Column('jsonb', { default: () => `'{}'` })
-  metadata!: Record<string, string>;
+  /** null for dashboard and handle requests (spec §6.3); the partner API stores `{}` when none is sent. */
+  @Column('jsonb', { nullable: true, default: () => `'{}'` })
+  metadata!: Record<string, string> | null;
+
+  /** Where the request came from: the partner API, the merchant's dashboard, a plan's charge, the handle page. */
+  @Column('text', { default: 'partner' })
+  source!: RequestSource;
+
+  /** The plan and period a plan charge belongs to (no foreign key until the plans table exists). */
+  @Column('uuid', { name: 'plan_id', nullable: true })
+  planId!: string | null;
+
+  @Column('integer', { name: 'period_index', nullable: true })
+  periodIndex!: number | null;
 
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 })
   expiresAt!: Date;

@@ -1,4 +1,4 @@
-import type { PaymentRequest } from '../domain/payment-request';
+import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
 
 /** A payment_requests row as the hand-written statements return it (numeric as string, timestamptz as Date). */
@@ -18,7 +18,13 @@ export interface RequestRow {
   recipient: string;
   memo: string | null;
   payment_mode: 'pos' | 'service';
-  metadata: Record<string, string>;
+  metadata: Record<string, string> | null;
+  source: RequestSource;
+  plan_id: string | null;
+  period_index: number | null;
+  customer_name: string | null;
+  customer_email: string | null;
+  customer_phone: string | null;
   expires_at: Date;
   claim_until: Date;
   created_at: Date;
@@ -31,7 +37,8 @@ export interface RequestRow {
 
 export const REQUEST_COLUMNS = `id, partner_id, merchant_id, test_mode, status, proof_status, fiat_amount, fiat_currency,
   rate, amount, chain_id, token_address, recipient, memo, payment_mode, metadata, expires_at, claim_until, created_at,
-  tx_hash, proof_source, payer_address, proof_verified_at, verify_note`;
+  tx_hash, proof_source, payer_address, proof_verified_at, verify_note, source, plan_id, period_index, customer_name,
+  customer_email, customer_phone`;
 
 export function rowToDomain(r: RequestRow): PaymentRequest {
   return {
@@ -51,6 +58,12 @@ export function rowToDomain(r: RequestRow): PaymentRequest {
     memo: r.memo,
     paymentMode: r.payment_mode,
     metadata: r.metadata,
+    source: r.source,
+    planId: r.plan_id,
+    periodIndex: r.period_index,
+    customerName: r.customer_name,
+    customerEmail: r.customer_email,
+    customerPhone: r.customer_phone,
     expiresAt: r.expires_at,
     claimUntil: r.claim_until,
     createdAt: r.created_at,

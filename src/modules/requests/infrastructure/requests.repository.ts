@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { In, type EntityManager, type Repository } from 'typeorm';
-import type { PaymentRequest } from '../domain/payment-request';
+import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import {
   LAPSES_AT, PROOF_TRANSITIONS, STATUS_TRANSITIONS, type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
 } from '../domain/transitions';
@@ -28,7 +28,11 @@ export interface NewRequest {
   customerName: string | null;
   customerEmail: string | null;
   customerPhone: string | null;
-  metadata: Record<string, string>;
+  /** null for dashboard and handle requests (stored as SQL NULL, never as JSON null). */
+  metadata: Record<string, string> | null;
+  source: RequestSource;
+  planId: string | null;
+  periodIndex: number | null;
   expiryMinutes: number;
   graceMinutes: number;
 }
@@ -39,8 +43,12 @@ export interface ListFilter {
   status?: RequestStatus;
   proofStatus?: ProofStatus;
   merchantId?: string;
+  source?: RequestSource;
+  planId?: string;
   since?: string;
   until?: string;
+  /** Keyset: only rows after this one in list order (an export's next batch). */
+  after?: { createdAt: Date; id: string };
   limit: number;
   offset: number;
 }
@@ -92,9 +100,9 @@ const AMOUNT_CANDIDATE = `
 const INSERT_SQL = `
   INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency,
     rate, amount, chain_id, token_address, recipient, memo, payment_mode, customer_name, customer_email,
-    customer_phone, metadata, expires_at, claim_until)
+    customer_phone, metadata, expires_at, claim_until, source, plan_id, period_index)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${AMOUNT_CANDIDATE}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20))
+    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20), $21, $22, $23)
   ON CONFLICT DO NOTHING
   RETURNING ${REQUEST_COLUMNS}`;
 
@@ -118,7 +126,8 @@ export class RequestsRepository {
   async insertOrFind(n: NewRequest, em: EntityManager = this.requests.manager): Promise<{ request: PaymentRequest; created: boolean } | null> {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
       n.rate, n.baseAmount.toString(), n.chainId.toString(), n.tokenAddress, n.recipient, n.memo, n.paymentMode,
-      n.customerName, n.customerEmail, n.customerPhone, JSON.stringify(n.metadata), n.expiryMinutes, n.graceMinutes];
+      n.customerName, n.customerEmail, n.customerPhone, n.metadata === null ? null : JSON.stringify(n.metadata), n.expiryMinutes,
+      n.graceMinutes, n.source, n.planId, n.periodIndex];
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
@@ -195,6 +204,12 @@ export class RequestsRepository {
     if (f.merchantId) add('merchant_id = ?', f.merchantId);
     if (f.since) add('created_at >= ?::timestamptz', f.since);
     if (f.until) add('created_at < ?::timestamptz', f.until);
+    if (f.source) add('source = ?', f.source);
+    if (f.planId) add('plan_id = ?', f.planId);
+    if (f.after) {
+      params.push(f.after.createdAt, f.after.id);
+      where.push(`(created_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    }
     params.push(f.limit + 1, f.offset);
     const rows = await this.requests.query<RequestRow[]>(
       `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')}
@@ -356,7 +371,7 @@ export class RequestsRepository {
   async applyStatus(
     id: string,
     trigger: StatusTrigger,
-    opts: { em?: EntityManager; scope?: { partnerId: string; testMode: boolean } } = {},
+    opts: { em?: EntityManager; scope?: { partnerId: string; testMode: boolean; merchantId?: string } } = {},
   ): Promise<PaymentRequest | null> {
     const rule = STATUS_TRANSITIONS[trigger];
     const q = this.repo(opts.em)
@@ -368,6 +383,7 @@ export class RequestsRepository {
     // Open and cancel need a live request; expiry needs a lapsed one (each proof state at its deadline).
     q.andWhere(trigger === 'expire' ? LAPSED : 'expires_at > now()');
     if (opts.scope) q.andWhere('partner_id = :partnerId AND test_mode = :testMode', opts.scope);
+    if (opts.scope?.merchantId !== undefined) q.andWhere('merchant_id = :merchantId', { merchantId: opts.scope.merchantId });
     const result = await q.returning(REQUEST_COLUMNS).updateEntity(false).execute();
     const [row] = result.raw as RequestRow[];
     return row ? rowToDomain(row) : null;
@@ -405,6 +421,12 @@ function toDomain(e: PaymentRequestEntity): PaymentRequest {
     memo: e.memo,
     paymentMode: e.paymentMode,
     metadata: e.metadata,
+    source: e.source,
+    planId: e.planId,
+    periodIndex: e.periodIndex,
+    customerName: e.customerName,
+    customerEmail: e.customerEmail,
+    customerPhone: e.customerPhone,
     expiresAt: e.expiresAt,
     claimUntil: e.claimUntil,
     createdAt: e.createdAt,

@@ -1,0 +1,26 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import type { Repository } from 'typeorm';
+import { DashboardNonceEntity } from './dashboard-nonce.entity';
+
+/** The dashboard_nonces table. Expiry is judged by the database's clock, as the sessions' is. */
+@Injectable()
+export class DashboardNonceRepository {
+  constructor(@InjectRepository(DashboardNonceEntity) private readonly nonces: Repository<DashboardNonceEntity>) {}
+
+  /** Stores a new nonce valid for ttlMs; nonces past their time are swept on the way. */
+  async insert(nonce: string, ttlMs: number): Promise<void> {
+    await this.nonces.createQueryBuilder().delete().where('expires_at <= now()').execute();
+    await this.nonces
+      .createQueryBuilder()
+      .insert()
+      .values({ nonce, expiresAt: () => `now() + ${Math.trunc(ttlMs)} * interval '1 millisecond'` })
+      .execute();
+  }
+
+  /** Uses the nonce up: true only for the one caller that deleted it while it was still valid. */
+  async consume(nonce: string): Promise<boolean> {
+    const r = await this.nonces.createQueryBuilder().delete().where('nonce = :nonce AND expires_at > now()', { nonce }).execute();
+    return (r.affected ?? 0) > 0;
+  }
+}

@@ -1,0 +1,119 @@
+import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Patch, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { BodyCheckGuard } from '../../common/http/body';
+import { clearCookie } from '../../common/http/cookies';
+import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { listQuery } from '../requests/http/request.dto';
+import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
+import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
+import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, UpdateMeDto } from './dashboard.dto';
+import { CSV_HEADER, csvRow, dashboardItem, meBody } from './dashboard.mapper';
+import { DashboardService, type MerchantSettings } from './dashboard.service';
+
+/** The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. */
+@Controller('dashboard/api')
+@UseGuards(DashboardSessionGuard, BodyCheckGuard)
+export class DashboardController {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly auth: DashboardAuthService,
+    private readonly dashboard: DashboardService,
+  ) {}
+
+  @Delete('session')
+  async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response) {
+    await this.auth.signOut(s);
+    clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.publicUrl.startsWith('https:'), path: '/dashboard' });
+    return { ok: true };
+  }
+
+  @Get('me')
+  async me(@SignedIn() s: DashboardSession) {
+    return this.meBody(s, await this.dashboard.settings(s.merchant));
+  }
+
+  @Patch('me')
+  async updateMe(@SignedIn() s: DashboardSession, @Body() dto: UpdateMeDto) {
+    return this.meBody(s, await this.dashboard.updateSettings(s.merchant, dto));
+  }
+
+  @Put('handle')
+  async claimHandle(@SignedIn() s: DashboardSession, @Body() dto: ClaimHandleDto) {
+    const { handle, handleUrl } = await this.dashboard.claimHandle(s.merchant, dto.handle);
+    return { ok: true, handle, handle_url: handleUrl };
+  }
+
+  @Get('requests')
+  async list(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery) {
+    const page = await this.dashboard.list(s.merchant, listQuery(q));
+    const now = new Date();
+    return {
+      ok: true,
+      requests: page.items.map((r) => dashboardItem(r, this.config.payUrl, now)),
+      has_more: page.hasMore,
+      limit: page.limit,
+      offset: page.offset,
+    };
+  }
+
+  /**
+   * Every request of the filters (limit and offset do not apply), streamed batch by batch with the socket's
+   * back-pressure respected, so an export of any size holds one batch in memory.
+   */
+  @Get('requests.csv')
+  async csv(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery, @Res() res: Response): Promise<void> {
+    const batches = this.dashboard.exportAll(s.merchant, { ...listQuery(q), limit: undefined, offset: undefined });
+    res.status(200);
+    res.setHeader('content-type', 'text/csv; charset=utf-8');
+    res.setHeader('content-disposition', 'attachment; filename="requests.csv"');
+    res.setHeader('cache-control', 'no-store');
+    res.write(CSV_HEADER);
+    try {
+      for await (const batch of batches) {
+        const now = new Date();
+        if (!res.write(batch.map((r) => csvRow(r, now)).join(''))) {
+          await new Promise((resolve) => {
+            res.once('drain', resolve);
+            res.once('close', resolve);
+          });
+        }
+        if (res.destroyed) return;
+      }
+    } catch (e) {
+      // The status line is gone: a truncated file must not look complete, so the connection is cut.
+      res.destroy(e as Error);
+      throw e;
+    }
+    res.end();
+  }
+
+  @Get('requests/:id')
+  async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+    const r = await this.dashboard.get(s.merchant, id);
+    // What was sent about the request: filled by the notifications module.
+    return { ...dashboardItem(r, this.config.payUrl, new Date()), notifications: [] };
+  }
+
+  @Post('requests')
+  async create(
+    @SignedIn() s: DashboardSession,
+    @Body() dto: CreateDashboardRequestDto,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { request, created } = await this.dashboard.createRequest(s.merchant, dto, idempotencyKey);
+    res.status(created ? 201 : 200);
+    return dashboardItem(request, this.config.payUrl, new Date(), !created);
+  }
+
+  @Post('requests/:id/cancel')
+  @HttpCode(200)
+  async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+    return dashboardItem(await this.dashboard.cancel(s.merchant, id), this.config.payUrl, new Date());
+  }
+
+  private meBody(s: DashboardSession, settings: MerchantSettings) {
+    return meBody(settings.merchant, { ...settings, csrfToken: s.csrfToken });
+  }
+}

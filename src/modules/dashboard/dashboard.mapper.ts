@@ -1,0 +1,61 @@
+import { iso } from '../../common/time';
+import { assetId } from '../chain/asset-id';
+import type { Merchant } from '../merchants/merchant';
+import { merchantJson } from '../merchants/merchant.mapper';
+import type { PaymentRequest } from '../requests/domain/payment-request';
+import { effectiveStatus } from '../requests/domain/transitions';
+import { toRequestResponse } from '../requests/http/request.mapper';
+
+/** A dashboard item (DESIGN §5, §8): spec §2.1's object plus where it came from and the customer fields. */
+export function dashboardItem(r: PaymentRequest, payUrl: string, now: Date, replay = false): Record<string, unknown> {
+  return {
+    ...toRequestResponse(r, payUrl, now, replay),
+    source: r.source,
+    plan_id: r.planId,
+    period_index: r.periodIndex,
+    memo: r.memo,
+    customer_name: r.customerName,
+    customer_email: r.customerEmail,
+    customer_phone: r.customerPhone,
+  };
+}
+
+/** GET /dashboard/api/me: spec §2.2's merchant without onboarding_url, plus the handle and what can be sent. */
+export function meBody(
+  m: Merchant,
+  extra: { handle: string | null; handleUrl: string | null; emailEnabled: boolean; smsEnabled: boolean; csrfToken: string },
+) {
+  const { onboarding_url: _omitted, ...fields } = merchantJson(m);
+  return {
+    ok: true,
+    ...fields,
+    handle: extra.handle,
+    handle_url: extra.handleUrl,
+    email_enabled: extra.emailEnabled,
+    sms_enabled: extra.smsEnabled,
+    // The cookie is HttpOnly: a page reloaded after sign-in recovers its CSRF token here (same-origin only).
+    csrf_token: extra.csrfToken,
+  };
+}
+
+export const CSV_COLUMNS = [
+  'request_id', 'created_at', 'status', 'proof_status', 'fiat_amount', 'fiat_currency', 'amount', 'asset_id', 'tx_hash',
+  'proof_verified_at', 'source', 'plan_id', 'memo',
+] as const;
+
+/** RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled; null is an empty field. */
+export function csvField(v: string | number | null | undefined): string {
+  if (v === null || v === undefined) return '';
+  const s = String(v);
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** One CSV record (CRLF-terminated, RFC 4180), timestamps as the API shows them. */
+export function csvRow(r: PaymentRequest, now: Date): string {
+  return [
+    r.id, iso(r.createdAt), effectiveStatus(r, now), r.proofStatus, r.fiatAmount, r.fiatCurrency, r.amount.toString(),
+    assetId(r.chainId, r.tokenAddress), r.txHash, iso(r.proofVerifiedAt), r.source, r.planId, r.memo,
+  ].map(csvField).join(',') + '\r\n';
+}
+
+export const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;

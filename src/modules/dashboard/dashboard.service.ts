@@ -1,0 +1,125 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AppError } from '../../common/errors';
+import { PartnersService } from '../admin/partners.service';
+import type { Merchant } from '../merchants/merchant';
+import { MerchantHandlesService } from '../merchants/merchant-handles.service';
+import { MerchantsService } from '../merchants/merchants.service';
+import type { PaymentRequest } from '../requests/domain/payment-request';
+import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
+import {
+  RequestsService, type RequestCreator, type RequestListQuery, type RequestPage, type RequestScope,
+} from '../requests/application/requests.service';
+import type { CreateDashboardRequestDto, UpdateMeDto } from './dashboard.dto';
+
+export interface MerchantSettings {
+  merchant: Merchant;
+  handle: string | null;
+  handleUrl: string | null;
+  emailEnabled: boolean;
+  smsEnabled: boolean;
+}
+
+/** Only this merchant's requests, in its partner and mode: another merchant's id is simply not found. */
+export function merchantScope(m: Merchant): RequestScope {
+  return { partnerId: m.partnerId, testMode: m.testMode, merchantId: m.id };
+}
+
+/**
+ * The signed-in merchant's use cases (DESIGN §5): its settings and handle (the merchants module owns them)
+ * and its requests, through the same create, read and cancel paths as the partner API.
+ */
+@Injectable()
+export class DashboardService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly merchants: MerchantsService,
+    private readonly handles: MerchantHandlesService,
+    private readonly partners: PartnersService,
+    private readonly requests: RequestsService,
+  ) {}
+
+  async settings(m: Merchant): Promise<MerchantSettings> {
+    const handle = await this.handles.currentOf(m.id);
+    return {
+      merchant: m,
+      handle,
+      handleUrl: handle ? this.handles.url(handle) : null,
+      emailEnabled: this.config.smtpUrl !== null,
+      smsEnabled: this.config.sms !== null,
+    };
+  }
+
+  async updateSettings(m: Merchant, dto: UpdateMeDto): Promise<MerchantSettings> {
+    const updated = await this.merchants.updateProfile(m.id, {
+      email: dto.email,
+      displayName: dto.display_name,
+      businessName: dto.business_name,
+      country: dto.country,
+      phone: dto.phone,
+      website: dto.website,
+      instagram: dto.instagram,
+      industry: dto.industry,
+      displayCurrency: dto.display_currency,
+    });
+    return this.settings(updated);
+  }
+
+  async claimHandle(m: Merchant, handle: string): Promise<{ handle: string; handleUrl: string }> {
+    const claimed = await this.handles.claim(m.id, handle);
+    return { handle: claimed, handleUrl: this.handles.url(claimed) };
+  }
+
+  /**
+   * A request the merchant creates itself: source `dashboard`, metadata null, payment_mode pos, in its
+   * partner's name and mode. An `Idempotency-Key` header (the form sends one per render) replays as the API's
+   * key does; it is stored apart from the partner's keys, which can never contain a colon.
+   */
+  async createRequest(m: Merchant, dto: CreateDashboardRequestDto, idempotencyKey: string | undefined): Promise<{ request: PaymentRequest; created: boolean }> {
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new AppError('invalid_idempotency_key', {
+        errors: [{ field: 'Idempotency-Key', message: 'must be 32 to 64 characters of A-Z a-z 0-9 _ -' }],
+      });
+    }
+    return this.requests.create(await this.creatorOf(m), {
+      merchantId: m.id,
+      fiatAmount: dto.fiat_amount_int,
+      memo: dto.memo,
+      idempotencyKey: idempotencyKey === undefined ? undefined : `dashboard:${m.id}:${idempotencyKey}`,
+      metadata: null,
+      paymentMode: 'pos',
+      customerName: dto.customer_name,
+      customerEmail: dto.customer_email,
+      customerPhone: dto.customer_phone,
+      expiryMinutes: dto.expiry_minutes,
+      source: 'dashboard',
+    });
+  }
+
+  /** The merchant's partner as the create path needs it (its mode is the merchant's). */
+  async creatorOf(m: Merchant): Promise<RequestCreator> {
+    const p = await this.partners.get(m.partnerId);
+    return {
+      partnerId: p.id,
+      mode: m.testMode ? 'test' : 'live',
+      allowedExpiryMinutes: p.allowedExpiryMinutes,
+      defaultExpiryMinutes: p.defaultExpiryMinutes,
+    };
+  }
+
+  list(m: Merchant, q: RequestListQuery): Promise<RequestPage> {
+    return this.requests.list(merchantScope(m), q);
+  }
+
+  exportAll(m: Merchant, q: RequestListQuery): AsyncGenerator<PaymentRequest[]> {
+    return this.requests.exportAll(merchantScope(m), q);
+  }
+
+  get(m: Merchant, id: string): Promise<PaymentRequest> {
+    return this.requests.get(merchantScope(m), id);
+  }
+
+  cancel(m: Merchant, id: string): Promise<PaymentRequest> {
+    return this.requests.cancel(merchantScope(m), id);
+  }
+}

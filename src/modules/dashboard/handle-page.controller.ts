@@ -1,0 +1,34 @@
+import { Body, Controller, Get, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { BodyCheckGuard } from '../../common/http/body';
+import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { CreateHandleRequestDto } from './dashboard.dto';
+import { HandlePageService } from './handle-page.service';
+
+/** DESIGN §5 "Public handle page" API: no sign-in, limited per client address like the pay API. */
+@Controller('m/api')
+@UseGuards(RateLimitGuard, BodyCheckGuard)
+@PublicRateLimit()
+export class HandlePageController {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly page: HandlePageService) {}
+
+  @Get(':handle')
+  async view(@Param('handle') handle: string) {
+    const { handle: h, merchant: m } = await this.page.merchant(handle);
+    return {
+      ok: true,
+      handle: h,
+      display_name: m.displayName ?? m.businessName,
+      fiat_currency: m.displayCurrency,
+      test_mode: m.testMode,
+      accepting_payments: !m.disabled,
+    };
+  }
+
+  @Post(':handle/requests')
+  async create(@Param('handle') handle: string, @Body() dto: CreateHandleRequestDto) {
+    const r = await this.page.createRequest(handle, dto);
+    return { ok: true, request_id: r.id, pay_page_url: `${this.config.payUrl}/${r.id}` };
+  }
+}

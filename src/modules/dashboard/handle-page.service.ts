@@ -1,0 +1,42 @@
+import { Injectable } from '@nestjs/common';
+import { AppError } from '../../common/errors';
+import type { Merchant } from '../merchants/merchant';
+import { MerchantHandlesService } from '../merchants/merchant-handles.service';
+import { MerchantsService } from '../merchants/merchants.service';
+import type { PaymentRequest } from '../requests/domain/payment-request';
+import { RequestsService } from '../requests/application/requests.service';
+import { DashboardService } from './dashboard.service';
+import type { CreateHandleRequestDto } from './dashboard.dto';
+
+/** The public handle page's API (DESIGN §5): anyone pays the merchant an amount of their choice. */
+@Injectable()
+export class HandlePageService {
+  constructor(
+    private readonly handles: MerchantHandlesService,
+    private readonly merchants: MerchantsService,
+    private readonly requests: RequestsService,
+    private readonly dashboard: DashboardService,
+  ) {}
+
+  /** The merchant behind a current handle; unknown or retired → 404 not_found. */
+  async merchant(handle: string): Promise<{ handle: string; merchant: Merchant }> {
+    const id = await this.handles.merchantOf(handle);
+    if (!id) throw AppError.notFound();
+    return { handle: handle.toLowerCase(), merchant: await this.merchants.mustLoad(id) };
+  }
+
+  /** Source `handle`, metadata null, payment_mode pos, the partner's default expiry; no replay protection. */
+  async createRequest(handle: string, dto: CreateHandleRequestDto): Promise<PaymentRequest> {
+    const { merchant } = await this.merchant(handle);
+    const { request } = await this.requests.create(await this.dashboard.creatorOf(merchant), {
+      merchantId: merchant.id,
+      fiatAmount: dto.fiat_amount_int,
+      memo: dto.memo,
+      metadata: null,
+      paymentMode: 'pos',
+      customerEmail: dto.customer_email,
+      source: 'handle',
+    });
+    return request;
+  }
+}

@@ -1,0 +1,32 @@
+import { handleProblem, normalizeHandle } from './handle';
+
+describe('handle rules (DESIGN §5, §8)', () => {
+  it.each(['abc', 'shop-1', 'a1b', 'my-little-shop-2026', 'abcdefghijklmnopqrst'])('accepts %s', (h) => {
+    expect(handleProblem(h)).toBeNull();
+  });
+
+  it.each([
+    ['too short', 'ab'],
+    ['too long', 'abcdefghijklmnopqrstu'],
+    ['starts with a digit', '1abc'],
+    ['starts with a dash', '-abc'],
+    ['ends with a dash', 'abc-'],
+    ['a double dash', 'ab--cd'],
+    ['an underscore', 'ab_cd'],
+    ['a dot', 'ab.cd'],
+    ['a space', 'ab cd'],
+    ['non-ASCII', 'café'],
+    ['upper case left as is', 'Abc'],
+    ['reserved', 'admin'],
+    ['reserved', 'dashboard'],
+    ['reserved', 'pay'],
+    ['reserved', 'www'],
+  ])('refuses %s (%s)', (_, h) => {
+    expect(handleProblem(h)).not.toBeNull();
+  });
+
+  it('lower-cases input', () => {
+    expect(normalizeHandle('My-Shop')).toBe('my-shop');
+    expect(handleProblem(normalizeHandle('My-Shop'))).toBeNull();
+  });
+});

@@ -1,0 +1,27 @@
+/**
+ * A merchant's public handle (DESIGN §5, §8): 3–20 characters of a–z, 0–9 and `-`, starting with a letter,
+ * ending with a letter or digit, no `--`; compared and stored lower-case; not a word the service's own paths
+ * or a visitor could mistake for the service.
+ */
+export const HANDLE_PATTERN = /^[a-z][a-z0-9-]{1,18}[a-z0-9]$/;
+
+export const RESERVED_HANDLES: ReadonlySet<string> = new Set([
+  'admin', 'administrator', 'api', 'app', 'apps', 'assets', 'auth', 'billing', 'blog', 'dashboard', 'dev', 'docs',
+  'help', 'home', 'info', 'login', 'logout', 'm', 'mail', 'me', 'metrics', 'null', 'onboarding', 'pay', 'payment',
+  'payments', 'plan', 'plans', 'portal', 'root', 'security', 'settings', 'signin', 'signup', 'static', 'status',
+  'support', 'system', 'terms', 'test', 'undefined', 'www',
+]);
+
+/** The handle as stored: lower-cased input. */
+export function normalizeHandle(raw: string): string {
+  return raw.toLowerCase();
+}
+
+/** Why a (normalized) handle cannot be used, or null when its form is fine. */
+export function handleProblem(handle: string): string | null {
+  if (!HANDLE_PATTERN.test(handle) || handle.includes('--')) {
+    return 'handle must be 3 to 20 characters of a-z, 0-9 and -, start with a letter, end with a letter or digit, and have no --';
+  }
+  if (RESERVED_HANDLES.has(handle)) return `"${handle}" is reserved`;
+  return null;
+}

@@ -1,0 +1,36 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AppError } from '../../common/errors';
+import { handleProblem, normalizeHandle } from './handle';
+import { MerchantHandleRepository } from './merchant-handle.repository';
+
+/** Merchants' public handles (DESIGN §5): claimed in the dashboard, read by the public handle page. */
+@Injectable()
+export class MerchantHandlesService {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly repo: MerchantHandleRepository) {}
+
+  /** `PUBLIC_URL/m/<handle>`. */
+  url(handle: string): string {
+    return `${this.config.publicUrl}/m/${handle}`;
+  }
+
+  currentOf(merchantId: string): Promise<string | null> {
+    return this.repo.currentOf(merchantId);
+  }
+
+  /** The merchant behind a current handle; a retired, unknown or malformed one is null. */
+  async merchantOf(raw: string): Promise<string | null> {
+    const handle = normalizeHandle(raw);
+    if (handleProblem(handle)) return null;
+    return this.repo.merchantOf(handle);
+  }
+
+  /** Malformed or reserved → 400 invalid_handle; held or once held by another merchant → 409 handle_taken. */
+  async claim(merchantId: string, raw: string): Promise<string> {
+    const handle = normalizeHandle(raw);
+    const problem = handleProblem(handle);
+    if (problem) throw new AppError('invalid_handle', { errors: [{ field: 'handle', message: problem }] });
+    if (!(await this.repo.claim(merchantId, handle))) throw new AppError('handle_taken');
+    return handle;
+  }
+}
