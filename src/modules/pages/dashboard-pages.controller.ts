@@ -3,7 +3,9 @@ import { BodyCheckGuard } from '../../common/http/body';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { AppError } from '../../common/errors';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { MerchantHandlesService } from '../merchants/merchant-handles.service';
 import { RatesService } from '../rates/rates.service';
 import { AssetStore } from './asset-store';
 import { renderDashboardPage, renderHandlePage, type DashboardPage } from './dashboard-pages.view';
@@ -25,6 +27,7 @@ export class DashboardPagesController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly rates: RatesService,
     private readonly assets: AssetStore,
+    private readonly handles: MerchantHandlesService,
   ) {}
 
   private page(page: DashboardPage, requestId?: string): string {
@@ -78,8 +81,10 @@ export class DashboardPagesController {
     return this.page('plans');
   }
 
+  /** An unknown or retired handle is a 404 page (DESIGN §8); the script reads the rest from /m/api. */
   @Get('m/:handle')
-  handlePage(@Param('handle') handle: string): string {
+  async handlePage(@Param('handle') handle: string): Promise<string> {
+    if (!(await this.handles.merchantOf(handle))) throw AppError.notFound();
     return renderHandlePage(handle.toLowerCase(), { stylesheet: this.assets.url('dashboard.css'), script: this.assets.url('handle.js') });
   }
 }
