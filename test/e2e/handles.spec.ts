@@ -1,0 +1,210 @@
+import { signInDashboard, type DashboardClient } from '../factories/dashboard';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { withinOneMinute } from '../support/clock';
+import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+import { UUID_RE } from '../support/shapes';
+
+/*
+ * DESIGN §5 handles and "Public handle page", §8: a merchant claims a handle in its dashboard; anyone pays it
+ * any amount through /m/api/<handle>. Handles are never reissued to another merchant.
+ */
+let svc: TestService;
+let p: TestPartner;
+beforeAll(async () => {
+  // Many merchants are created here: more than the 30 a minute one key may create (spec §8).
+  svc = await startService({ env: { RATE_LIMIT_SCALE: '10' } });
+  p = await createPartner(svc, { allowed_expiry_minutes: [30, 60, 1440], default_expiry_minutes: 30 });
+});
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+let n = 0;
+/** A handle no other test (or earlier run on this database) has used. */
+const fresh = (prefix = 'shop') => `${prefix}-${Date.now().toString(36)}${(n++).toString(36)}`.slice(0, 20);
+const merchant = async (body: Record<string, unknown> = {}) => {
+  const m = await createOnboardedMerchant(svc, p.testKey, { display_name: 'Corner Café', ...body });
+  return { ...m, dash: await signInDashboard(svc, m.wallet) };
+};
+const claim = (c: DashboardClient, handle: unknown) => c.call('PUT', '/handle', { body: { handle } });
+const view = (handle: string) => call(svc.publicUrl, 'GET', `/m/api/${handle}`);
+const pay = (handle: string, body: unknown) => call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body });
+
+describe('PUT /dashboard/api/handle', () => {
+  it('claims a handle, lower-cased: {ok, handle, handle_url}; /me shows it', async () => {
+    const m = await merchant();
+    const h = fresh();
+    const r = await claim(m.dash, h.toUpperCase());
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ ok: true, handle: h, handle_url: `${svc.config.publicUrl}/m/${h}` });
+    expect((await m.dash.call('GET', '/me')).body).toMatchObject({ handle: h, handle_url: `${svc.config.publicUrl}/m/${h}` });
+    // Claiming the handle one already holds changes nothing.
+    expect((await claim(m.dash, h)).body).toEqual(r.body);
+  });
+
+  it.each([
+    ['too short', 'ab'],
+    ['too long', 'a'.repeat(21)],
+    ['starting with a digit', '1shop'],
+    ['starting with a dash', '-shop'],
+    ['ending with a dash', 'shop-'],
+    ['with a double dash', 'my--shop'],
+    ['with an underscore', 'my_shop'],
+    ['with a dot', 'my.shop'],
+    ['with a slash', 'my/shop'],
+    ['non-ASCII', 'café'],
+    ['reserved: admin', 'admin'],
+    ['reserved: dashboard', 'Dashboard'],
+    ['reserved: pay', 'pay'],
+    ['reserved: www', 'www'],
+    ['not a string', 1234],
+    ['missing', undefined],
+  ])('%s → 400 invalid_handle, nothing stored', async (_, handle) => {
+    const m = await merchant();
+    const r = await claim(m.dash, handle);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ ok: false, error: 'invalid_handle' });
+    expect(await sql(`SELECT handle FROM merchant_handles WHERE merchant_id = $1`, [m.id])).toEqual([]);
+  });
+
+  it('a handle another merchant holds is 409 handle_taken, in any case', async () => {
+    const [one, two] = [await merchant(), await merchant()];
+    const h = fresh();
+    expect((await claim(one.dash, h)).status).toBe(200);
+    const r = await claim(two.dash, h.toUpperCase());
+    expect(r.status).toBe(409);
+    expect(r.body).toEqual({ ok: false, error: 'handle_taken' });
+    expect((await two.dash.call('GET', '/me')).body.handle).toBeNull();
+  });
+
+  it('changing handles retires the old one: its page answers 404, and it is never given to another merchant', async () => {
+    const [one, two] = [await merchant(), await merchant()];
+    const [old, next] = [fresh('old'), fresh('new')];
+    await claim(one.dash, old);
+    expect((await claim(one.dash, next)).body.handle).toBe(next);
+    expect((await view(old)).status).toBe(404);
+    expect((await pay(old, { fiat_amount_int: 100 })).status).toBe(404);
+    expect((await view(next)).body.handle).toBe(next);
+    expect((await claim(two.dash, old)).status).toBe(409);
+    // A failed claim leaves the claimer's own handle as it was.
+    const mine = fresh('mine');
+    await claim(two.dash, mine);
+    expect((await claim(two.dash, next)).status).toBe(409);
+    expect((await two.dash.call('GET', '/me')).body.handle).toBe(mine);
+    expect((await view(mine)).status).toBe(200);
+  });
+
+  it('needs a session and the CSRF header', async () => {
+    const m = await merchant();
+    expect((await call(svc.publicUrl, 'PUT', '/dashboard/api/handle', { body: { handle: fresh() } })).status).toBe(401);
+    const r = await m.dash.call('PUT', '/handle', { body: { handle: fresh() }, csrf: false });
+    expect(r.status).toBe(403);
+    expect(r.body.error).toBe('csrf_failed');
+  });
+});
+
+describe('public handle API', () => {
+  it('GET /m/api/<handle> → {ok, handle, display_name, fiat_currency, test_mode, accepting_payments}; any case', async () => {
+    const m = await merchant({ display_currency: 'eur' });
+    const h = fresh();
+    await claim(m.dash, h);
+    const r = await view(h.toUpperCase());
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ ok: true, handle: h, display_name: 'Corner Café', fiat_currency: 'eur', test_mode: true, accepting_payments: true });
+  });
+
+  it('an unknown or malformed handle is 404 not_found', async () => {
+    for (const h of [fresh('none'), 'x', 'admin', '%20']) {
+      const r = await view(h);
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ ok: false, error: 'not_found' });
+    }
+    expect((await pay(fresh('none'), { fiat_amount_int: 100 })).status).toBe(404);
+  });
+
+  it('POST /m/api/<handle>/requests → 201 {ok, request_id, pay_page_url}: source handle, metadata null, pos, the partner\'s default expiry', async () => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    const r = await pay(h, { fiat_amount_int: 2500, memo: 'Thanks!', customer_email: 'payer@example.com' });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ ok: true, request_id: expect.stringMatching(UUID_RE), pay_page_url: `${svc.config.payUrl}/${r.body.request_id}` });
+    const [row] = await sql(
+      `SELECT source, metadata, payment_mode, memo, customer_email, merchant_id, extract(epoch FROM expires_at - created_at) AS ttl FROM payment_requests WHERE id = $1`,
+      [r.body.request_id],
+    );
+    expect(row).toMatchObject({ source: 'handle', metadata: null, payment_mode: 'pos', memo: 'Thanks!', customer_email: 'payer@example.com', merchant_id: m.id });
+    expect(Number(row.ttl)).toBe(30 * 60);
+    const api = await call(svc.publicUrl, 'GET', `/api/v1/requests/${r.body.request_id}`, { key: p.testKey });
+    expect(api.body).toMatchObject({ metadata: null, fiat_amount: 2500, account_id: m.id });
+    const listed = await m.dash.call('GET', '/requests?source=handle');
+    expect(listed.body.requests.map((x: any) => x.request_id)).toEqual([r.body.request_id]);
+    // The pay page knows it.
+    expect((await call(svc.publicUrl, 'GET', `/pay/api/${r.body.request_id}`)).body).toMatchObject({ fiat_amount: 2500, merchant_name: 'Corner Café' });
+  });
+
+  it.each([
+    ['metadata', { fiat_amount_int: 100, metadata: { a: 'b' } }],
+    ['expiry_minutes', { fiat_amount_int: 100, expiry_minutes: 60 }],
+    ['customer_name', { fiat_amount_int: 100, customer_name: 'Ada' }],
+    ['no amount', {}],
+    ['a negative amount', { fiat_amount_int: -5 }],
+    ['a long memo', { fiat_amount_int: 100, memo: 'x'.repeat(501) }],
+  ])('%s → 400 invalid_request', async (_, body) => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    const r = await pay(h, body);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [m.id])).toEqual([]);
+  });
+
+  it('a disabled merchant is not accepting payments: accepting_payments false, create 400 merchant_disabled', async () => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    await admin(svc, 'POST', `/merchants/${m.id}/disable`);
+    expect((await view(h)).body).toMatchObject({ ok: true, accepting_payments: false });
+    const r = await pay(h, { fiat_amount_int: 100 });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ ok: false, error: 'merchant_disabled' });
+    await admin(svc, 'POST', `/merchants/${m.id}/enable`);
+    expect((await pay(h, { fiat_amount_int: 100 })).status).toBe(201);
+  });
+
+  it('is served on the public listener only', async () => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    expect((await call(svc.adminUrl, 'GET', `/m/api/${h}`)).status).toBe(404);
+    expect((await call(svc.adminUrl, 'GET', '/dashboard/api/nonce')).status).toBe(404);
+  });
+});
+
+describe('rate limit per client address', () => {
+  it('past PUBLIC_RATE_LIMIT calls a minute on a route → 429 rate_limited; each route counts apart', async () => {
+    const limited = await startService({ env: { PUBLIC_RATE_LIMIT: '3' } });
+    try {
+      const lp = await createPartner(limited);
+      const m = await createOnboardedMerchant(limited, lp.testKey);
+      const dash = await signInDashboard(limited, m.wallet);
+      const h = fresh();
+      expect((await dash.call('PUT', '/handle', { body: { handle: h } })).status).toBe(200);
+      await withinOneMinute(10_000);
+      const views = [];
+      for (let i = 0; i < 4; i++) views.push((await call(limited.publicUrl, 'GET', `/m/api/${h}`)).status);
+      expect(views).toEqual([200, 200, 200, 429]);
+      const creates = [];
+      for (let i = 0; i < 4; i++) creates.push((await call(limited.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 100 + i } })));
+      expect(creates.map((r) => r.status)).toEqual([201, 201, 201, 429]);
+      expect(creates[3].body).toEqual({ ok: false, error: 'rate_limited' });
+      expect(await sql(`SELECT count(*)::int AS n FROM payment_requests WHERE merchant_id = $1`, [m.id])).toEqual([{ n: 3 }]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
