@@ -4,13 +4,13 @@
  * waits until the request reads verified.
  */
 import { readFileSync } from 'node:fs';
-import { SANDBOX_FILE } from './sandbox-file';
+import { SANDBOX_FILE, type SandboxFile } from './sandbox-file';
 import { transferToken } from './chain/local-node';
 
 async function main(): Promise<void> {
   const id = process.argv[2];
   if (!id) throw new Error('usage: npm run sandbox:pay <request_id>');
-  const s = JSON.parse(readFileSync(SANDBOX_FILE, 'utf8')) as { api: string; apiKey: string; rpcUrl: string; payerKey: string };
+  const s = JSON.parse(readFileSync(SANDBOX_FILE, 'utf8')) as SandboxFile;
   const view = (await (await fetch(`${s.api}/pay/api/${id}`)).json()) as any;
   if (!view.ok) throw new Error(`no such request: ${JSON.stringify(view)}`);
   console.log(`paying ${view.amount} base units of ${view.token_symbol} to ${view.recipient} …`);

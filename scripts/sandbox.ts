@@ -139,7 +139,10 @@ async function main(): Promise<void> {
   const demo = await json(`${api}/api/v1/requests/create`, 'POST', { account_id: merchant.merchant_id, fiat_amount_int: 499, memo: 'Demo latte' }, key);
 
   mkdirSync(join(__dirname, '..', '.tmp'), { recursive: true });
-  writeFileSync(SANDBOX_FILE, JSON.stringify({ api, apiKey: key, rpcUrl: node.url, token, payerKey: PAYER_KEY }, null, 2));
+  writeFileSync(
+    SANDBOX_FILE,
+    JSON.stringify({ api, publicUrl: config.publicUrl, apiKey: key, rpcUrl: node.url, token, payerKey: PAYER_KEY, merchantKey: MERCHANT_KEY }, null, 2),
+  );
 
   console.log(`
 Sandbox ready.
@@ -159,6 +162,10 @@ Create a payment request:
 
 Open its pay_page_url in a browser, or pay it from the command line with the funded payer wallet:
   npm run sandbox:pay <request_id>
+
+The demo merchant's dashboard (its wallet is the local account ${merchantWallet.address}):
+  sign in          npm run sandbox:dashboard   (prints a session cookie, curl calls, and the key for a browser wallet)
+  in a browser     ${config.publicUrl}/dashboard
 
 A request is waiting already (4.99 usd):
   pay page         ${demo.pay_page_url}

@@ -1,8 +1,7 @@
-import { hexlify, toUtf8Bytes } from 'ethers';
 import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { siweMessage } from './lib/siwe';
-import { ensureChain, injectedWallet, isRejection, requestAccount, walletChainId, WalletError } from './lib/wallet';
+import { ensureChain, injectedWallet, requestAccount, signText, walletChainId, WalletError } from './lib/wallet';
 
 /** GET /onboarding/api/:token (DESIGN §4), the fields this script reads. */
 interface OnboardingState {
@@ -114,15 +113,7 @@ async function connect(): Promise<void> {
       expirationTime: new Date(Date.now() + SIGNATURE_VALID_MS),
     });
     say(progress, 'Sign the message in your wallet. Signing is free and sends no transaction.');
-    let signature: string;
-    try {
-      signature = (await eth.request({ method: 'personal_sign', params: [hexlify(toUtf8Bytes(message)), account] })) as string;
-    } catch (e) {
-      if (isRejection(e)) {
-        throw new WalletError('rejected', 'You declined to sign the message. Signing proves the wallet is yours; it is free and sends nothing.');
-      }
-      throw new WalletError('failed', 'Your wallet could not sign the message. Please try again.');
-    }
+    const signature = await signText(eth, account, message);
     const proved = await api<OnboardingState>('POST', `${apiBase}/wallet`, { message, signature });
     say(progress, 'Wallet connected.');
     walletConnected(proved.wallet_address ?? account);

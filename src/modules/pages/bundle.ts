@@ -11,6 +11,9 @@ export const BUNDLE_ENTRIES = {
   'pay.js': 'src/pages-client/pay.ts',
   'onboarding.js': 'src/pages-client/onboarding.ts',
   'pages.css': 'src/pages-client/pages.css',
+  'dashboard.js': 'src/pages-client/dashboard.ts',
+  'handle.js': 'src/pages-client/handle.ts',
+  'dashboard.css': 'src/pages-client/dashboard.css',
 } as const;
 
 export type BundleName = keyof typeof BUNDLE_ENTRIES;

@@ -1,4 +1,4 @@
-import { formatFiat, formatTokenUnits } from './format';
+import { formatFiat, formatTokenUnits, parseFiat } from './format';
 
 describe('formatFiat', () => {
   it.each([
@@ -28,4 +28,25 @@ describe('formatTokenUnits', () => {
   ])('%s with %d decimals → %s', (units, decimals, shown) => {
     expect(formatTokenUnits(units, decimals)).toBe(shown);
   });
+});
+
+describe('parseFiat', () => {
+  it.each([
+    ['12.34', 'usd', 1234],
+    ['12.5', 'usd', 1250],
+    [' 1,250 ', 'usd', 125000],
+    ['0.1', 'usd', 10],
+    ['1500', 'jpy', 1500],
+    ['1.25', 'kwd', 1250],
+    ['21474836.47', 'eur', 2147483647],
+  ])('%s %s → %d', (text, currency, minor) => {
+    expect(parseFiat(text, currency)).toBe(minor);
+  });
+
+  it.each([['', 'usd'], ['0', 'usd'], ['-5', 'usd'], ['1.234', 'usd'], ['1.5', 'jpy'], ['abc', 'usd'], ['1e3', 'usd'], ['21474836.48', 'eur']])(
+    'refuses %j in %s',
+    (text, currency) => {
+      expect(parseFiat(text, currency)).toBeNull();
+    },
+  );
 });

@@ -36,3 +36,19 @@ export function formatTokenUnits(baseUnits: string | bigint, decimals: number, g
   return trimmed ? `${grouped}.${trimmed}` : grouped;
 }
 
+
+/**
+ * What a person typed as an amount ("12.5", "1,250.00", "1500") in minor units of `currency`, or null when it
+ * is not a positive amount with at most the currency's digits. String math only: "0.1" is exactly 10 cents.
+ */
+export function parseFiat(text: string, currency: string): number | null {
+  const exponent = fiatExponent(currency);
+  const cleaned = text.trim().replace(/[,\s]/g, '');
+  const m = /^(\d+)(?:\.(\d*))?$/.exec(cleaned);
+  if (!m) return null;
+  const fraction = m[2] ?? '';
+  if (fraction.length > exponent) return null;
+  const minor = BigInt(m[1] + fraction.padEnd(exponent, '0'));
+  if (minor <= 0n || minor > 2147483647n) return null;
+  return Number(minor);
+}

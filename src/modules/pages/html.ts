@@ -40,6 +40,24 @@ export function hiddenUnless(shown: boolean): SafeHtml {
   return new SafeHtml(shown ? '' : ' hidden');
 }
 
+/** A text field with its label, optional hint and error slot (`<id>-error`), wired by aria-describedby. */
+export function textField(o: { id: string; name: string; label: string; value: string | null; hint?: string; type?: string; extra?: SafeHtml }): SafeHtml {
+  const described = [o.hint ? `${o.id}-hint` : '', `${o.id}-error`].filter(Boolean).join(' ');
+  return html`<label for="${o.id}">${o.label}</label>
+<input type="${o.type ?? 'text'}" id="${o.id}" name="${o.name}" value="${o.value ?? ''}" aria-describedby="${described}"${o.extra ?? ''}>
+${o.hint ? html`<p class="hint" id="${o.id}-hint">${o.hint}</p>` : ''}
+<p class="field-error" id="${o.id}-error" aria-live="polite"></p>`;
+}
+
+const currencyNames = new Intl.DisplayNames(['en'], { type: 'currency' });
+
+/** `<option>` of a lower-case currency code: "EUR — Euro". */
+export function currencyOption(code: string, selected: string | null): SafeHtml {
+  const upper = code.toUpperCase();
+  const name = currencyNames.of(upper);
+  return html`<option value="${code}"${code === selected ? html` selected` : ''}>${upper}${name && name !== upper ? ` — ${name}` : ''}</option>`;
+}
+
 export interface PageShell {
   title: string;
   /** URLs from AssetStore.url(), content-hashed. */

@@ -1,5 +1,5 @@
 import { networkLabel } from '../../pages-client/shared/networks';
-import { hiddenUnless, html, pageDocument } from './html';
+import { hiddenUnless, html, pageDocument, textField as field, currencyOption } from './html';
 
 /** GET /onboarding/api/:token (OnboardingService.state), the fields the page shows. */
 export interface OnboardingView {
@@ -23,23 +23,6 @@ export interface OnboardingPageInput {
   currencies: string[];
   termsUrl: string;
   assets: { stylesheet: string; script: string };
-}
-
-const currencyNames = new Intl.DisplayNames(['en'], { type: 'currency' });
-
-function currencyOption(code: string, selected: string) {
-  const upper = code.toUpperCase();
-  const name = currencyNames.of(upper);
-  return html`<option value="${code}"${code === selected ? html` selected` : ''}>${upper}${name && name !== upper ? ` — ${name}` : ''}</option>`;
-}
-
-/** A text field with its label, optional hint and error slot, wired by aria-describedby. */
-function field(o: { id: string; name: string; label: string; value: string | null; hint?: string; extra?: ReturnType<typeof html> }) {
-  const described = [o.hint ? `${o.id}-hint` : '', `${o.id}-error`].filter(Boolean).join(' ');
-  return html`<label for="${o.id}">${o.label}</label>
-<input type="text" id="${o.id}" name="${o.name}" value="${o.value ?? ''}" aria-describedby="${described}"${o.extra ?? ''}>
-${o.hint ? html`<p class="hint" id="${o.id}-hint">${o.hint}</p>` : ''}
-<p class="field-error" id="${o.id}-error" aria-live="polite"></p>`;
 }
 
 /** The merchant's onboarding page: wallet, details, terms; its script drives the wallet and the API. */

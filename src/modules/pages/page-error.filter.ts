@@ -17,6 +17,8 @@ function words(status: number, path: string): ErrorWords {
       return { title: 'This link was already used or is unknown', detail: 'Ask for a new onboarding link if you still need to set up payments.' };
     }
     if (path.startsWith('/terms')) return { title: 'Terms not found', detail: 'There are no terms with this version.' };
+    if (path.startsWith('/dashboard')) return { title: 'Page not found', detail: 'Go back to your dashboard and follow a link from there.' };
+    if (path.startsWith('/m/')) return { title: 'No merchant at this address', detail: 'Check the link, or ask the merchant for their payment page.' };
     return { title: 'Payment request not found', detail: 'Check the link, or ask the merchant for a new one.' };
   }
   if (status === 410 && path.startsWith('/onboarding')) {

@@ -3,12 +3,13 @@ import { MerchantsModule } from '../merchants/merchants.module';
 import { RequestsModule } from '../requests/requests.module';
 import { AssetsController } from './assets.controller';
 import { AssetStore } from './asset-store';
+import { DashboardPagesController } from './dashboard-pages.controller';
 import { PagesController } from './pages.controller';
 
-/** The pay page, the onboarding page, the terms and their bundles (HTTP role, public port). */
+/** The pay page, the onboarding page, the terms, the merchant dashboard's pages, the handle page and their bundles (HTTP role, public port). */
 @Module({
   imports: [RequestsModule, MerchantsModule],
-  controllers: [PagesController, AssetsController],
+  controllers: [PagesController, DashboardPagesController, AssetsController],
   providers: [AssetStore],
   exports: [AssetStore],
 })

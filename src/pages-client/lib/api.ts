@@ -12,12 +12,18 @@ export class ApiError extends Error {
 /** fetch could not reach the server at all (offline, connection reset). */
 export class NetworkError extends Error {}
 
-export async function api<T = Record<string, any>>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export async function api<T = Record<string, any>>(method: HttpMethod, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
   let res: Response;
   try {
     res = await fetch(path, {
       method,
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers: {
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...extraHeaders,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: 'no-store',
       credentials: 'same-origin',

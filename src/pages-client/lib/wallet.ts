@@ -1,4 +1,4 @@
-import { toQuantity } from 'ethers';
+import { hexlify, toQuantity, toUtf8Bytes } from 'ethers';
 import { NETWORKS, networkLabel } from '../shared/networks';
 
 /** An EIP-1193 provider, as browser wallets inject it. */
@@ -102,4 +102,16 @@ export async function ensureChain(eth: Eip1193Provider, chainId: bigint): Promis
     }
   }
   if ((await walletChainId(eth)) !== chainId) throw wrong;
+}
+
+/** personal_sign of a text message (a SIWE message), with a declined or failed signature in words. */
+export async function signText(eth: Eip1193Provider, account: string, message: string): Promise<string> {
+  try {
+    return (await eth.request({ method: 'personal_sign', params: [hexlify(toUtf8Bytes(message)), account] })) as string;
+  } catch (e) {
+    if (isRejection(e)) {
+      throw new WalletError('rejected', 'You declined to sign the message. Signing proves the wallet is yours; it is free and sends nothing.');
+    }
+    throw new WalletError('failed', 'Your wallet could not sign the message. Please try again.');
+  }
 }

@@ -1,0 +1,53 @@
+import { formatFiat } from '../../modules/pages/format';
+import { SOURCE_NAMES, stateWords } from './words';
+import type { DashboardRequest } from './types';
+
+/** DOM building with text nodes only: nothing from the API is ever parsed as markup. */
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string | null)[]
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const c of children) if (c !== null) node.append(c);
+  return node;
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
+export function when(iso: string | null): string {
+  return iso ? dateTime.format(new Date(iso)) : '—';
+}
+
+export function money(r: { fiat_amount: number; fiat_currency: string }): string {
+  return formatFiat(r.fiat_amount, r.fiat_currency);
+}
+
+export function stateBadge(r: DashboardRequest): HTMLElement {
+  const s = stateWords(r);
+  return el('span', { class: `state state-${s.tone}` }, s.text);
+}
+
+/** One request as a line of the lists: amount and state, then date, origin and memo; all of it links to the detail. */
+export function requestItem(r: DashboardRequest): HTMLLIElement {
+  const meta = [when(r.created_at), SOURCE_NAMES[r.source] ?? r.source, r.memo ?? r.customer_name ?? ''].filter(Boolean).join(' · ');
+  return el(
+    'li',
+    { 'data-request-id': r.request_id },
+    el(
+      'a',
+      { href: `/dashboard/requests/${r.request_id}`, class: 'req-item' },
+      el('span', { class: 'req-top' }, el('strong', { class: 'req-amount' }, money(r)), stateBadge(r)),
+      el('span', { class: 'req-meta' }, meta),
+    ),
+  );
+}
+
+/** Appends term/description pairs to a <dl>; empty values show a dash. */
+export function fillDetails(dl: HTMLElement, rows: [string, string | Node | null][]): void {
+  dl.replaceChildren();
+  for (const [term, value] of rows) {
+    dl.append(el('dt', {}, term), el('dd', {}, value === null || value === '' ? '—' : value));
+  }
+}

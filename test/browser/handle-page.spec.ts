@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { Wallet } from 'ethers';
+import type { Browser, Page } from 'playwright-core';
+import { findFreePort } from '../../scripts/chain/local-node';
+import { PAGE_CSP } from '../../src/modules/pages/page-security';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
+import { foreignRequests, overflowsSideways, signInThroughPage } from '../support/dashboard-browser';
+import { closeSql } from '../support/db';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+
+/**
+ * Issue 11, the handle: a merchant claims it on the dashboard's handle page, then anyone pays an amount of
+ * their choice on /m/<handle> and lands on the pay page of a new request; a disabled merchant's page says it
+ * is not accepting payments; an unknown handle is a 404 page.
+ */
+let svc: TestService;
+let partner: TestPartner;
+let browser: Browser;
+let origin: string;
+
+beforeAll(async () => {
+  const port = await findFreePort();
+  origin = `http://localhost:${port}`;
+  svc = await startService({ env: { PORT: String(port), PUBLIC_URL: origin } });
+  partner = await createPartner(svc, { default_currency: 'usd' });
+  browser = await launchBrowser();
+}, 60000);
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await closeSql();
+});
+
+const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
+
+async function merchantWithHandle(name: string) {
+  const wallet = Wallet.createRandom();
+  const { id } = await createOnboardedMerchant(svc, partner.testKey, { display_name: name }, wallet as unknown as Wallet);
+  return { id, wallet: new TestWallet(wallet.privateKey, testEnv().rpcUrl) };
+}
+
+describe('the handle', () => {
+  it('is claimed on the dashboard; its public page creates a request for any amount and lands on the pay page', async () => {
+    const m = await merchantWithHandle('Bakery Süd');
+    const handle = `bakery-${randomBytes(3).toString('hex')}`;
+    const { context, page, problems } = await openContext(browser, m.wallet);
+    const foreign = foreignRequests(context, origin);
+    try {
+      await signInThroughPage(page, svc, m.wallet, '/dashboard/handle');
+      expect(await page.locator('#handle-none').isVisible()).toBe(true);
+      // A reserved word is refused in words; nothing is claimed.
+      await page.locator('#handle-input').fill('admin');
+      await page.locator('#handle-save').click();
+      await waitForText(page, '#handle-input-error', 'cannot be used');
+      await page.locator('#handle-input').fill(handle.toUpperCase());
+      await page.locator('#handle-save').click();
+      await waitForText(page, '#dash-progress', 'Handle saved');
+      expect(await text(page, '#handle-url')).toBe(`${origin}/m/${handle}`);
+      await screenshots(page, 'dashboard-handle-claimed');
+      expect(problems).toEqual([]);
+
+      // The public page, as a payer with no wallet and no session.
+      const payer = await openContext(browser);
+      const payerForeign = foreignRequests(payer.context, origin);
+      try {
+        const res = await payer.page.goto(`${origin}/m/${handle}`);
+        expect(res!.status()).toBe(200);
+        expect(res!.headers()['content-security-policy']).toBe(PAGE_CSP);
+        await waitForText(payer.page, '#handle-name', 'Pay Bakery Süd');
+        expect(await payer.page.locator('#handle-test-mode').isVisible()).toBe(true);
+        expect(await text(payer.page, 'label[for="handle-amount"]')).toBe('Amount in USD');
+        expect(await unlabelledControls(payer.page)).toEqual([]);
+        expect(await overflowsSideways(payer.page)).toBe(false);
+        await screenshots(payer.page, 'handle-page');
+        await payer.page.locator('#handle-amount').fill('0');
+        await payer.page.locator('#handle-pay').click();
+        await waitForText(payer.page, '#handle-amount-error', 'Enter a positive amount');
+        await payer.page.locator('#handle-amount').fill('7.50');
+        await payer.page.locator('#handle-memo').fill('Two croissants');
+        await payer.page.locator('#handle-pay').click();
+        await payer.page.waitForURL(/\/pay\/[0-9a-f-]{36}$/);
+        const id = payer.page.url().split('/').pop()!;
+        await payer.page.locator('#pay').waitFor();
+        await screenshots(payer.page, 'handle-page-landed-on-pay-page');
+        const seen = await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: partner.testKey });
+        expect(seen.body).toMatchObject({ account_id: m.id, fiat_amount: 750, fiat_currency: 'usd', metadata: null, status: 'opened' });
+        expect(payer.problems).toEqual([]);
+        expect(payerForeign).toEqual([]);
+      } finally {
+        await payer.context.close();
+      }
+
+      // The merchant's list shows it as a handle request.
+      await page.goto(`${origin}/dashboard/requests?source=handle`);
+      await page.locator('#request-list li').first().waitFor();
+      expect(await text(page, '#request-list li')).toContain('Handle page');
+      expect(problems).toEqual([]);
+      expect(foreign).toEqual([]);
+    } finally {
+      await context.close();
+      m.wallet.close();
+    }
+  });
+
+  it('says "not accepting payments" for a disabled merchant, and is a 404 page for an unknown handle', async () => {
+    const m = await merchantWithHandle('Closed Shop');
+    const handle = `closed-${randomBytes(3).toString('hex')}`;
+    const login = await openContext(browser, m.wallet);
+    try {
+      await signInThroughPage(login.page, svc, m.wallet, '/dashboard/handle');
+      await login.page.locator('#handle-input').fill(handle);
+      await login.page.locator('#handle-save').click();
+      await waitForText(login.page, '#dash-progress', 'Handle saved');
+    } finally {
+      await login.context.close();
+      m.wallet.close();
+    }
+    expect((await admin(svc, 'POST', `/merchants/${m.id}/disable`)).status).toBe(200);
+
+    const { context, page, problems } = await openContext(browser);
+    try {
+      await page.goto(`${origin}/m/${handle}`);
+      await page.locator('#handle-closed').waitFor({ state: 'visible' });
+      expect(await text(page, '#handle-closed')).toBe('This merchant is not accepting payments right now.');
+      expect(await page.locator('#handle-form').isVisible()).toBe(false);
+      await screenshots(page, 'handle-page-disabled');
+
+      const unknown = await page.goto(`${origin}/m/nobody-${randomBytes(3).toString('hex')}`);
+      expect(unknown!.status()).toBe(404);
+      expect(unknown!.headers()['content-security-policy']).toBe(PAGE_CSP);
+      expect(await text(page, 'h1')).toBe('No merchant at this address');
+      await screenshots(page, 'handle-page-unknown');
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
