@@ -39,6 +39,8 @@ export interface PlanPage {
 /** The payer's view of a plan (DESIGN §5 "The payer's page"). */
 export interface PayerView {
   plan: Plan;
+  /** The merchant as payers see it: display name, else business name. */
+  merchantName: string | null;
   charges: PaymentRequest[];
   openCharge: PaymentRequest | null;
 }
@@ -129,7 +131,7 @@ export class PlansService {
     const plan = /^[A-Za-z0-9_-]{43}$/.test(token) ? await this.plans.findByToken(token) : null;
     if (!plan) throw AppError.notFound();
     const charges = await this.requests.chargesOf(plan.id);
-    return { plan, charges, openCharge: openCharge(charges, new Date()) };
+    return { plan, merchantName: await this.merchants.payeeName(plan.merchantId), charges, openCharge: openCharge(charges, new Date()) };
   }
 
   /** → paused (reason merchant). Already paused: unchanged. Canceled or completed: 409 plan_not_active. */
