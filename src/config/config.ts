@@ -89,6 +89,10 @@ export interface AppConfig {
   finalityCheckIntervalMs: number;
   /** Blocks one eth_getLogs call of the scan covers at most. */
   chainScanMaxBlocks: number;
+  /** Charges of a plan that expire unpaid in a row before it pauses with reason unpaid (DESIGN §5). */
+  planMaxMissed: number;
+  /** How often the plan scheduler looks for due plans (a due charge must exist within 15 s). */
+  planSchedulerIntervalMs: number;
   /** Email over SMTP (DESIGN §6): `smtp://[user:pass@]host:port` or `smtps://`; null → no email is sent. */
   smtpUrl: string | null;
   mailFrom: string | null;
@@ -346,6 +350,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
+    planMaxMissed: int(env, 'PLAN_MAX_MISSED', 2, 1, 1000),
+    planSchedulerIntervalMs: int(env, 'PLAN_SCHEDULER_INTERVAL_MS', 5000, 100, 10000),
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
     mailFrom: env.MAIL_FROM || null,
     sms: sms(env),

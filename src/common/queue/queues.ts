@@ -17,6 +17,8 @@ export const QUEUES = {
   rates: 'rates',
   /** The repeating re-read of verified claims until they are settled (DESIGN §7 "Finality"). */
   finality: 'finality',
+  /** The repeating plan scheduler: charges of recurring plans as they fall due (DESIGN §5). */
+  plans: 'plans',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -55,4 +57,8 @@ export const SCHEDULED_JOBS = {
 
 export const FINALITY_JOBS = {
   settle: 'settle-claims',
+} as const;
+
+export const PLAN_JOBS = {
+  charge: 'plan-charges',
 } as const;

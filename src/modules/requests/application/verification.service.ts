@@ -10,6 +10,7 @@ import { isDeepEnough } from '../domain/finality';
 import { judgeTransaction, type NoPayReason } from '../domain/pay-rule';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { PlanChargesPort } from './plan-charges.port';
 import { readHead } from './chain-head';
 
 export type ProofSource = 'payer' | 'chain_scan';
@@ -55,6 +56,7 @@ export class VerificationService {
     private readonly assets: AssetRegistry,
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
+    private readonly plans: PlanChargesPort,
   ) {}
 
   /**
@@ -139,6 +141,8 @@ export class VerificationService {
     try {
       const eventIds = await this.dataSource.transaction(async (em) => {
         if (!(await this.repo.claim(em, r.id, t, source))) return null;
+        // A paid charge resets its plan's missed count (DESIGN §5).
+        if (r.planId) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId });
         const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
         return [e.id];
       });

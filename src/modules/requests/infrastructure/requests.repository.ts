@@ -323,12 +323,12 @@ export class RequestsRepository {
 
   /**
    * Every lapsed request becomes expired: no proof past expires_at, or an attached proof that has not
-   * verified by claim_until (DESIGN §7; proof_status stays attached). Returns how many did.
+   * verified by claim_until (DESIGN §7; proof_status stays attached). Returns the expired ids and their plans.
    */
-  async expireLapsed(limit = 1000): Promise<number> {
+  async expireLapsed(em: EntityManager = this.requests.manager, limit = 1000): Promise<{ id: string; planId: string | null }[]> {
     const rule = STATUS_TRANSITIONS.expire;
     const params = { to: rule.to, from: rule.from, proof: rule.whenProof, limit };
-    const result = await this.requests
+    const result = await this.repo(em)
       .createQueryBuilder()
       .update()
       .set({ status: rule.to, expiredAt: () => 'now()', updatedAt: () => 'now()' })
@@ -338,8 +338,37 @@ export class RequestsRepository {
       )
       .andWhere(`status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED}`)
       .setParameters(params)
+      .returning('id, plan_id')
+      .updateEntity(false)
       .execute();
-    return result.affected ?? 0;
+    return (result.raw as { id: string; plan_id: string | null }[]).map((r) => ({ id: r.id, planId: r.plan_id }));
+  }
+
+  /**
+   * The test clock's advance (DESIGN §5, §8): an unpaid charge (no proof) expires now, its expires_at set to
+   * this moment; its claim window keeps its grace after it. Conditional like every transition; null when the
+   * request was not open and unpaid.
+   */
+  async expireEarly(em: EntityManager, id: string): Promise<PaymentRequest | null> {
+    const rule = STATUS_TRANSITIONS.expire;
+    const [rows] = await em.query<[RequestRow[], number]>(
+      `UPDATE payment_requests
+          SET status = $2, expired_at = now(), claim_until = now() + (claim_until - expires_at), expires_at = now(),
+              updated_at = now()
+        WHERE id = $1 AND status = ANY($3) AND proof_status = 'none'
+        RETURNING ${REQUEST_COLUMNS}`,
+      [id, rule.to, rule.from],
+    );
+    return rows[0] ? rowToDomain(rows[0]) : null;
+  }
+
+  /** A plan's charges, oldest first (DESIGN §5: the plan's detail and the payer's page). */
+  async chargesOf(planId: string): Promise<PaymentRequest[]> {
+    const rows = await this.requests.query<RequestRow[]>(
+      `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE plan_id = $1 ORDER BY period_index, created_at, id`,
+      [planId],
+    );
+    return rows.map(rowToDomain);
   }
 
   /**
