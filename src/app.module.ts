@@ -14,6 +14,7 @@ import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.modu
 import { DashboardModule } from './modules/dashboard/dashboard.module';
 import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
+import { NotificationsModule } from './modules/notifications/notifications.module';
 import { OpsModule } from './modules/ops/ops.module';
 import { PagesModule } from './modules/pages/pages.module';
 import { PortalModule } from './modules/portal/portal.module';
@@ -72,6 +73,7 @@ export class AppModule {
         QueueModule,
         ChainModule.forRoot(extensions.chain),
         WebhooksModule,
+        NotificationsModule,
         RatesModule.forRoot(extensions.rates),
         ...http,
         ...(roles.worker ? [WorkerModule] : []),

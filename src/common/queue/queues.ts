@@ -17,6 +17,8 @@ export const QUEUES = {
   rates: 'rates',
   /** The repeating re-read of verified claims until they are settled (DESIGN §7 "Finality"). */
   finality: 'finality',
+  /** One notification attempt (email or SMS), and the notifications outbox re-drive. */
+  notifications: 'notifications',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -43,6 +45,16 @@ export interface WebhookJob {
   /** The event's partner, for the per-partner delivery slots; absent in jobs queued before it was added. */
   partnerId?: string;
 }
+
+export interface NotificationJob {
+  notificationId: string;
+  attempt: number;
+}
+
+export const NOTIFICATION_JOBS = {
+  send: 'send',
+  redrive: 'notifications-redrive',
+} as const;
 
 export const MAINTENANCE_JOBS = {
   outboxRedrive: 'outbox-redrive',
