@@ -110,10 +110,10 @@ it('a verified payment → the receipt by email and SMS and the merchant note, e
   const receipt = (await waitFor(async () => smtp.to(customer)[0], 30000))!;
   const note = (await waitFor(async () => smtp.to(merchantEmail).find((m) => m.text.includes(r.id)), 30000))!;
   const text = (await waitFor(async () => sms.to(phone)[0], 30000))!;
-  const stored = await waitFor(async () => {
+  const stored = (await waitFor(async () => {
     const rs = await rows(r.id);
-    return rs.length === 3 && rs.every((x) => x.status === 'sent') && rs;
-  });
+    return rs.length === 3 && rs.every((x) => x.status === 'sent') ? rs : null;
+  }))!;
   expect(stored.map((x) => `${x.kind}/${x.channel}/${x.to}`)).toEqual([`merchant_note/email/${merchantEmail}`, `receipt/email/${customer}`, `receipt/sms/${phone}`]);
 
   // Receipt: subject, both parts, the stable Message-ID, the amounts exactly as the pay page shows them.
@@ -161,10 +161,10 @@ it('a verified payment → the receipt by email and SMS and the merchant note, e
 it('a request without customer email or phone → only the merchant note', async () => {
   const r = await newRequest();
   await pay(r);
-  const stored = await waitFor(async () => {
+  const stored = (await waitFor(async () => {
     const rs = await rows(r.id);
-    return rs.length > 0 && rs[0].status === 'sent' && rs;
-  }, 30000);
+    return rs.length > 0 && rs[0].status === 'sent' ? rs : null;
+  }, 30000))!;
   expect(stored.map((x) => `${x.kind}/${x.channel}`)).toEqual(['merchant_note/email']);
 });
 

@@ -40,7 +40,8 @@ const MAX_TEXT = 500;
 const clip = (s: string | null) => (s === null ? null : s.slice(0, MAX_TEXT));
 
 /**
- * notifications and notification_attempts: the only reader and writer. Every change of a message is
+ * notifications and notification_attempts: the only reader and writer. Statements end in a SELECT or an
+ * INSERT, whose rows TypeORM's query() returns as they are (a top-level UPDATE comes back as [rows, count]). Every change of a message is
  * conditional on its attempt number and lease, so a duplicate or late job can neither send it twice nor
  * record an attempt twice (STYLE rule 1).
  */
@@ -132,9 +133,11 @@ export class NotificationsRepository {
                 sent_at = CASE WHEN $3::text = 'sent' THEN now() ELSE sent_at END
           WHERE id = $1 AND attempts = $2::int AND status = 'pending' AND lease_until IS NOT NULL
          RETURNING id)
-       UPDATE notification_attempts a SET outcome = $3, finished_at = now(), error = $4, response = $5
-         FROM n WHERE a.notification_id = n.id AND a.attempt = $2
-       RETURNING a.notification_id AS id`,
+       , a AS (
+         UPDATE notification_attempts a SET outcome = $3, finished_at = now(), error = $4, response = $5
+           FROM n WHERE a.notification_id = n.id AND a.attempt = $2
+         RETURNING a.notification_id AS id)
+       SELECT id FROM a`,
       [r.id, r.attempt, r.outcome, clip(r.error), clip(r.response), r.delayMs],
     );
     return rows.length > 0;
@@ -152,9 +155,11 @@ export class NotificationsRepository {
                 last_error = 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
           WHERE status = 'pending' AND lease_until < now()
          RETURNING id, attempts)
-       UPDATE notification_attempts a SET outcome = 'in_doubt', finished_at = now()
-         FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
-       RETURNING a.notification_id AS id`,
+       , a AS (
+         UPDATE notification_attempts a SET outcome = 'in_doubt', finished_at = now()
+           FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
+         RETURNING a.notification_id AS id)
+       SELECT id FROM a`,
     );
     return rows.map((r) => r.id);
   }
