@@ -14,6 +14,7 @@ import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.modu
 import { DashboardModule } from './modules/dashboard/dashboard.module';
 import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
+import { NotificationsModule } from './modules/notifications/notifications.module';
 import { OpsModule } from './modules/ops/ops.module';
 import { PagesModule } from './modules/pages/pages.module';
 import { PlansCoreModule, type PlansModuleOptions } from './modules/plans/plans-core.module';
@@ -77,6 +78,7 @@ export class AppModule {
         QueueModule,
         ChainModule.forRoot(extensions.chain),
         WebhooksModule,
+        NotificationsModule,
         RatesModule.forRoot(extensions.rates),
         PlansCoreModule.forRoot(extensions.plans),
         ...http,

@@ -98,6 +98,15 @@ export interface AppConfig {
   mailFrom: string | null;
   /** SMS receipts through a Twilio-compatible API (DESIGN §6); null unless all four variables are set. */
   sms: SmsConfig | null;
+  /** Notification retries (DESIGN §6): the wait after attempt n is base × 2^(n-1), capped at max… */
+  notifyRetryBaseMs: number;
+  notifyRetryMaxMs: number;
+  /** …and no attempt is made later than this after the message was written: it is abandoned instead. */
+  notifyGiveUpMs: number;
+  /** Bound on one SMTP connection phase or SMS call; a claimed message's lease is three times it. */
+  notifySendTimeoutMs: number;
+  /** How often the notifications outbox is re-driven (due rows without a job, expired leases). */
+  notifyRedriveMs: number;
 }
 
 export interface SmsConfig {
@@ -355,6 +364,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
     mailFrom: env.MAIL_FROM || null,
     sms: sms(env),
+    notifyRetryBaseMs: int(env, 'NOTIFY_RETRY_BASE_MS', 60000, 10, 86400000),
+    notifyRetryMaxMs: int(env, 'NOTIFY_RETRY_MAX_MS', 3600000, 10, 86400000),
+    notifyGiveUpMs: int(env, 'NOTIFY_GIVE_UP_MS', 86400000, 100, 604800000),
+    notifySendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 30000, 100, 600000),
+    notifyRedriveMs: int(env, 'NOTIFY_REDRIVE_MS', 15000, 100, 3600000),
   };
 }
 

@@ -19,6 +19,8 @@ export const QUEUES = {
   finality: 'finality',
   /** The repeating plan scheduler: charges of recurring plans as they fall due (DESIGN §5). */
   plans: 'plans',
+  /** One notification attempt (email or SMS), and the notifications outbox re-drive. */
+  notifications: 'notifications',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -45,6 +47,16 @@ export interface WebhookJob {
   /** The event's partner, for the per-partner delivery slots; absent in jobs queued before it was added. */
   partnerId?: string;
 }
+
+export interface NotificationJob {
+  notificationId: string;
+  attempt: number;
+}
+
+export const NOTIFICATION_JOBS = {
+  send: 'send',
+  redrive: 'notifications-redrive',
+} as const;
 
 export const MAINTENANCE_JOBS = {
   outboxRedrive: 'outbox-redrive',

@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { clearCookie } from '../../common/http/cookies';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { sentMessageJson } from '../notifications/notifications.mapper';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
 import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
@@ -90,9 +91,8 @@ export class DashboardController {
 
   @Get('requests/:id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    const r = await this.dashboard.get(s.merchant, id);
-    // What was sent about the request: filled by the notifications module.
-    return { ...dashboardItem(r, this.config.payUrl, new Date()), notifications: [] };
+    const { request, notifications } = await this.dashboard.detail(s.merchant, id);
+    return { ...dashboardItem(request, this.config.payUrl, new Date()), notifications: notifications.map(sentMessageJson) };
   }
 
   @Post('requests')

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { PartnersService } from '../admin/partners.service';
 import type { Merchant } from '../merchants/merchant';
+import { NotificationsService, type SentMessage } from '../notifications/notifications.service';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
 import { MerchantsService } from '../merchants/merchants.service';
 import type { PaymentRequest } from '../requests/domain/payment-request';
@@ -37,6 +38,7 @@ export class DashboardService {
     private readonly handles: MerchantHandlesService,
     private readonly partners: PartnersService,
     private readonly requests: RequestsService,
+    private readonly notifications: NotificationsService,
   ) {}
 
   async settings(m: Merchant): Promise<MerchantSettings> {
@@ -117,6 +119,12 @@ export class DashboardService {
 
   get(m: Merchant, id: string): Promise<PaymentRequest> {
     return this.requests.get(merchantScope(m), id);
+  }
+
+  /** One request with what was sent about it (DESIGN §6: "the dashboard shows what was sent for each request"). */
+  async detail(m: Merchant, id: string): Promise<{ request: PaymentRequest; notifications: SentMessage[] }> {
+    const request = await this.requests.get(merchantScope(m), id);
+    return { request, notifications: await this.notifications.sentFor(request.id) };
   }
 
   cancel(m: Merchant, id: string): Promise<PaymentRequest> {
