@@ -72,3 +72,33 @@ it('pay a dashboard request with customer_email → receipt and merchant note ov
   expect(smtp.to(customer)).toHaveLength(1);
   expect(smtp.to(owner)).toHaveLength(1);
 });
+
+it("a plan's charge → a charge notice to the payer with the pay link and the due time, once per charge", async () => {
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey, { display_name: 'Yoga <Studio>' });
+  const dash = await signInDashboard(svc, m.wallet);
+  const payer = `payer-${randomBytes(3).toString('hex')}@example.com`;
+  const plan = await dash.call('POST', '/plans', {
+    body: { title: 'Monthly class', fiat_amount_int: 3000, interval: 'month', payer_name: 'Ana', payer_email: payer },
+  });
+  expect(plan.status).toBe(201);
+  // start_at defaults to now: period 0 is charged when the plan is made.
+  const [charge] = (await waitFor(async () => {
+    const d = await dash.call('GET', `/plans/${plan.body.plan_id}`);
+    return d.body.charges.length === 1 && d.body.charges;
+  }, 20000))!;
+
+  const notice = (await waitFor(async () => smtp.to(payer)[0], 30000))!;
+  expect(notice.subject).toContain('[test]');
+  expect(notice.text).toContain(`/pay/${charge.request_id}`);
+  expect(notice.text).toContain('$30.00');
+  expect(notice.html).toContain('Yoga &lt;Studio&gt;');
+  expect(notice.html).not.toContain('Yoga <Studio>');
+
+  const detail = await waitFor(async () => {
+    const d = await dash.call('GET', `/requests/${charge.request_id}`);
+    return d.body.notifications.length === 1 && d.body.notifications[0].status === 'sent' && d.body;
+  });
+  expect(detail.notifications[0]).toMatchObject({ kind: 'charge_notice', channel: 'email', to: payer, status: 'sent' });
+  expect(smtp.to(payer)).toHaveLength(1);
+});

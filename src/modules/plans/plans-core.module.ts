@@ -1,9 +1,10 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PlanChargesPort } from '../requests/application/plan-charges.port';
-import { NoChargeNotices, PlanChargeNotices } from './application/charge-notices';
+import { PlanChargeNotices } from './application/charge-notices';
 import { PLAN_CLOCK, systemClock, type Clock } from './application/clock';
 import { PlanOutcomesService } from './application/plan-outcomes.service';
+import { OutboxChargeNotices } from './infrastructure/outbox-charge-notices';
 import { PlanEntity } from './infrastructure/plan.entity';
 import { PlansRepository } from './infrastructure/plans.repository';
 
@@ -29,7 +30,7 @@ export class PlansCoreModule {
         PlanOutcomesService,
         { provide: PlanChargesPort, useExisting: PlanOutcomesService },
         { provide: PLAN_CLOCK, useValue: opts.clock ?? systemClock },
-        { provide: PlanChargeNotices, useClass: NoChargeNotices },
+        { provide: PlanChargeNotices, useClass: OutboxChargeNotices },
       ],
       exports: [PlansRepository, PlanChargesPort, PLAN_CLOCK, PlanChargeNotices],
     };

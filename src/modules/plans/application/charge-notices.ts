@@ -1,4 +1,3 @@
-import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 
 /** A plan charge just created, for the charge notice to the plan's payer (DESIGN §6). */
@@ -7,20 +6,17 @@ export interface ChargeCreated {
   planId: string;
   periodIndex: number;
   payerEmail: string | null;
-  payPageUrl: string;
   dueAt: Date;
 }
 
 /**
- * The hook for charge notices (DESIGN §6: "a charge notice to the plan's payer_email when a charge is
- * created"). Called inside the transaction that creates the charge, so a notice exists exactly when its
- * charge does. The notifications module provides the real one; until it does, NoChargeNotices sends nothing.
+ * Charge notices (DESIGN §6: "a charge notice to the plan's payer_email when a charge is created"). Written
+ * inside the transaction that creates the charge, so a notice exists exactly when its charge does, then handed
+ * to delivery once that transaction has committed. Provided by infrastructure/outbox-charge-notices.ts.
  */
 export abstract class PlanChargeNotices {
-  abstract chargeCreated(em: EntityManager, charge: ChargeCreated): Promise<void>;
-}
-
-@Injectable()
-export class NoChargeNotices extends PlanChargeNotices {
-  async chargeCreated(): Promise<void> {}
+  /** In the charge's transaction; returns the ids of the messages written (none when email is off). */
+  abstract chargeCreated(em: EntityManager, charge: ChargeCreated): Promise<string[]>;
+  /** After the commit; never rejects (the notifications re-drive sends what this could not queue). */
+  abstract committed(ids: string[]): Promise<void>;
 }

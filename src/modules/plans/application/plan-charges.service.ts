@@ -1,6 +1,5 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { PartnersService } from '../../admin/partners.service';
 import type { PaymentRequest } from '../../requests/domain/payment-request';
 import { SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../../requests/domain/request-rules';
@@ -13,6 +12,8 @@ import { PlanChargeNotices } from './charge-notices';
 export interface ChargeOutcome {
   request: PaymentRequest;
   created: boolean;
+  /** The charge notices written with it, queued once the transaction commits. */
+  notices: string[];
 }
 
 /**
@@ -25,7 +26,6 @@ export interface ChargeOutcome {
 @Injectable()
 export class PlanChargesService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly requests: RequestsService,
     private readonly partners: PartnersService,
     private readonly plans: PlansRepository,
@@ -49,22 +49,22 @@ export class PlanChargesService {
       periodIndex: k,
     });
     await this.plans.update(em, plan.id, afterCharge(plan, k, outcome.created));
-    if (outcome.created) {
-      await this.notices.chargeCreated(em, {
-        requestId: outcome.request.id,
-        planId: plan.id,
-        periodIndex: k,
-        payerEmail: plan.payerEmail,
-        payPageUrl: `${this.config.payUrl}/${outcome.request.id}`,
-        dueAt: dueAt({ startAt: plan.startAt, interval: plan.interval, intervalCount: plan.intervalCount }, k),
-      });
-    }
-    return outcome;
+    const notices = outcome.created
+      ? await this.notices.chargeCreated(em, {
+          requestId: outcome.request.id,
+          planId: plan.id,
+          periodIndex: k,
+          payerEmail: plan.payerEmail,
+          dueAt: dueAt({ startAt: plan.startAt, interval: plan.interval, intervalCount: plan.intervalCount }, k),
+        })
+      : [];
+    return { ...outcome, notices };
   }
 
-  /** After the transaction committed: the charge's expiry job. */
+  /** After the transaction committed: the charge's expiry job and its notices. */
   async committed(outcome: ChargeOutcome | null | undefined): Promise<void> {
-    if (outcome?.created) await this.requests.created(outcome.request);
+    if (!outcome?.created) return;
+    await Promise.all([this.requests.created(outcome.request), this.notices.committed(outcome.notices)]);
   }
 
   /** The plan's expiry is checked against these when the plan is made: the partner's values and 10080. */
