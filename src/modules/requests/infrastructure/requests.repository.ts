@@ -169,7 +169,7 @@ export class RequestsRepository {
    * its statements). The name must be unique per SQL text: Postgres keeps one per connection.
    */
   private async prepared<T>(em: EntityManager, name: string, text: string, values: unknown[]): Promise<T[]> {
-    const runner = em.queryRunner ?? em.connection.createQueryRunner();
+    const runner = em.queryRunner ?? em.dataSource.createQueryRunner();
     try {
       const connection = (await runner.connect()) as PoolClient;
       const { rows } = await connection.query({ name, text, values });
