@@ -3,19 +3,22 @@
  * `npm run bench`) reaches Postgres and Redis through counting TCP proxies; after a warm-up, BENCH_WIRE_N
  * creates (default 500) and as many gets run, first one at a time, then 50 in parallel, and the report gives
  * per request: Postgres round trips (ReadyForQuery), statements by command tag, protocol messages,
- * bytes and socket writes each way, and Redis commands and socket writes. The statement texts seen
+ * bytes and socket writes each way, the CPU of the service's Postgres backends (read from /proc: the
+ * database must run on this machine), and Redis commands and socket writes. The statement texts seen
  * (simple queries and Parse messages) are listed with their counts.
  *
- * The proxies (on 127.0.0.1, as the bench's Postgres and Redis) parse only message boundaries of the Postgres protocol (a type byte and a length after the
- * untyped startup message, no TLS) and the request arrays of RESP. BENCH_DATABASE_URL names the scratch
- * database (default prs_bench_wire, recreated and migrated).
+ * The proxies (on 127.0.0.1, where the bench's Postgres and Redis run) parse only message boundaries of the
+ * Postgres protocol (a type byte and a length after the untyped startup message, no TLS) and the request
+ * arrays of RESP. BENCH_DATABASE_URL names the scratch database (default prs_bench_wire, recreated and
+ * migrated).
  */
+import { Client } from 'pg';
 import { TcpProxy } from '../test/support/tcp-proxy';
 import { cleanup } from './children';
 import { dropDatabase, migrate } from './database';
-import { keyMaker, randomFiat } from './load';
+import { cpuMs, keyMaker, randomFiat } from './load';
 import { call, inParallel, seed } from './seed';
-import { benchRedisUrl, clearRedisPrefix, startChain, startService } from './service';
+import { benchRedisUrl, startChain, startService } from './service';
 
 class Tally {
   counts = new Map<string, number>();
@@ -168,6 +171,8 @@ interface Phase {
   label: string;
   n: number;
   pg: Map<string, number>;
+  /** CPU of the service's Postgres backends (same machine), ms. */
+  pgCpuMs: number;
   pgStatements: Map<string, number>;
   redis: Map<string, number>;
 }
@@ -184,7 +189,6 @@ async function main(): Promise<void> {
 
   await dropDatabase(databaseUrl);
   await migrate(databaseUrl);
-  await clearRedisPrefix();
   const chain = await startChain();
   process.env.BENCH_REDIS_URL = withHostPort(benchRedisUrl(), redisProxy.port);
   const service = await startService({ databaseUrl: withHostPort(databaseUrl, pgProxy.port), chain });
@@ -209,14 +213,25 @@ async function main(): Promise<void> {
   await inParallel(200, 50, get);
   await new Promise((r) => setTimeout(r, 500));
 
+  // The service's backends: every connection to the database but this one (which is not through the proxy).
+  const observer = new Client({ connectionString: databaseUrl });
+  await observer.connect();
+  const backendsCpu = async () => {
+    const { rows } = await observer.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+    );
+    return rows.reduce((sum, r) => sum + (cpuMs(r.pid) ?? 0), 0);
+  };
   const phases: Phase[] = [];
   const measure = async (label: string, count: number, fn: () => Promise<unknown>) => {
     pgProxy.reset();
     redisProxy.reset();
+    const cpuBefore = await backendsCpu();
     await fn();
     // Let the micro-batched after-commit work (expiry jobs) reach Redis.
     await new Promise((r) => setTimeout(r, 300));
-    phases.push({ label, n: count, pg: pgProxy.tally.snapshot(), pgStatements: pgProxy.statements.snapshot(), redis: redisProxy.tally.snapshot() });
+    const pgCpuMs = (await backendsCpu()) - cpuBefore;
+    phases.push({ label, n: count, pg: pgProxy.tally.snapshot(), pgCpuMs, pgStatements: pgProxy.statements.snapshot(), redis: redisProxy.tally.snapshot() });
   };
   await measure('idle 1 s', 1, () => new Promise((r) => setTimeout(r, 700)));
   await measure('create ×1', n, () => inParallel(n, 1, create));
@@ -229,6 +244,7 @@ async function main(): Promise<void> {
   const row = (name: string, values: string[]) => console.log(`${name.padEnd(28)}${values.map((v) => v.padStart(12)).join('')}`);
   console.log(`\nper request (idle: per second of idle, not per request); n = ${n}`);
   row('', phases.map((p) => p.label));
+  row('pg backend cpu ms', phases.map((p) => (p.pgCpuMs / p.n).toFixed(3)));
   for (const kk of keys((p) => p.pg)) row(`pg ${kk}`, phases.map((p) => ((p.pg.get(kk) ?? 0) / p.n).toFixed(2)));
   for (const kk of keys((p) => p.redis)) row(`redis ${kk}`, phases.map((p) => ((p.redis.get(kk) ?? 0) / p.n).toFixed(2)));
   for (const p of phases.slice(1)) {
@@ -236,6 +252,7 @@ async function main(): Promise<void> {
     for (const [text, c] of [...p.pgStatements].sort((a, b) => b[1] - a[1])) console.log(`  ${(c / p.n).toFixed(2).padStart(6)}  ${text.slice(0, 200)}`);
   }
 
+  await observer.end();
   await service.child.stop();
   await pgProxy.stop();
   await redisProxy.stop();
