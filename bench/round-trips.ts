@@ -220,8 +220,11 @@ async function main(): Promise<void> {
     const { rows } = await observer.query<{ pid: number }>(
       'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
     );
-    return rows.reduce((sum, r) => sum + (cpuMs(r.pid) ?? 0), 0);
+    return new Map(rows.map((r) => [r.pid, cpuMs(r.pid) ?? 0]));
   };
+  // Backends come and go with the pool (idle timeout): a new one counts from zero, one that ended is left out.
+  const cpuSince = (before: Map<number, number>, after: Map<number, number>) =>
+    [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);
   const phases: Phase[] = [];
   const measure = async (label: string, count: number, fn: () => Promise<unknown>) => {
     pgProxy.reset();
@@ -230,7 +233,7 @@ async function main(): Promise<void> {
     await fn();
     // Let the micro-batched after-commit work (expiry jobs) reach Redis.
     await new Promise((r) => setTimeout(r, 300));
-    const pgCpuMs = (await backendsCpu()) - cpuBefore;
+    const pgCpuMs = cpuSince(cpuBefore, await backendsCpu());
     phases.push({ label, n: count, pg: pgProxy.tally.snapshot(), pgCpuMs, pgStatements: pgProxy.statements.snapshot(), redis: redisProxy.tally.snapshot() });
   };
   await measure('idle 1 s', 1, () => new Promise((r) => setTimeout(r, 700)));

@@ -161,12 +161,12 @@ export class RequestsRepository {
   /**
    * Runs a hot statement as a named prepared statement on em's connection (its transaction's, else one from
    * the pool for this statement): Postgres parses it once per connection and, after five runs, keeps a generic
-   * plan, where EntityManager.query sends an unnamed statement that is parsed and planned on every call.
-   * Measured for the create INSERT (bench/round-trips.ts, bench/run.ts): each create sent 1,898 bytes to
-   * Postgres instead of 437 and cost Postgres 1.1–1.4 ms of CPU instead of 0.55–0.65 (custom plan of the
-   * amount search each time); on this 2-core machine that CPU is taken from the service, whose cost per
-   * create rose with it (cpu-cost ratio 0.21–0.22 against 0.25–0.27 before the move to TypeORM, which named
-   * its statements). The name must be unique per SQL text: Postgres keeps one per connection.
+   * plan, where EntityManager.query sends an unnamed statement that is parsed and custom-planned on every call.
+   * Measured on the create INSERT (2026-11-24, `npm run bench:wire`, an in-process loop of 3,000 inserts and
+   * `npm run bench` interleaved with the pre-TypeORM build, which named its statements): 437 bytes to Postgres
+   * per create instead of 1,898; Postgres CPU per insert 0.54–0.64 ms instead of 1.15–1.35 (on 2 cores that
+   * CPU is taken from the service); service CPU per create (bench median) 1.10 ms, as before TypeORM (1.12),
+   * where EntityManager.query cost 1.17. The name must be unique per SQL text: Postgres keeps one per connection.
    */
   private async prepared<T>(em: EntityManager, name: string, text: string, values: unknown[]): Promise<T[]> {
     const runner = em.queryRunner ?? em.dataSource.createQueryRunner();
