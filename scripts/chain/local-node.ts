@@ -286,7 +286,7 @@ export async function deployToken(url: string, options: DeployTokenOptions): Pro
 }
 
 /** Deploys contract `name` of contracts/<file> with constructor `args`; returns its lowercased address. Needs automine. */
-export async function deployContract(url: string, file: string, name: string, args: unknown[] = [], deployerKey = DEV_KEYS[0]): Promise<string> {
+export async function deployContract(url: string, file: string, name: string, args: unknown[] = [], deployerKey: string = DEV_KEYS[0]): Promise<string> {
   const { abi, bytecode } = loadArtifact(file, name);
   const deployTx = await new ContractFactory(abi, bytecode).getDeployTransaction(...args);
   return withProvider(url, async (provider) => {

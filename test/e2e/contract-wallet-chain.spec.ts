@@ -1,7 +1,7 @@
 import { getAddress, Wallet } from 'ethers';
 import { deployContract, deployToken, findFreePort, startLocalNode, type LocalNode } from '../../scripts/chain/local-node';
 import { dashboardMessage, dashboardNonce, postSession } from '../factories/dashboard';
-import { createShellMerchant, siweProof } from '../factories/merchants';
+import { createShellMerchant, randomWallet, siweProof } from '../factories/merchants';
 import { createPartner, tokenOf, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
@@ -22,7 +22,7 @@ let p: TestPartner;
 
 /** TestSmartWallet(owner) at one address on both chains: a fresh deployer's first transaction on each. */
 async function twinWallet(owner: Wallet): Promise<string> {
-  const deployer = Wallet.createRandom();
+  const deployer = randomWallet();
   const fund = (url: string) =>
     fetch(url, {
       method: 'POST',
@@ -70,7 +70,7 @@ afterAll(async () => {
 
 describe('dashboard sign-in', () => {
   it('a test-mode contract wallet signs in on the test chain; the same signature checked on the live chain is 401', async () => {
-    const owner = Wallet.createRandom();
+    const owner = randomWallet();
     const wallet = await twinWallet(owner);
     const merchantId = await onboard(p.testKey, wallet, owner, 31337);
 
@@ -87,7 +87,7 @@ describe('dashboard sign-in', () => {
   });
 
   it('a live-mode contract wallet signs in on the live chain only', async () => {
-    const owner = Wallet.createRandom();
+    const owner = randomWallet();
     const wallet = await twinWallet(owner);
     const merchantId = await onboard(p.liveKey, wallet, owner, LIVE_CHAIN_ID);
     expect((await signIn(wallet, owner, 31337)).status).toBe(401);
@@ -97,12 +97,12 @@ describe('dashboard sign-in', () => {
   });
 
   it('a bad signature is still 401 before anything about the merchant, and a plain account names any chain', async () => {
-    const owner = Wallet.createRandom();
+    const owner = randomWallet();
     const wallet = await twinWallet(owner);
     await onboard(p.testKey, wallet, owner, 31337);
-    expect((await signIn(wallet, Wallet.createRandom(), 31337)).status).toBe(401);
+    expect((await signIn(wallet, randomWallet(), 31337)).status).toBe(401);
 
-    const plain = Wallet.createRandom();
+    const plain = randomWallet();
     const shell = await createShellMerchant(svc, p.testKey, { wallet_address: plain.address });
     const token = tokenOf(shell.onboarding_url);
     expect((await call(svc.publicUrl, 'POST', `/onboarding/api/${token}/wallet`, { body: await siweProof(svc, token, plain, { chainId: LIVE_CHAIN_ID }) })).status).toBe(200);
@@ -113,7 +113,7 @@ describe('dashboard sign-in', () => {
 
 describe('onboarding wallet step', () => {
   it('a contract signature checked on another mode\'s chain is 400 invalid_signature and changes nothing', async () => {
-    const owner = Wallet.createRandom();
+    const owner = randomWallet();
     const wallet = await twinWallet(owner);
     const shell = await createShellMerchant(svc, p.testKey, { wallet_address: wallet });
     const token = tokenOf(shell.onboarding_url);

@@ -9,7 +9,7 @@ import { DashboardAuthService, type DashboardSession } from './dashboard-auth.se
 import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
 import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, UpdateMeDto } from './dashboard.dto';
 import { CSV_HEADER, csvRow, dashboardItem, meBody } from './dashboard.mapper';
-import { DashboardService, type MerchantSettings } from './dashboard.service';
+import { DashboardService } from './dashboard.service';
 
 /** The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. */
 @Controller('dashboard/api')
@@ -28,14 +28,23 @@ export class DashboardController {
     return { ok: true };
   }
 
+  /**
+   * The signed-in session: a page reloaded in a new tab recovers its CSRF token here (the cookie is HttpOnly;
+   * a cross-site page cannot read a same-origin JSON answer).
+   */
+  @Get('session')
+  session(@SignedIn() s: DashboardSession) {
+    return { ok: true, merchant_id: s.merchant.id, csrf_token: s.csrfToken };
+  }
+
   @Get('me')
   async me(@SignedIn() s: DashboardSession) {
-    return this.meBody(s, await this.dashboard.settings(s.merchant));
+    return meBody(await this.dashboard.settings(s.merchant));
   }
 
   @Patch('me')
   async updateMe(@SignedIn() s: DashboardSession, @Body() dto: UpdateMeDto) {
-    return this.meBody(s, await this.dashboard.updateSettings(s.merchant, dto));
+    return meBody(await this.dashboard.updateSettings(s.merchant, dto));
   }
 
   @Put('handle')
@@ -111,9 +120,5 @@ export class DashboardController {
   @HttpCode(200)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     return dashboardItem(await this.dashboard.cancel(s.merchant, id), this.config.payUrl, new Date());
-  }
-
-  private meBody(s: DashboardSession, settings: MerchantSettings) {
-    return meBody(settings.merchant, { ...settings, csrfToken: s.csrfToken });
   }
 }

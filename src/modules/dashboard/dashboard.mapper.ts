@@ -1,10 +1,10 @@
 import { iso } from '../../common/time';
 import { assetId } from '../chain/asset-id';
-import type { Merchant } from '../merchants/merchant';
 import { merchantJson } from '../merchants/merchant.mapper';
 import type { PaymentRequest } from '../requests/domain/payment-request';
 import { effectiveStatus } from '../requests/domain/transitions';
 import { toRequestResponse } from '../requests/http/request.mapper';
+import type { MerchantSettings } from './dashboard.service';
 
 /** A dashboard item (DESIGN §5, §8): spec §2.1's object plus where it came from and the customer fields. */
 export function dashboardItem(r: PaymentRequest, payUrl: string, now: Date, replay = false): Record<string, unknown> {
@@ -21,20 +21,15 @@ export function dashboardItem(r: PaymentRequest, payUrl: string, now: Date, repl
 }
 
 /** GET /dashboard/api/me: spec §2.2's merchant without onboarding_url, plus the handle and what can be sent. */
-export function meBody(
-  m: Merchant,
-  extra: { handle: string | null; handleUrl: string | null; emailEnabled: boolean; smsEnabled: boolean; csrfToken: string },
-) {
-  const { onboarding_url: _omitted, ...fields } = merchantJson(m);
+export function meBody(settings: MerchantSettings) {
+  const { onboarding_url: _omitted, ...fields } = merchantJson(settings.merchant);
   return {
     ok: true,
     ...fields,
-    handle: extra.handle,
-    handle_url: extra.handleUrl,
-    email_enabled: extra.emailEnabled,
-    sms_enabled: extra.smsEnabled,
-    // The cookie is HttpOnly: a page reloaded after sign-in recovers its CSRF token here (same-origin only).
-    csrf_token: extra.csrfToken,
+    handle: settings.handle,
+    handle_url: settings.handleUrl,
+    email_enabled: settings.emailEnabled,
+    sms_enabled: settings.smsEnabled,
   };
 }
 
