@@ -168,8 +168,12 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
       expect(r.body).toEqual({ ok: false, error: 'csrf_failed' });
     }
     expect((await c.call('GET', '/me')).body.display_name).not.toBe('Hijacked');
-    // GET /me gives a reloaded page its CSRF token back.
-    expect((await c.call('GET', '/me', { csrf: false })).body.csrf_token).toBe(c.csrf);
+    // GET /session gives a reloaded page (or a new tab) its CSRF token back; /me has DESIGN's fields only.
+    expect((await c.call('GET', '/me', { csrf: false })).body).not.toHaveProperty('csrf_token');
+    const session = await c.call('GET', '/session', { csrf: false });
+    expect(session.status).toBe(200);
+    expect(session.body).toEqual({ ok: true, merchant_id: c.merchantId, csrf_token: c.csrf });
+    expect((await call(svc.publicUrl, 'GET', '/dashboard/api/session')).body).toEqual({ ok: false, error: 'unauthorized' });
   });
 
   it('ends after an hour unused; each call counts as use', async () => {

@@ -24,7 +24,7 @@ export class DashboardController {
   @Delete('session')
   async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response) {
     await this.auth.signOut(s);
-    clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.publicUrl.startsWith('https:'), path: '/dashboard' });
+    clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.secureCookies, path: '/dashboard' });
     return { ok: true };
   }
 
