@@ -230,7 +230,9 @@ describe('POST /dashboard/api/requests/:id/cancel', () => {
     expect(ok.body).toMatchObject({ ok: true, request_id: r.body.request_id, status: 'voided', source: 'dashboard' });
     const again = await a.call('POST', `/requests/${r.body.request_id}/cancel`);
     expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ ok: false, error: 'cannot_cancel', request_id: r.body.request_id, status: 'voided' });
+    // The dashboard item beside the error (source, plan_id, memo, … included), not the partner's object.
+    expect(again.body).toEqual({ ...ok.body, ok: false, error: 'cannot_cancel' });
+    expect(again.body).toMatchObject({ request_id: r.body.request_id, status: 'voided', source: 'dashboard', plan_id: null, period_index: null });
 
     const opened = await create(a, { fiat_amount_int: 556 });
     expect((await call(svc.publicUrl, 'POST', `/pay/api/${opened.body.request_id}/open`)).status).toBe(200);

@@ -4,6 +4,8 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { clearCookie } from '../../common/http/cookies';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { cannotCancelWith } from '../requests/application/requests.service';
+import type { PaymentRequest } from '../requests/domain/payment-request';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
 import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
@@ -119,6 +121,7 @@ export class DashboardController {
   @Post('requests/:id/cancel')
   @HttpCode(200)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    return dashboardItem(await this.dashboard.cancel(s.merchant, id), this.config.payUrl, new Date());
+    const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
+    return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));
   }
 }
