@@ -56,6 +56,8 @@ describe('PUT /dashboard/api/handle', () => {
     ['with a dot', 'my.shop'],
     ['with a slash', 'my/shop'],
     ['non-ASCII', 'café'],
+    // U+212A lower-cases to an ASCII "k": refused as typed, before lower-casing.
+    ['with the Kelvin sign', '\u212Aelvin-shop'],
     ['reserved: admin', 'admin'],
     ['reserved: dashboard', 'Dashboard'],
     ['reserved: pay', 'pay'],
@@ -123,6 +125,17 @@ describe('public handle API', () => {
       expect(r.body).toEqual({ ok: false, error: 'not_found' });
     }
     expect((await pay(fresh('none'), { fiat_amount_int: 100 })).status).toBe(404);
+  });
+
+  it('a look-alike that lower-cases to a held handle (the Kelvin sign for "k") finds nothing: API and page 404', async () => {
+    const m = await merchant();
+    const h = fresh('kiosk');
+    expect((await claim(m.dash, h)).status).toBe(200);
+    const lookalike = encodeURIComponent(`\u212A${h.slice(1)}`);
+    expect((await view(lookalike)).body).toEqual({ ok: false, error: 'not_found' });
+    expect((await pay(lookalike, { fiat_amount_int: 100 })).status).toBe(404);
+    expect((await call(svc.publicUrl, 'GET', `/m/${lookalike}`)).status).toBe(404);
+    expect((await call(svc.publicUrl, 'GET', `/m/${h}`)).status).toBe(200);
   });
 
   it('POST /m/api/<handle>/requests → 201 {ok, request_id, pay_page_url}: source handle, metadata null, pos, the partner\'s default expiry', async () => {

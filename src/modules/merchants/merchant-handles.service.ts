@@ -20,16 +20,15 @@ export class MerchantHandlesService {
 
   /** The merchant behind a current handle; a retired, unknown or malformed one is null. */
   async merchantOf(raw: string): Promise<string | null> {
-    const handle = normalizeHandle(raw);
-    if (handleProblem(handle)) return null;
-    return this.repo.merchantOf(handle);
+    if (handleProblem(raw)) return null;
+    return this.repo.merchantOf(normalizeHandle(raw));
   }
 
   /** Malformed or reserved → 400 invalid_handle; held or once held by another merchant → 409 handle_taken. */
   async claim(merchantId: string, raw: string): Promise<string> {
-    const handle = normalizeHandle(raw);
-    const problem = handleProblem(handle);
+    const problem = handleProblem(raw);
     if (problem) throw new AppError('invalid_handle', { errors: [{ field: 'handle', message: problem }] });
+    const handle = normalizeHandle(raw);
     if (!(await this.repo.claim(merchantId, handle))) throw new AppError('handle_taken');
     return handle;
   }
