@@ -12,6 +12,13 @@ export const RESERVED_HANDLES: ReadonlySet<string> = new Set([
   'support', 'system', 'terms', 'test', 'undefined', 'www',
 ]);
 
+/**
+ * New handles a merchant may claim in a rolling day: each one is kept from every other merchant forever, so
+ * without a cap one merchant could squat on names as fast as it can call.
+ */
+export const HANDLE_CLAIMS_PER_DAY = 5;
+export const HANDLE_CLAIM_WINDOW_MS = 24 * 60 * 60 * 1000;
+
 /** What a handle may be typed with, before lower-casing. */
 const HANDLE_INPUT = /^[A-Za-z0-9-]+$/;
 
