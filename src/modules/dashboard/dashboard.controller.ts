@@ -1,19 +1,32 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Patch, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { clearCookie } from '../../common/http/cookies';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
 import { cannotCancelWith } from '../requests/application/requests.service';
 import type { PaymentRequest } from '../requests/domain/payment-request';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
 import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
-import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, UpdateMeDto } from './dashboard.dto';
-import { CSV_HEADER, csvRow, dashboardItem, meBody } from './dashboard.mapper';
+import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
+import { CsvExports } from './csv-export';
+import { CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
 import { DashboardService } from './dashboard.service';
 
-/** The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. */
+/**
+ * Calls a minute per merchant (whichever of its sessions) on each route that changes something, and on the
+ * CSV export; reads are not limited. RATE_LIMIT_SCALE applies as everywhere.
+ */
+export const DASHBOARD_CHANGES_PER_MINUTE = 60;
+export const DASHBOARD_EXPORTS_PER_MINUTE = 10;
+
+/**
+ * The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. The session guard
+ * runs before the per-route RateLimitGuard, which therefore counts per merchant.
+ */
 @Controller('dashboard/api')
 @UseGuards(DashboardSessionGuard, BodyCheckGuard)
 export class DashboardController {
@@ -21,9 +34,12 @@ export class DashboardController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly auth: DashboardAuthService,
     private readonly dashboard: DashboardService,
+    private readonly exports: CsvExports,
   ) {}
 
   @Delete('session')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response) {
     await this.auth.signOut(s);
     clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.secureCookies, path: '/dashboard' });
@@ -45,11 +61,15 @@ export class DashboardController {
   }
 
   @Patch('me')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async updateMe(@SignedIn() s: DashboardSession, @Body() dto: UpdateMeDto) {
     return meBody(await this.dashboard.updateSettings(s.merchant, dto));
   }
 
   @Put('handle')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async claimHandle(@SignedIn() s: DashboardSession, @Body() dto: ClaimHandleDto) {
     const { handle, handleUrl } = await this.dashboard.claimHandle(s.merchant, dto.handle);
     return { ok: true, handle, handle_url: handleUrl };
@@ -68,35 +88,13 @@ export class DashboardController {
     };
   }
 
-  /**
-   * Every request of the filters (limit and offset do not apply), streamed batch by batch with the socket's
-   * back-pressure respected, so an export of any size holds one batch in memory.
-   */
+  /** Every request of the filters (limit and offset do not apply), as CSV (DESIGN §5, §8). */
   @Get('requests.csv')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_EXPORTS_PER_MINUTE)
   async csv(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery, @Res() res: Response): Promise<void> {
     const batches = this.dashboard.exportAll(s.merchant, { ...listQuery(q), limit: undefined, offset: undefined });
-    res.status(200);
-    res.setHeader('content-type', 'text/csv; charset=utf-8');
-    res.setHeader('content-disposition', 'attachment; filename="requests.csv"');
-    res.setHeader('cache-control', 'no-store');
-    res.write(CSV_HEADER);
-    try {
-      for await (const batch of batches) {
-        const now = new Date();
-        if (!res.write(batch.map((r) => csvRow(r, now)).join(''))) {
-          await new Promise((resolve) => {
-            res.once('drain', resolve);
-            res.once('close', resolve);
-          });
-        }
-        if (res.destroyed) return;
-      }
-    } catch (e) {
-      // The status line is gone: a truncated file must not look complete, so the connection is cut.
-      res.destroy(e as Error);
-      throw e;
-    }
-    res.end();
+    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches));
   }
 
   @Get('requests/:id')
@@ -107,10 +105,12 @@ export class DashboardController {
   }
 
   @Post('requests')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async create(
     @SignedIn() s: DashboardSession,
     @Body() dto: CreateDashboardRequestDto,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
     const { request, created } = await this.dashboard.createRequest(s.merchant, dto, idempotencyKey);
@@ -120,6 +120,8 @@ export class DashboardController {
 
   @Post('requests/:id/cancel')
   @HttpCode(200)
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
     return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));

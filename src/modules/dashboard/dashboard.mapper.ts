@@ -45,12 +45,29 @@ export function csvField(v: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
+/**
+ * Free text a spreadsheet must not run as a formula (OWASP "CSV injection"): a cell starting with =, +, -, @,
+ * TAB or CR gets a leading '. Only for free-text columns (memo): ids, amounts, codes and timestamps never
+ * start with those (no amount is negative), and they stay exactly as the API shows them.
+ */
+export function csvText(v: string | null): string | null {
+  return v !== null && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+}
+
 /** One CSV record (CRLF-terminated, RFC 4180), timestamps as the API shows them. */
 export function csvRow(r: PaymentRequest, now: Date): string {
   return [
     r.id, iso(r.createdAt), effectiveStatus(r, now), r.proofStatus, r.fiatAmount, r.fiatCurrency, r.amount.toString(),
-    assetId(r.chainId, r.tokenAddress), r.txHash, iso(r.proofVerifiedAt), r.source, r.planId, r.memo,
+    assetId(r.chainId, r.tokenAddress), r.txHash, iso(r.proofVerifiedAt), r.source, r.planId, csvText(r.memo),
   ].map(csvField).join(',') + '\r\n';
+}
+
+/** The records of each batch of requests, as one chunk per batch. */
+export async function* csvRows(batches: AsyncIterable<PaymentRequest[]>): AsyncGenerator<string> {
+  for await (const batch of batches) {
+    const now = new Date();
+    yield batch.map((r) => csvRow(r, now)).join('');
+  }
 }
 
 export const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;
