@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DashboardWorkerModule } from './modules/dashboard/dashboard-worker.module';
 import { RatesWorkerModule } from './modules/rates/rates-worker.module';
 import { RequestsWorkerModule } from './modules/requests/requests-worker.module';
 import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module';
@@ -8,6 +9,6 @@ import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module'
  * process has the worker role (`start` and `start:worker`).
  */
 @Module({
-  imports: [RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule],
+  imports: [DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule],
 })
 export class WorkerModule {}

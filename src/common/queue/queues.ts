@@ -17,6 +17,8 @@ export const QUEUES = {
   rates: 'rates',
   /** The repeating re-read of verified claims until they are settled (DESIGN §7 "Finality"). */
   finality: 'finality',
+  /** Repeating work of the dashboard module: the sweep of ended sessions and expired nonces. */
+  dashboard: 'dashboard',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -51,6 +53,10 @@ export const MAINTENANCE_JOBS = {
 export const SCHEDULED_JOBS = {
   chainScan: 'chain-scan',
   expirySweep: 'expiry-sweep',
+} as const;
+
+export const DASHBOARD_JOBS = {
+  sweep: 'dashboard-sweep',
 } as const;
 
 export const FINALITY_JOBS = {
