@@ -35,7 +35,7 @@ export interface CaseResult {
 }
 
 /** utime + stime of a process in milliseconds (Linux /proc), or null where unavailable. */
-function cpuMs(pid: number | undefined): number | null {
+export function cpuMs(pid: number | undefined): number | null {
   if (!pid) return null;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

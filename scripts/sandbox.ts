@@ -1,8 +1,8 @@
 /**
  * `npm run sandbox`: everything needed to try the service on this machine, in one process tree.
  * A local EVM node with the test token, the database migrated, a demo partner with a fresh test key, an
- * onboarded merchant and a funded payer wallet, the API and the worker running; then it prints what to
- * copy and paste. Ctrl-C stops it all.
+ * onboarded merchant and a funded payer wallet, a local SMTP catcher for the emails, the API and the worker
+ * running; then it prints what to copy and paste. Ctrl-C stops it all.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -15,6 +15,7 @@ import { loadConfig } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
 import { verifyWebhook } from '../sdk/webhook-verify/src/index';
 import { DEV_KEYS, deployToken, mint, startLocalNode } from './chain/local-node';
+import { SmtpCatcher } from './smtp-catcher';
 
 const CHAIN_PORT = Number(process.env.SANDBOX_CHAIN_PORT ?? 8545);
 const ADMIN_TOKEN = process.env.ADMIN_TOKEN ?? 'sandbox-admin-token';
@@ -73,8 +74,14 @@ async function main(): Promise<void> {
   const payer = new Wallet(PAYER_KEY);
   await mint(node.url, token, payer.address, 1_000_000n * 10n ** 6n);
 
+  // Email goes to a local SMTP server (smtp-server) that prints what it catches, beside the [webhook] lines.
+  const smtp = await SmtpCatcher.start(Number(process.env.SANDBOX_SMTP_PORT ?? 0));
+  smtp.onMail((m) => console.log(`[email] to ${m.to.join(', ')} : ${m.subject}`));
+
   const env = {
     ...process.env,
+    SMTP_URL: process.env.SMTP_URL ?? smtp.url,
+    MAIL_FROM: process.env.MAIL_FROM ?? 'Demo Payments <receipts@sandbox.example>',
     // A local sandbox: the development defaults for ONBOARDING_TOKEN_SECRET and SECRET_KEY apply.
     NODE_ENV: 'development',
     ADMIN_TOKEN,
@@ -123,7 +130,7 @@ async function main(): Promise<void> {
 
   // The demo merchant, taken through the real onboarding flow with its own wallet's signature.
   const merchantWallet = new Wallet(MERCHANT_KEY);
-  const merchant = await json(`${api}/api/v1/merchants`, 'POST', { display_name: 'Demo Coffee', wallet_address: merchantWallet.address }, key);
+  const merchant = await json(`${api}/api/v1/merchants`, 'POST', { display_name: 'Demo Coffee', email: 'owner@demo-coffee.example', wallet_address: merchantWallet.address }, key);
   if (merchant.onboarding_status !== 'complete') {
     const tokenPart = String(merchant.onboarding_url).split('/').pop()!;
     const state = await json(`${api}/onboarding/api/${tokenPart}`, 'GET');
@@ -136,7 +143,7 @@ async function main(): Promise<void> {
   }
 
   // One request ready to pay, so the tour can start at its pay page.
-  const demo = await json(`${api}/api/v1/requests/create`, 'POST', { account_id: merchant.merchant_id, fiat_amount_int: 499, memo: 'Demo latte' }, key);
+  const demo = await json(`${api}/api/v1/requests/create`, 'POST', { account_id: merchant.merchant_id, fiat_amount_int: 499, memo: 'Demo latte', customer_email: 'payer@example.com' }, key);
 
   mkdirSync(join(__dirname, '..', '.tmp'), { recursive: true });
   writeFileSync(
@@ -153,6 +160,7 @@ Sandbox ready.
   merchant         ${merchant.merchant_id}
   partner portal   ${running.publicUrl}/portal/login   ${PORTAL_EMAIL} / ${PORTAL_PASSWORD}
   webhooks         delivered to ${receiverUrl}, verified with sdk/webhook-verify and printed below as [webhook]
+  email            ${env.SMTP_URL === smtp.url ? `caught by the local SMTP server ${smtp.url} and printed below as [email]` : `sent through ${env.SMTP_URL}`}
   queue board      ${running.adminUrl}/admin/queues   admin / ${ADMIN_TOKEN}
 
 Create a payment request:
@@ -167,16 +175,18 @@ The demo merchant's dashboard (its wallet is the local account ${merchantWallet.
   sign in          npm run sandbox:dashboard   (prints a session cookie, curl calls, and the key for a browser wallet)
   in a browser     ${config.publicUrl}/dashboard
 
-A request is waiting already (4.99 usd):
+A request is waiting already (4.99 usd, customer_email payer@example.com):
   pay page         ${demo.pay_page_url}
   pay it           npm run sandbox:pay ${demo.request_id}
 
-The payment is verified within seconds, and its webhooks appear below as [webhook] lines.
+The payment is verified within seconds: its webhooks appear below as [webhook] lines, the payer's receipt
+and the merchant's "payment received" note as [email] lines.
 Ctrl-C stops the service and the chain.`);
 
   const stop = async () => {
     await running.close().catch(() => undefined);
     await node.stop();
+    await smtp.down();
     process.exit(0);
   };
   process.once('SIGINT', stop);

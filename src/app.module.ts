@@ -14,8 +14,11 @@ import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.modu
 import { DashboardModule } from './modules/dashboard/dashboard.module';
 import { DocsModule } from './modules/docs/docs.module';
 import { MerchantsModule } from './modules/merchants/merchants.module';
+import { NotificationsModule } from './modules/notifications/notifications.module';
 import { OpsModule } from './modules/ops/ops.module';
 import { PagesModule } from './modules/pages/pages.module';
+import { PlansCoreModule, type PlansModuleOptions } from './modules/plans/plans-core.module';
+import { PlansModule } from './modules/plans/plans.module';
 import { PortalModule } from './modules/portal/portal.module';
 import { RatesModule, type RatesModuleOptions } from './modules/rates/rates.module';
 import { RequestsModule } from './modules/requests/requests.module';
@@ -33,6 +36,8 @@ export interface Roles {
 export interface Extensions {
   chain?: ChainModuleOptions;
   rates?: RatesModuleOptions;
+  /** The plans' clock (integration tests move time). */
+  plans?: PlansModuleOptions;
 }
 
 @Module({})
@@ -60,6 +65,7 @@ export class AppModule {
           DocsModule,
           PortalModule,
           DashboardModule,
+          PlansModule,
         ]
       : [];
     return {
@@ -72,7 +78,9 @@ export class AppModule {
         QueueModule,
         ChainModule.forRoot(extensions.chain),
         WebhooksModule,
+        NotificationsModule,
         RatesModule.forRoot(extensions.rates),
+        PlansCoreModule.forRoot(extensions.plans),
         ...http,
         ...(roles.worker ? [WorkerModule] : []),
       ],

@@ -33,7 +33,7 @@ function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFu
   const path = req.path.toLowerCase().replace(/\/+$/, '') || '/';
   const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
   const publicOnly =
-    ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/'].some((p) => path.startsWith(p)) || path === '/m';
+    ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/', '/plan/'].some((p) => path.startsWith(p)) || path === '/m' || path === '/plan';
   if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
     res.status(404).json({ ok: false, error: 'not_found' });
     return;
@@ -67,6 +67,7 @@ export async function start(
   const module = AppModule.forRoot(opts.logger === false ? { ...config, logLevel: 'silent' } : config, roles, {
     chain: opts.chain,
     rates: opts.rates,
+    plans: opts.plans,
   });
   if (!roles.http) {
     const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger, bufferLogs: json });

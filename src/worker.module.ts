@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DashboardWorkerModule } from './modules/dashboard/dashboard-worker.module';
+import { PlansWorkerModule } from './modules/plans/plans-worker.module';
+import { NotificationsWorkerModule } from './modules/notifications/notifications-worker.module';
 import { RatesWorkerModule } from './modules/rates/rates-worker.module';
 import { RequestsWorkerModule } from './modules/requests/requests-worker.module';
 import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module';
@@ -9,6 +11,6 @@ import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module'
  * process has the worker role (`start` and `start:worker`).
  */
 @Module({
-  imports: [DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule],
+  imports: [DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule, PlansWorkerModule, NotificationsWorkerModule],
 })
 export class WorkerModule {}

@@ -91,11 +91,24 @@ export interface AppConfig {
   finalityCheckIntervalMs: number;
   /** Blocks one eth_getLogs call of the scan covers at most. */
   chainScanMaxBlocks: number;
+  /** Charges of a plan that expire unpaid in a row before it pauses with reason unpaid (DESIGN §5). */
+  planMaxMissed: number;
+  /** How often the plan scheduler looks for due plans (a due charge must exist within 15 s). */
+  planSchedulerIntervalMs: number;
   /** Email over SMTP (DESIGN §6): `smtp://[user:pass@]host:port` or `smtps://`; null → no email is sent. */
   smtpUrl: string | null;
   mailFrom: string | null;
   /** SMS receipts through a Twilio-compatible API (DESIGN §6); null unless all four variables are set. */
   sms: SmsConfig | null;
+  /** Notification retries (DESIGN §6): the wait after attempt n is base × 2^(n-1), capped at max… */
+  notifyRetryBaseMs: number;
+  notifyRetryMaxMs: number;
+  /** …and no attempt is made later than this after the message was written: it is abandoned instead. */
+  notifyGiveUpMs: number;
+  /** Bound on one SMTP connection phase or SMS call; a claimed message's lease is three times it. */
+  notifySendTimeoutMs: number;
+  /** How often the notifications outbox is re-driven (due rows without a job, expired leases). */
+  notifyRedriveMs: number;
 }
 
 export interface SmsConfig {
@@ -349,9 +362,16 @@ export function loadConfig(env: Env = process.env): AppConfig {
     expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
+    planMaxMissed: int(env, 'PLAN_MAX_MISSED', 2, 1, 1000),
+    planSchedulerIntervalMs: int(env, 'PLAN_SCHEDULER_INTERVAL_MS', 5000, 100, 10000),
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
     mailFrom: env.MAIL_FROM || null,
     sms: sms(env),
+    notifyRetryBaseMs: int(env, 'NOTIFY_RETRY_BASE_MS', 60000, 10, 86400000),
+    notifyRetryMaxMs: int(env, 'NOTIFY_RETRY_MAX_MS', 3600000, 10, 86400000),
+    notifyGiveUpMs: int(env, 'NOTIFY_GIVE_UP_MS', 86400000, 100, 604800000),
+    notifySendTimeoutMs: int(env, 'NOTIFY_SEND_TIMEOUT_MS', 30000, 100, 600000),
+    notifyRedriveMs: int(env, 'NOTIFY_REDRIVE_MS', 15000, 100, 3600000),
   };
 }
 

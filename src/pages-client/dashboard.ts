@@ -1,5 +1,6 @@
 import { byId, say } from './lib/dom';
 import { fail, handlePage, homePage, newRequestPage, requestPage, requestsPage, settingsPage, signInPage, type PageContext } from './dashboard/pages';
+import { newPlanPage, planPage, plansPage } from './dashboard/plans';
 import { dash, forgetCsrf, rememberCsrf, SIGN_IN_PATH } from './dashboard/session';
 import type { Me } from './dashboard/types';
 
@@ -18,7 +19,9 @@ const PAGES: Record<string, ((ctx: PageContext) => void | Promise<void>) | undef
   'new-request': newRequestPage,
   settings: settingsPage,
   handle: handlePage,
-  plans: () => undefined,
+  plans: plansPage,
+  plan: planPage,
+  'new-plan': newPlanPage,
 };
 
 async function signOut(button: HTMLButtonElement): Promise<void> {

@@ -83,7 +83,7 @@ describe('the merchant dashboard', () => {
         expect(await unlabelledControls(page)).toEqual([]);
         await screenshots(page, `dashboard-${name}`);
       }
-      expect(await text(page, '#plans-soon')).toContain('coming soon');
+      expect(await text(page, '#plans-title')).toBe('Recurring plans');
       expect(problems).toEqual([]);
       expect(foreign).toEqual([]);
     } finally {

@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { start, type Running } from '../../src/bootstrap';
 import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
 import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
@@ -10,13 +9,13 @@ import { startService, testEnvVars, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { closeSql, sql } from '../support/db';
+import { spawnWorker as spawnWorkerProcess } from '../support/worker-process';
 
 /*
  * A worker process killed with SIGKILL in the middle of a delivery: the job's lock expires, another worker
  * takes the job over and delivers it again under the same delivery_id, and the delivery is recorded once.
  * The API side runs in this process without a worker; the first worker is a separate `--worker` process.
  */
-const ROOT = join(__dirname, '..', '..');
 // Read once: the API side, the worker process and the worker that takes over share this one environment.
 const T = testEnv();
 const WEBHOOK_ENV = {
@@ -33,28 +32,7 @@ function workerEnv(): Record<string, string> {
 }
 
 function spawnWorker(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts', '--worker'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...workerEnv() },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start within 30 s:\n${output}`)), 30_000);
-    const onData = (d: Buffer) => {
-      output += d.toString();
-      if (output.includes('worker running')) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker exited with ${code}:\n${output}`));
-    });
-  });
+  return spawnWorkerProcess(workerEnv());
 }
 
 let svc: TestService;

@@ -58,6 +58,7 @@ export async function startService(
     logger: false,
     chain: opts.chain,
     rates: opts.rates,
+    plans: opts.plans,
   });
   return { ...running, config, publicUrl: running.publicUrl!, adminUrl: running.adminUrl! };
 }

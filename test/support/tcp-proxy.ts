@@ -2,14 +2,17 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 
 /**
  * A loopback TCP proxy that can be cut and restored, to take a JSON-RPC node "down" for the service
- * without losing the node's state.
+ * without losing the node's state. `tap` sees each connection's two sockets (to read what passes).
  */
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   port = 0;
 
-  constructor(private readonly targetPort: number) {}
+  constructor(
+    private readonly targetPort: number,
+    private readonly tap?: (client: Socket, upstream: Socket) => void,
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -27,6 +30,7 @@ export class TcpProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
+      this.tap?.(client, upstream);
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));

@@ -17,6 +17,10 @@ export const QUEUES = {
   rates: 'rates',
   /** The repeating re-read of verified claims until they are settled (DESIGN §7 "Finality"). */
   finality: 'finality',
+  /** The repeating plan scheduler: charges of recurring plans as they fall due (DESIGN §5). */
+  plans: 'plans',
+  /** One notification attempt (email or SMS), and the notifications outbox re-drive. */
+  notifications: 'notifications',
   /** Repeating work of the dashboard module: the sweep of ended sessions and expired nonces. */
   dashboard: 'dashboard',
 } as const;
@@ -46,6 +50,16 @@ export interface WebhookJob {
   partnerId?: string;
 }
 
+export interface NotificationJob {
+  notificationId: string;
+  attempt: number;
+}
+
+export const NOTIFICATION_JOBS = {
+  send: 'send',
+  redrive: 'notifications-redrive',
+} as const;
+
 export const MAINTENANCE_JOBS = {
   outboxRedrive: 'outbox-redrive',
 } as const;
@@ -61,4 +75,8 @@ export const DASHBOARD_JOBS = {
 
 export const FINALITY_JOBS = {
   settle: 'settle-claims',
+} as const;
+
+export const PLAN_JOBS = {
+  charge: 'plan-charges',
 } as const;

@@ -4,24 +4,21 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { clearCookie } from '../../common/http/cookies';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { sentMessageJson } from '../notifications/notifications.mapper';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
 import { cannotCancelWith } from '../requests/application/requests.service';
 import type { PaymentRequest } from '../requests/domain/payment-request';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
-import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
+import { DASHBOARD_CHANGES_PER_MINUTE, DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
 import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
 import { CsvExports } from './csv-export';
 import { CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
 import { DashboardService } from './dashboard.service';
 
-/**
- * Calls a minute per merchant (whichever of its sessions) on each route that changes something, and on the
- * CSV export; reads are not limited. RATE_LIMIT_SCALE applies as everywhere.
- */
-export const DASHBOARD_CHANGES_PER_MINUTE = 60;
-export const DASHBOARD_EXPORTS_PER_MINUTE = 10;
+/** CSV exports a minute per merchant (each reads every matching request). */
+const DASHBOARD_EXPORTS_PER_MINUTE = 10;
 
 /**
  * The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. The session guard
@@ -99,9 +96,8 @@ export class DashboardController {
 
   @Get('requests/:id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    const r = await this.dashboard.get(s.merchant, id);
-    // What was sent about the request: filled by the notifications module.
-    return { ...dashboardItem(r, this.config.payUrl, new Date()), notifications: [] };
+    const { request, notifications } = await this.dashboard.detail(s.merchant, id);
+    return { ...dashboardItem(request, this.config.payUrl, new Date()), notifications: notifications.map(sentMessageJson) };
   }
 
   @Post('requests')

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnersService } from '../admin/partners.service';
 import type { Merchant } from '../merchants/merchant';
+import { NotificationsService, type SentMessage } from '../notifications/notifications.service';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
 import { MerchantsService } from '../merchants/merchants.service';
 import type { PaymentRequest } from '../requests/domain/payment-request';
@@ -35,6 +36,7 @@ export class DashboardService {
     private readonly handles: MerchantHandlesService,
     private readonly partners: PartnersService,
     private readonly requests: RequestsService,
+    private readonly notifications: NotificationsService,
   ) {}
 
   async settings(m: Merchant): Promise<MerchantSettings> {
@@ -110,6 +112,12 @@ export class DashboardService {
 
   get(m: Merchant, id: string): Promise<PaymentRequest> {
     return this.requests.get(merchantScope(m), id);
+  }
+
+  /** One request with what was sent about it (DESIGN §6: "the dashboard shows what was sent for each request"). */
+  async detail(m: Merchant, id: string): Promise<{ request: PaymentRequest; notifications: SentMessage[] }> {
+    const request = await this.requests.get(merchantScope(m), id);
+    return { request, notifications: await this.notifications.sentFor(request.id) };
   }
 
   cancel(m: Merchant, id: string): Promise<PaymentRequest> {

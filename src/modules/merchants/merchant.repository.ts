@@ -27,6 +27,12 @@ export class MerchantRepository {
     return this.merchants.findOneBy({ id });
   }
 
+  /** The fields a notification names the merchant by and sends its note to; in the caller's transaction when given. */
+  findContact(id: string, em?: EntityManager): Promise<Pick<MerchantEntity, 'email' | 'displayName' | 'businessName'> | null> {
+    const repo = em ? em.getRepository(MerchantEntity) : this.merchants;
+    return repo.findOne({ select: { email: true, displayName: true, businessName: true }, where: { id } });
+  }
+
   findByWallet(walletAddress: string): Promise<MerchantEntity | null> {
     return this.merchants.findOneBy({ walletAddress });
   }

@@ -30,10 +30,11 @@ export class DashboardPagesController {
     private readonly handles: MerchantHandlesService,
   ) {}
 
-  private page(page: DashboardPage, requestId?: string): string {
+  private page(page: DashboardPage, requestId?: string, planId?: string): string {
     return renderDashboardPage({
       page,
       requestId,
+      planId,
       assets: { stylesheet: this.assets.url('dashboard.css'), script: this.assets.url('dashboard.js') },
       signIn: { domain: new URL(this.config.publicUrl).host, uri: `${this.config.publicUrl}/dashboard` },
       currencies: this.rates.currencies(),
@@ -79,6 +80,17 @@ export class DashboardPagesController {
   @Get('dashboard/plans')
   plans(): string {
     return this.page('plans');
+  }
+
+  // Declared before plans/:id, which would otherwise take "new" for an id.
+  @Get('dashboard/plans/new')
+  newPlan(): string {
+    return this.page('new-plan');
+  }
+
+  @Get('dashboard/plans/:id')
+  plan(@Param('id', UuidParamPipe) id: string): string {
+    return this.page('plan', undefined, id);
   }
 
   /** An unknown or retired handle is a 404 page (DESIGN §8); the script reads the rest from /m/api. */

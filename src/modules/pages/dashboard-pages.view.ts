@@ -5,7 +5,7 @@ import { currencyOption, html, pageDocument, textField, type SafeHtml } from './
  * slots; dashboard.js signs in, reads the dashboard API and fills them. Nothing here reads merchant data, so
  * a page never shows one merchant's data to another: the API decides, per call, from the session cookie.
  */
-export type DashboardPage = 'sign-in' | 'home' | 'requests' | 'request' | 'new-request' | 'settings' | 'handle' | 'plans';
+export type DashboardPage = 'sign-in' | 'home' | 'requests' | 'request' | 'new-request' | 'settings' | 'handle' | 'plans' | 'plan' | 'new-plan';
 
 export interface DashboardAssets {
   stylesheet: string;
@@ -36,10 +36,12 @@ const TITLES: Record<DashboardPage, string> = {
   settings: 'Settings',
   handle: 'Your handle',
   plans: 'Plans',
+  plan: 'Plan',
+  'new-plan': 'New plan',
 };
 
 function navigation(current: DashboardPage): SafeHtml {
-  const active = current === 'request' ? 'requests' : current;
+  const active = current === 'request' ? 'requests' : current === 'plan' || current === 'new-plan' ? 'plans' : current;
   return html`<header class="dash-header">
 <div class="dash-bar">
 <a class="dash-brand" href="/dashboard">Merchant dashboard</a>
@@ -50,7 +52,7 @@ function navigation(current: DashboardPage): SafeHtml {
 <ul class="dash-nav">
 ${NAV.map(
   (n) =>
-    html`<li><a href="${n.href}" id="nav-${n.page}"${n.page === active ? html` aria-current="page"` : ''}>${n.label}${n.page === 'plans' ? html` <span class="soon">soon</span>` : ''}</a></li>`,
+    html`<li><a href="${n.href}" id="nav-${n.page}"${n.page === active ? html` aria-current="page"` : ''}>${n.label}</a></li>`,
 )}
 </ul>
 </nav>
@@ -230,8 +232,59 @@ ${textField({ id: 'handle-input', name: 'handle', label: 'Handle', value: '', hi
 </section>`;
 
 const plansBody = html`<section class="card" aria-labelledby="plans-title">
+<div class="list-head">
 <h1 id="plans-title">Recurring plans</h1>
-<p id="plans-soon">Recurring plans are coming soon: a payer’s schedule that creates a payment request each period.</p>
+<a class="button-small" href="/dashboard/plans/new" id="plans-new">New plan</a>
+</div>
+<p>A plan is one payer’s schedule: each period it creates a payment request for them, with your plan’s metadata.</p>
+<ul class="req-list" id="plan-list"></ul>
+<p class="hint" id="plan-empty" hidden>No plans yet.</p>
+</section>`;
+
+const INTERVAL_OPTIONS: [string, string][] = [
+  ['month', 'Months'],
+  ['week', 'Weeks'],
+  ['day', 'Days'],
+  ['year', 'Years'],
+];
+
+function newPlanBody(): SafeHtml {
+  return html`<section class="card" aria-labelledby="new-plan-title">
+<h1 id="new-plan-title">New recurring plan</h1>
+<form id="plan-form" novalidate>
+<fieldset id="plan-fields">
+${textField({ id: 'plan-title-input', name: 'title', label: 'Title', value: '', hint: 'What the payer pays for, for example “Monthly box”.', extra: html` maxlength="120" required` })}
+${textField({ id: 'plan-amount', name: 'amount', label: 'Amount each period', value: '', hint: 'In your currency, for example 25.00.', extra: html` inputmode="decimal" autocomplete="off" required` })}
+${textField({ id: 'plan-count', name: 'interval_count', label: 'Every', value: '1', hint: '1 to 12.', extra: html` inputmode="numeric" autocomplete="off"` })}
+${selectField({ id: 'plan-interval', name: 'interval', label: 'Period', options: INTERVAL_OPTIONS })}
+${textField({ id: 'plan-start', name: 'start_at', label: 'First charge (optional)', value: '', type: 'datetime-local', hint: 'Your local time. Leave empty to charge now.' })}
+${textField({ id: 'plan-max', name: 'max_charges', label: 'Number of charges (optional)', value: '', hint: 'Leave empty to go on until cancelled.', extra: html` inputmode="numeric" autocomplete="off"` })}
+${textField({ id: 'plan-payer-name', name: 'payer_name', label: 'Payer name (optional)', value: '', extra: html` maxlength="200" autocomplete="off"` })}
+${textField({ id: 'plan-payer-email', name: 'payer_email', label: 'Payer email (optional)', value: '', type: 'email', extra: html` maxlength="254" autocomplete="off"` })}
+${textField({ id: 'plan-expiry', name: 'expiry_minutes', label: 'Each charge expires after, in minutes (optional)', value: '', hint: 'Leave empty for 7 days (10080).', extra: html` inputmode="numeric" autocomplete="off"` })}
+${textField({ id: 'plan-metadata', name: 'metadata', label: 'Metadata (optional)', value: '', hint: 'key=value pairs, one per line; each charge carries them to your partner.' , extra: html` autocomplete="off"` })}
+<button class="button primary" id="plan-submit" type="submit">Create plan</button>
+</fieldset>
+</form>
+</section>`;
+}
+
+const planBody = html`<section class="card" aria-labelledby="plan-title">
+<p class="eyebrow"><a href="/dashboard/plans">Plans</a></p>
+<h1 id="plan-title">Plan <span id="plan-name"></span></h1>
+<p class="status-line"><span class="state" id="plan-state"></span></p>
+<dl class="details" id="plan-fields-list"></dl>
+<div class="plan-actions">
+<button class="button secondary" type="button" id="plan-pause" hidden>Pause</button>
+<button class="button secondary" type="button" id="plan-resume" hidden>Resume</button>
+<button class="button secondary" type="button" id="plan-cancel" hidden>Cancel plan</button>
+<button class="button secondary" type="button" id="plan-advance" hidden>Advance (test clock)</button>
+</div>
+</section>
+<section class="card" aria-labelledby="charges-title">
+<h2 id="charges-title">Charges</h2>
+<ul class="req-list" id="charge-list"></ul>
+<p class="hint" id="charge-empty" hidden>No charges yet.</p>
 </section>`;
 
 export interface DashboardPageInput {
@@ -241,6 +294,7 @@ export interface DashboardPageInput {
   /** Lower-case codes the service has rates for (settings). */
   currencies: string[];
   requestId?: string;
+  planId?: string;
 }
 
 export function renderDashboardPage(p: DashboardPageInput): string {
@@ -254,13 +308,15 @@ export function renderDashboardPage(p: DashboardPageInput): string {
     settings: () => settingsBody(p.currencies),
     handle: () => handleBody,
     plans: () => plansBody,
+    plan: () => planBody,
+    'new-plan': newPlanBody,
   };
   return pageDocument({
     title,
     stylesheet: p.assets.stylesheet,
     script: p.assets.script,
     body: html`${navigation(p.page)}
-<main id="dashboard" class="dash-main" data-page="${p.page}"${p.requestId ? html` data-request-id="${p.requestId}"` : ''}>
+<main id="dashboard" class="dash-main" data-page="${p.page}"${p.requestId ? html` data-request-id="${p.requestId}"` : ''}${p.planId ? html` data-plan-id="${p.planId}"` : ''}>
 ${messages}
 <div id="dash-content" hidden>
 ${bodies[p.page]()}

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { AfterCommit } from './application/after-commit';
+import { ExpiryService } from './application/expiry.service';
 import { RequestFactsService } from './application/request-facts.service';
 import { VerificationService } from './application/verification.service';
 import { ExpiryQueue } from './infrastructure/expiry.queue';
@@ -10,12 +11,13 @@ import { VerificationQueue } from './infrastructure/verification.queue';
 
 /**
  * What both roles of the requests module share, registered once: payment_requests (entity and
- * repository), the queue producers, after-commit work, verification and the facts webhooks read.
+ * repository), the queue producers, after-commit work, verification, expiry and the facts webhooks read.
+ * PlanChargesPort, which verification and expiry call, is provided globally by the plans module.
  * Imported by RequestsModule (HTTP), RequestsWorkerModule and RequestFactsModule only.
  */
 @Module({
   imports: [TypeOrmModule.forFeature([PaymentRequestEntity])],
-  providers: [RequestsRepository, VerificationQueue, ExpiryQueue, AfterCommit, VerificationService, RequestFactsService],
-  exports: [RequestsRepository, AfterCommit, VerificationService, RequestFactsService],
+  providers: [RequestsRepository, VerificationQueue, ExpiryQueue, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
+  exports: [RequestsRepository, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
 })
 export class RequestsCoreModule {}

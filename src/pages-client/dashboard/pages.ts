@@ -199,7 +199,7 @@ function showRequest(r: DashboardRequest): void {
     ['Expires', when(r.expires_at)],
     ['Created by', SOURCE_NAMES[r.source] ?? r.source],
     ['Note for the customer', r.memo],
-    ...(r.plan_id ? ([['Plan', `${r.plan_id} (charge ${(r.period_index ?? 0) + 1})`]] as [string, string][]) : []),
+    ...(r.plan_id ? ([['Plan', el('a', { href: `/dashboard/plans/${r.plan_id}`, id: 'request-plan-link' }, `Charge ${(r.period_index ?? 0) + 1} of a plan`)]] as [string, Node][]) : []),
   ]);
   fillDetails(byId('customer-fields'), [
     ['Name', r.customer_name],

@@ -14,6 +14,8 @@ const CODE_WORDS: Record<string, string> = {
   invalid_handle:
     'That handle cannot be used. Use 3 to 20 characters: letters a–z, digits and single dashes, starting with a letter and ending with a letter or digit. Some words, such as admin or pay, are reserved.',
   handle_taken: 'That handle belongs, or once belonged, to someone else. Choose another one.',
+  plan_not_active: 'This plan is not active: it was paused, cancelled or completed meanwhile.',
+  test_mode_only: 'The test clock works only for test-mode plans.',
   invalid_request: 'Some details need fixing: see the messages next to the fields.',
   unsupported_currency: 'That currency is not supported. Choose one from the list.',
   currency_mismatch: 'The amount is not in your currency. Reload the page and try again.',

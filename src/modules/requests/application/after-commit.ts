@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { waitBriefly } from '../../../common/queue/after-commit-wait';
+import { NotificationRelay } from '../../notifications/notification-relay';
 import { WebhookRelay } from '../../webhooks/webhook-relay';
 import { ExpiryQueue } from '../infrastructure/expiry.queue';
 import { VerificationQueue } from '../infrastructure/verification.queue';
@@ -18,6 +19,7 @@ export class AfterCommit {
     private readonly verification: VerificationQueue,
     private readonly expiry: ExpiryQueue,
     private readonly relay: WebhookRelay,
+    private readonly notices: NotificationRelay,
   ) {}
 
   /** Recovered without the job by the chain scan, which verifies any transfer paying an attached request. */
@@ -33,5 +35,10 @@ export class AfterCommit {
   /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */
   async eventsRecorded(eventIds: string[]): Promise<void> {
     await this.relay.enqueue(eventIds);
+  }
+
+  /** Notifications committed: hand them to the sender now (never throws; the notifications re-drive backs it). */
+  async notificationsRecorded(ids: string[]): Promise<void> {
+    await this.notices.enqueue(ids);
   }
 }

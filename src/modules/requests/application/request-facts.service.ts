@@ -1,13 +1,25 @@
 import { Injectable } from '@nestjs/common';
+import { NotificationRequestsPort, type NotifiedRequest } from '../../notifications/notification-facts.port';
 import { RequestFactsPort, type RequestFacts } from '../../webhooks/request-facts.port';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 
-/** The requests module's side of webhooks' read port: what a delivery reads of each request. */
+/** The requests module's side of the read ports of webhooks (a delivery's payload) and notifications (a message). */
 @Injectable()
-export class RequestFactsService implements RequestFactsPort {
+export class RequestFactsService implements RequestFactsPort, NotificationRequestsPort {
   constructor(private readonly repo: RequestsRepository) {}
 
   factsFor(requestIds: readonly string[]): Promise<Map<string, RequestFacts>> {
     return this.repo.factsFor(requestIds);
+  }
+
+  async notifiedRequest(requestId: string): Promise<NotifiedRequest | null> {
+    const r = await this.repo.findById(requestId);
+    return r
+      ? {
+          requestId: r.id, merchantId: r.merchantId, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
+          amount: r.amount, chainId: r.chainId, tokenAddress: r.tokenAddress, txHash: r.txHash, expiresAt: r.expiresAt,
+          proofVerifiedAt: r.proofVerifiedAt,
+        }
+      : null;
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
@@ -99,17 +100,43 @@ export class RequestsService {
    */
   async create(p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
     const outcome = await this.attempt(p, input, await this.directory.forCreate(input.merchantId));
-    if (outcome) return outcome;
+    if (outcome) return this.queued(outcome);
     for (let fresh = 0; fresh < 2; fresh++) {
       this.directory.evict(input.merchantId);
       const again = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId));
-      if (again) return again;
+      if (again) return this.queued(again);
     }
     throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);
   }
 
+  /**
+   * The same create, inside the caller's transaction (a plan's charge and its plan's advance commit together).
+   * Decided on a fresh read of the merchant; the schema's merchant rule aborts the transaction if the merchant
+   * changed since (the caller retries). Nothing is queued: after the commit, call `created()`.
+   */
+  async createIn(em: EntityManager, p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
+    const outcome = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId), em);
+    if (!outcome) throw new Error(`merchant ${input.merchantId} changed while a request was created for it`);
+    return outcome;
+  }
+
+  /** Work queued once a request's insert committed: its expiry job (the sweep backs it up). */
+  async created(request: PaymentRequest): Promise<void> {
+    await this.afterCommit.requestCreated(request.id, request.expiresAt);
+  }
+
+  private queued(outcome: { request: PaymentRequest; created: boolean }): { request: PaymentRequest; created: boolean } {
+    if (outcome.created) void this.created(outcome.request);
+    return outcome;
+  }
+
   /** One decision and insert on merchant `m` as read; null when the schema says `m` is no longer current. */
-  private async attempt(p: RequestCreator, dto: CreateRequestInput, m: MerchantForCreate | null): Promise<{ request: PaymentRequest; created: boolean } | null> {
+  private async attempt(
+    p: RequestCreator,
+    dto: CreateRequestInput,
+    m: MerchantForCreate | null,
+    em?: EntityManager,
+  ): Promise<{ request: PaymentRequest; created: boolean } | null> {
     if (!m || m.partner_id !== p.partnerId) throw AppError.notFound();
     if (m.test_mode !== (p.mode === 'test')) throw new AppError('merchant_mode_mismatch');
     const mode = dto.paymentMode;
@@ -120,7 +147,7 @@ export class RequestsService {
       (!asset ? new AppError('asset_unavailable') : !rate ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency }) : null);
     if (problem || !asset || !rate) {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
-      const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey) : null;
+      const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey, em) : null;
       if (existing) return { request: existing, created: false };
       throw problem;
     }
@@ -150,9 +177,7 @@ export class RequestsService {
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
     };
-    const outcome = await this.repo.insertOrFind(n);
-    if (outcome?.created) void this.afterCommit.requestCreated(outcome.request.id, outcome.request.expiresAt);
-    return outcome;
+    return this.repo.insertOrFind(n, em);
   }
 
   /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
@@ -208,6 +233,19 @@ export class RequestsService {
       since: q.since,
       until: q.until,
     };
+  }
+
+  /** A plan's charges, oldest first (the plans module's detail and payer page). */
+  chargesOf(planId: string): Promise<PaymentRequest[]> {
+    return this.repo.chargesOf(planId);
+  }
+
+  /**
+   * The test clock's expiry of an unpaid charge, in the caller's transaction: expires_at becomes now
+   * (DESIGN §8). Null when the request was not open and unpaid.
+   */
+  expireNow(em: EntityManager, id: string): Promise<PaymentRequest | null> {
+    return this.repo.expireEarly(em, id);
   }
 
   /**

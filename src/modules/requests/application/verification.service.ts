@@ -4,12 +4,14 @@ import type { Confirmations, Mode } from '../../../config/config';
 import { isUniqueViolation } from '../../../database/pg-errors';
 import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainReader, ChainTransfer } from '../../chain/chain-reader';
+import { NotificationsOutbox } from '../../notifications/notifications-outbox';
 import { EventOutbox } from '../../webhooks/event-outbox';
 import type { PaymentRequest } from '../domain/payment-request';
 import { isDeepEnough } from '../domain/finality';
 import { judgeTransaction, type NoPayReason } from '../domain/pay-rule';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { PlanChargesPort } from './plan-charges.port';
 import { readHead } from './chain-head';
 
 export type ProofSource = 'payer' | 'chain_scan';
@@ -42,7 +44,7 @@ const PAST_WINDOW_MS = 3600_000;
 /**
  * Verifies one transaction against one request: waits for the confirmations, re-reads the receipt and its
  * block from the canonical chain, applies the pay rule, and claims the (chain, tx, log) through the unique
- * index, writing proof_verified to the outbox in the same transaction. Payer-submitted hashes and the
+ * index, writing proof_verified and the notifications it causes to their outboxes in the same transaction. Payer-submitted hashes and the
  * chain scan come through here alike. RPC failures throw (the job backs off) and change nothing.
  */
 @Injectable()
@@ -54,7 +56,9 @@ export class VerificationService {
     private readonly repo: RequestsRepository,
     private readonly assets: AssetRegistry,
     private readonly outbox: EventOutbox,
+    private readonly notices: NotificationsOutbox,
     private readonly afterCommit: AfterCommit,
+    private readonly plans: PlanChargesPort,
   ) {}
 
   /**
@@ -137,13 +141,19 @@ export class VerificationService {
    */
   private async claim(r: PaymentRequest, t: ChainTransfer, source: ProofSource): Promise<boolean> {
     try {
-      const eventIds = await this.dataSource.transaction(async (em) => {
+      const recorded = await this.dataSource.transaction(async (em) => {
         if (!(await this.repo.claim(em, r.id, t, source))) return null;
+        // A paid charge resets its plan's missed count (DESIGN §5).
+        if (r.planId) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId });
         const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
-        return [e.id];
+        // The receipt and the merchant's note (DESIGN §6), in the same transaction as the verification.
+        const notices = await this.notices.requestVerified(em, {
+          requestId: r.id, merchantId: r.merchantId, customerEmail: r.customerEmail, customerPhone: r.customerPhone,
+        });
+        return { eventIds: [e.id], notices };
       });
-      if (eventIds === null) return true; // verified meanwhile by a racing claim of the same transfer
-      await this.afterCommit.eventsRecorded(eventIds);
+      if (recorded === null) return true; // verified meanwhile by a racing claim of the same transfer
+      await Promise.all([this.afterCommit.eventsRecorded(recorded.eventIds), this.afterCommit.notificationsRecorded(recorded.notices)]);
       this.logger.log(`request ${r.id} verified by ${t.txHash}#${t.logIndex} (${source})`);
       return true;
     } catch (e) {

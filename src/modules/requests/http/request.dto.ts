@@ -12,7 +12,7 @@ import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/req
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 
 @ValidatorConstraint({ name: 'metadata' })
-class MetadataRule implements ValidatorConstraintInterface {
+export class MetadataRule implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
     return metadataErrors(value).length === 0;
   }

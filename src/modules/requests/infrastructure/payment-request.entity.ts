@@ -113,9 +113,13 @@ export class PaymentRequestEntity {
   @Column('text', { default: 'partner' })
   source!: RequestSource;
 
-  /** The plan and period a plan charge belongs to (no foreign key until the plans table exists). */
+  /** The plan and period a plan charge belongs to (the plans module owns the plans table). */
   @Column('uuid', { name: 'plan_id', nullable: true })
   planId!: string | null;
+
+  @ManyToOne('PlanEntity', { nullable: true })
+  @JoinColumn({ name: 'plan_id', foreignKeyConstraintName: 'payment_requests_plan_id_fkey' })
+  plan?: unknown;
 
   @Column('integer', { name: 'period_index', nullable: true })
   periodIndex!: number | null;

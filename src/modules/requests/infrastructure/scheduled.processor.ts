@@ -5,6 +5,7 @@ import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { QUEUES, SCHEDULED_JOBS } from '../../../common/queue/queues';
 import { keepSchedules } from '../../../common/queue/schedules';
 import { ChainScanService } from '../application/chain-scan.service';
+import { ExpiryService } from '../application/expiry.service';
 import { RequestsRepository } from './requests.repository';
 
 /**
@@ -21,6 +22,7 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
     @InjectQueue(QUEUES.scheduled) private readonly queue: Queue,
     private readonly scan: ChainScanService,
     private readonly repo: RequestsRepository,
+    private readonly expiry: ExpiryService,
   ) {
     super();
   }
@@ -44,7 +46,7 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
       case SCHEDULED_JOBS.chainScan:
         return this.scan.scanAll();
       case SCHEDULED_JOBS.expirySweep: {
-        const expired = await this.repo.expireLapsed();
+        const expired = await this.expiry.sweep();
         const released = await this.repo.releaseClosedAmounts();
         if (expired || released) this.logger.log(`expired ${expired} requests, released ${released} amounts`);
         return { expired, released };

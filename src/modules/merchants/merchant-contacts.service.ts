@@ -1,0 +1,21 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { MerchantRepository } from './merchant.repository';
+
+/** How messages name a merchant and where its own notes go (DESIGN §6, §8). */
+export interface MerchantContact {
+  /** display_name, else business_name; null when the merchant has neither. */
+  name: string | null;
+  email: string | null;
+}
+
+/** The narrow read notifications need of a merchant; merchants stays the only reader of its table. */
+@Injectable()
+export class MerchantContacts {
+  constructor(private readonly repo: MerchantRepository) {}
+
+  async contactOf(merchantId: string, em?: EntityManager): Promise<MerchantContact | null> {
+    const m = await this.repo.findContact(merchantId, em);
+    return m ? { name: m.displayName || m.businessName || null, email: m.email } : null;
+  }
+}

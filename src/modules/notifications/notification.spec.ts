@@ -1,0 +1,65 @@
+import { messageIdFor, messagesForCharge, messagesForVerified, nextStep } from './notification';
+
+const policy = { baseMs: 100, maxMs: 1000, giveUpMs: 5000 };
+
+describe('messagesForVerified', () => {
+  const r = { requestId: 'r1', customerEmail: 'c@example.com', customerPhone: '+15550001', merchantEmail: 'm@example.com' };
+  it.each([
+    [{ email: true, sms: true }, r, ['receipt/email', 'receipt/sms', 'merchant_note/email']],
+    [{ email: false, sms: true }, r, ['receipt/sms']],
+    [{ email: true, sms: false }, r, ['receipt/email', 'merchant_note/email']],
+    [{ email: false, sms: false }, r, []],
+    [{ email: true, sms: true }, { ...r, customerEmail: null, customerPhone: null }, ['merchant_note/email']],
+    [{ email: true, sms: true }, { ...r, merchantEmail: null }, ['receipt/email', 'receipt/sms']],
+  ])('%j → %j', (on, facts, expected) => {
+    expect(messagesForVerified(on, facts).map((m) => `${m.kind}/${m.channel}`)).toEqual(expected);
+  });
+});
+
+describe('messagesForCharge', () => {
+  const c = { requestId: 'r1', planId: 'p1', periodIndex: 2, payerEmail: 'payer@example.com', dueAt: new Date(0) };
+  it('a notice by email when email is on and the plan has a payer email', () => {
+    expect(messagesForCharge({ email: true, sms: true }, c)).toEqual([
+      { kind: 'charge_notice', channel: 'email', to: 'payer@example.com', requestId: 'r1', planId: 'p1', periodIndex: 2, dueAt: new Date(0) },
+    ]);
+    expect(messagesForCharge({ email: false, sms: true }, c)).toEqual([]);
+    expect(messagesForCharge({ email: true, sms: true }, { ...c, payerEmail: null })).toEqual([]);
+  });
+});
+
+describe('nextStep', () => {
+  it.each([
+    [{ kind: 'sent', response: null }, 1, 0, { outcome: 'sent' }],
+    [{ kind: 'refused', error: 'x' }, 1, 0, { outcome: 'failed' }],
+    [{ kind: 'transient', error: 'x' }, 1, 0, { outcome: 'retry', delayMs: 100 }],
+    [{ kind: 'transient', error: 'x' }, 3, 0, { outcome: 'retry', delayMs: 400 }],
+    [{ kind: 'transient', error: 'x' }, 10, 0, { outcome: 'retry', delayMs: 1000 }],
+    [{ kind: 'transient', error: 'x' }, 10, 4000, { outcome: 'retry', delayMs: 1000 }],
+    [{ kind: 'transient', error: 'x' }, 10, 4001, { outcome: 'abandoned' }],
+  ] as const)('%j after attempt %d at age %d → %j', (result, attempt, age, expected) => {
+    expect(nextStep(result, attempt, age, policy)).toEqual(expected);
+  });
+
+  it('with the defaults, about a day of attempts', () => {
+    const p = { baseMs: 60_000, maxMs: 3_600_000, giveUpMs: 86_400_000 };
+    let age = 0;
+    let n = 0;
+    for (;;) {
+      n++;
+      const s = nextStep({ kind: 'transient', error: 'x' }, n, age, p);
+      if (s.outcome !== 'retry') break;
+      age += s.delayMs;
+    }
+    expect(age).toBeGreaterThan(23 * 3_600_000);
+    expect(age).toBeLessThanOrEqual(24 * 3_600_000);
+    expect(n).toBeGreaterThan(20);
+  });
+});
+
+describe('messageIdFor', () => {
+  it('the row id on the sender domain, else the public host', () => {
+    expect(messageIdFor('abc', 'Shop <receipts@mail.example.com>', 'http://localhost:3000')).toBe('<abc@mail.example.com>');
+    expect(messageIdFor('abc', 'receipts@example.org', 'http://localhost:3000')).toBe('<abc@example.org>');
+    expect(messageIdFor('abc', null, 'https://pay.example.net')).toBe('<abc@pay.example.net>');
+  });
+});

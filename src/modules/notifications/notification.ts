@@ -1,0 +1,93 @@
+/** Notifications (DESIGN §6): what is sent, to whom, and the rule that decides what follows an attempt. */
+export const NOTIFICATION_KINDS = ['receipt', 'charge_notice', 'merchant_note'] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+export const NOTIFICATION_CHANNELS = ['email', 'sms'] as const;
+export type NotificationChannel = (typeof NOTIFICATION_CHANNELS)[number];
+
+export const NOTIFICATION_STATUSES = ['pending', 'sent', 'failed', 'abandoned'] as const;
+export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
+
+/** 'sending' until the outcome is recorded; 'in_doubt' when its worker vanished in between. */
+export type AttemptOutcome = 'sending' | 'sent' | 'retry' | 'failed' | 'abandoned' | 'in_doubt';
+
+/** A message to write to the outbox. */
+export interface NewNotification {
+  kind: NotificationKind;
+  channel: NotificationChannel;
+  to: string;
+  requestId: string;
+  planId?: string | null;
+  periodIndex?: number | null;
+  dueAt?: Date | null;
+}
+
+/** Which channels are on (SMTP_URL set; all four SMS_* set). */
+export interface Channels {
+  email: boolean;
+  sms: boolean;
+}
+
+/**
+ * The messages a verified request causes: a receipt to the customer by email and by SMS, and a note to the
+ * merchant. A message exists only when its channel is configured and it has a recipient: nothing is written
+ * that could never be sent.
+ */
+export function messagesForVerified(
+  on: Channels,
+  r: { requestId: string; customerEmail: string | null; customerPhone: string | null; merchantEmail: string | null },
+): NewNotification[] {
+  const out: NewNotification[] = [];
+  if (on.email && r.customerEmail) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
+  if (on.sms && r.customerPhone) out.push({ kind: 'receipt', channel: 'sms', to: r.customerPhone, requestId: r.requestId });
+  if (on.email && r.merchantEmail) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
+  return out;
+}
+
+/** A plan's charge was created: a notice to the payer by email (DESIGN §6), when email is on and there is a payer email. */
+export function messagesForCharge(
+  on: Channels,
+  c: { requestId: string; planId: string; periodIndex: number; payerEmail: string | null; dueAt: Date },
+): NewNotification[] {
+  if (!on.email || !c.payerEmail) return [];
+  return [{ kind: 'charge_notice', channel: 'email', to: c.payerEmail, requestId: c.requestId, planId: c.planId, periodIndex: c.periodIndex, dueAt: c.dueAt }];
+}
+
+/** What one send ended with, as the transport saw it. */
+export type SendResult =
+  | { kind: 'sent'; response: string | null }
+  /** Refused for good (SMTP 5xx, an SMS 4xx other than 429, an address the transport cannot use). */
+  | { kind: 'refused'; error: string }
+  /** Worth another try (SMTP 4xx, SMS 5xx or 429, connection refused, timeouts). */
+  | { kind: 'transient'; error: string };
+
+export interface RetryPolicy {
+  baseMs: number;
+  maxMs: number;
+  giveUpMs: number;
+}
+
+export type NextStep = { outcome: 'sent' } | { outcome: 'failed' } | { outcome: 'abandoned' } | { outcome: 'retry'; delayMs: number };
+
+/**
+ * After attempt n: exponential back-off (base × 2^(n-1), capped at max); a message whose next attempt would
+ * fall later than giveUp after it was written is abandoned instead (24 hours by default).
+ */
+export function nextStep(result: SendResult, attempt: number, ageMs: number, p: RetryPolicy): NextStep {
+  switch (result.kind) {
+    case 'sent':
+      return { outcome: 'sent' };
+    case 'refused':
+      return { outcome: 'failed' };
+    case 'transient': {
+      const delayMs = Math.min(p.maxMs, p.baseMs * 2 ** Math.min(attempt - 1, 40));
+      return ageMs + delayMs > p.giveUpMs ? { outcome: 'abandoned' } : { outcome: 'retry', delayMs };
+    }
+  }
+}
+
+/** The stable Message-ID of a notification: derived from its row id, on the sender's domain. */
+export function messageIdFor(id: string, mailFrom: string | null, publicUrl: string): string {
+  const fromDomain = mailFrom ? /@([^\s>]+)>?\s*$/.exec(mailFrom)?.[1] : undefined;
+  return `<${id}@${fromDomain ?? new URL(publicUrl).hostname}>`;
+}

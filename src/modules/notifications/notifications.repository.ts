@@ -1,0 +1,209 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { DataSource, In, type EntityManager, type Repository } from 'typeorm';
+import type { NewNotification, NotificationChannel, NotificationKind, NotificationStatus } from './notification';
+import { NotificationAttemptEntity } from './notification-attempt.entity';
+import { NotificationEntity } from './notification.entity';
+
+/** A message claimed for one attempt: what the sender needs to build and send it. */
+export interface ClaimedNotification {
+  id: string;
+  kind: NotificationKind;
+  channel: NotificationChannel;
+  to: string;
+  requestId: string;
+  planId: string | null;
+  periodIndex: number | null;
+  dueAt: Date | null;
+  messageId: string;
+  createdAt: Date;
+  attempt: number;
+}
+
+/** A pending message that should have a job: its id and the number of its next attempt. */
+export interface DueNotification {
+  id: string;
+  attempt: number;
+}
+
+export interface AttemptResult {
+  id: string;
+  attempt: number;
+  outcome: 'sent' | 'retry' | 'failed' | 'abandoned';
+  error: string | null;
+  response: string | null;
+  delayMs: number;
+}
+
+const MAX_TEXT = 500;
+const clip = (s: string | null) => (s === null ? null : s.slice(0, MAX_TEXT));
+
+/**
+ * notifications and notification_attempts: the only reader and writer. Statements end in a SELECT or an
+ * INSERT, whose rows TypeORM's query() returns as they are (a top-level UPDATE comes back as [rows, count]). Every change of a message is
+ * conditional on its attempt number and lease, so a duplicate or late job can neither send it twice nor
+ * record an attempt twice (STYLE rule 1).
+ */
+@Injectable()
+export class NotificationsRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    @InjectRepository(NotificationEntity) private readonly rows: Repository<NotificationEntity>,
+    @InjectRepository(NotificationAttemptEntity) private readonly attemptLog: Repository<NotificationAttemptEntity>,
+  ) {}
+
+  /**
+   * Writes messages in the caller's transaction. A message that exists already for its (request, kind,
+   * channel) is not written again (the unique constraint); returns the ids written.
+   */
+  async insert(em: EntityManager, ms: NewNotification[], messageId: (id: string) => string): Promise<string[]> {
+    if (ms.length === 0) return [];
+    const ids = ms.map(() => randomUUID());
+    const rows = await em.query<Array<{ id: string }>>(
+      `INSERT INTO notifications (id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[], $6::uuid[], $7::int[], $8::timestamptz[], $9::text[])
+       ON CONFLICT (request_id, kind, channel) DO NOTHING
+       RETURNING id`,
+      [
+        ids,
+        ms.map((m) => m.kind),
+        ms.map((m) => m.channel),
+        ms.map((m) => m.to),
+        ms.map((m) => m.requestId),
+        ms.map((m) => m.planId ?? null),
+        ms.map((m) => m.periodIndex ?? null),
+        ms.map((m) => m.dueAt ?? null),
+        ids.map(messageId),
+      ],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** The next attempt of each pending message among ids that is not held by a worker. */
+  async due(ids: string[]): Promise<DueNotification[]> {
+    if (ids.length === 0) return [];
+    return this.dataSource.query<DueNotification[]>(
+      `SELECT id, attempts + 1 AS attempt FROM notifications WHERE id = ANY($1::uuid[]) AND status = 'pending' AND lease_until IS NULL`,
+      [ids],
+    );
+  }
+
+  /** The message, when attempt n is the one it waits for. */
+  async waitingFor(id: string, attempt: number): Promise<NotificationEntity | null> {
+    return this.rows.findOneBy({ id, attempts: attempt - 1, status: 'pending' });
+  }
+
+  /**
+   * Takes attempt n: only when the message is pending, at attempt n-1 and held by nobody. Stores the attempt
+   * as 'sending' and leases the message, in one statement committed before anything is sent: from here on,
+   * a worker that vanishes leaves a visible trace rather than a message that could go out twice.
+   */
+  async claim(id: string, attempt: number, leaseMs: number): Promise<ClaimedNotification | null> {
+    const rows = await this.dataSource.query<ClaimRow[]>(
+      `WITH c AS (
+         UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond'
+          WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL
+         RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
+       a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome) SELECT id, attempts, 'sending' FROM c RETURNING notification_id)
+       SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
+      [id, attempt, leaseMs],
+    );
+    const r = rows[0];
+    return r
+      ? {
+          id: r.id, kind: r.kind, channel: r.channel, to: r.to, requestId: r.request_id, planId: r.plan_id, periodIndex: r.period_index,
+          dueAt: r.due_at, messageId: r.message_id, createdAt: r.created_at, attempt: r.attempts,
+        }
+      : null;
+  }
+
+  /**
+   * Stores the outcome of attempt n and moves the message on, releasing its lease. Nothing happens unless
+   * the message still holds attempt n's lease (a lease the re-drive already declared in doubt stays so).
+   */
+  async record(r: AttemptResult): Promise<boolean> {
+    const rows = await this.dataSource.query<Array<{ id: string }>>(
+      `WITH n AS (
+         UPDATE notifications
+            SET status = CASE WHEN $3::text = 'retry' THEN 'pending' ELSE $3::text END,
+                lease_until = NULL,
+                last_error = $4::text,
+                next_attempt_at = CASE WHEN $3::text = 'retry' THEN now() + $6::int * interval '1 millisecond' ELSE next_attempt_at END,
+                sent_at = CASE WHEN $3::text = 'sent' THEN now() ELSE sent_at END
+          WHERE id = $1 AND attempts = $2::int AND status = 'pending' AND lease_until IS NOT NULL
+         RETURNING id)
+       , a AS (
+         UPDATE notification_attempts a SET outcome = $3, finished_at = now(), error = $4, response = $5
+           FROM n WHERE a.notification_id = n.id AND a.attempt = $2
+         RETURNING a.notification_id AS id)
+       SELECT id FROM a`,
+      [r.id, r.attempt, r.outcome, clip(r.error), clip(r.response), r.delayMs],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Messages whose worker held them past the lease without recording an outcome: the message may or may not
+   * have gone out. They are failed 'in doubt' and never sent again automatically (at most once).
+   */
+  async failInDoubt(): Promise<string[]> {
+    const rows = await this.dataSource.query<Array<{ id: string }>>(
+      `WITH n AS (
+         UPDATE notifications
+            SET status = 'failed', lease_until = NULL,
+                last_error = 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
+          WHERE status = 'pending' AND lease_until < now()
+         RETURNING id, attempts)
+       , a AS (
+         UPDATE notification_attempts a SET outcome = 'in_doubt', finished_at = now()
+           FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
+         RETURNING a.notification_id AS id)
+       SELECT id FROM a`,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Pending messages due for longer than graceMs and held by nobody: each should have a job by now. */
+  async overdue(graceMs: number, limit: number): Promise<DueNotification[]> {
+    return this.dataSource.query<DueNotification[]>(
+      `SELECT id, attempts + 1 AS attempt FROM notifications
+        WHERE status = 'pending' AND lease_until IS NULL AND next_attempt_at < now() - $1::int * interval '1 millisecond'
+        ORDER BY next_attempt_at LIMIT $2`,
+      [graceMs, limit],
+    );
+  }
+
+  /** The messages of one request, oldest first. */
+  forRequest(requestId: string): Promise<NotificationEntity[]> {
+    return this.rows.find({ where: { requestId }, order: { createdAt: 'ASC', kind: 'ASC', channel: 'ASC' } });
+  }
+
+  /** Newest first; `limit + 1` rows tell the caller whether more exist. */
+  list(f: { statuses: NotificationStatus[]; requestId?: string; limit: number; offset: number }): Promise<NotificationEntity[]> {
+    return this.rows.find({
+      where: { status: In(f.statuses), ...(f.requestId ? { requestId: f.requestId } : {}) },
+      order: { createdAt: 'DESC', id: 'DESC' },
+      take: f.limit,
+      skip: f.offset,
+    });
+  }
+
+  attempts(notificationId: string): Promise<NotificationAttemptEntity[]> {
+    return this.attemptLog.find({ where: { notificationId }, order: { attempt: 'ASC' } });
+  }
+}
+
+interface ClaimRow {
+  id: string;
+  kind: NotificationKind;
+  channel: NotificationChannel;
+  to: string;
+  request_id: string;
+  plan_id: string | null;
+  period_index: number | null;
+  due_at: Date | null;
+  message_id: string;
+  created_at: Date;
+  attempts: number;
+}

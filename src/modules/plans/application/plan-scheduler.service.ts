@@ -1,0 +1,71 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { MerchantGate } from '../../merchants/merchant-gate.service';
+import { afterSkip, periodToCharge } from '../domain/plan';
+import { PlansRepository } from '../infrastructure/plans.repository';
+import { PLAN_CLOCK, type Clock } from './clock';
+import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
+
+/** Plans one run handles at most; the next run (seconds later) takes the rest. */
+const PLANS_PER_RUN = 200;
+
+/**
+ * Charges the plans that are due (DESIGN §5), selected by state, not by a "since the last run" window: every
+ * active plan whose next_charge_at has come, each locked FOR UPDATE SKIP LOCKED in its own transaction, which
+ * creates the latest due period's charge and moves the plan on. So workers share the due plans without
+ * waiting for each other, a crash rolls back both the charge and the advance, and after downtime a plan gets
+ * one charge, for its latest due period. A disabled merchant's periods are skipped (not missed).
+ */
+@Injectable()
+export class PlanSchedulerService {
+  private readonly logger = new Logger('PlanScheduler');
+
+  constructor(
+    @Inject(PLAN_CLOCK) private readonly clock: Clock,
+    private readonly dataSource: DataSource,
+    private readonly plans: PlansRepository,
+    private readonly charges: PlanChargesService,
+    private readonly merchants: MerchantGate,
+  ) {}
+
+  /** Returns how many plans were charged or skipped. Throws, after trying every due plan, if any failed. */
+  async run(): Promise<{ charged: number; skipped: number }> {
+    const now = this.clock.now();
+    const failed = new Map<string, Error>();
+    let charged = 0;
+    let skipped = 0;
+    for (let i = 0; i < PLANS_PER_RUN; i++) {
+      let planId: string | undefined;
+      try {
+        const outcome = await this.dataSource.transaction(async (em) => {
+          const plan = await this.plans.lockNextDue(em, now, [...failed.keys()]);
+          if (!plan) return null;
+          planId = plan.id;
+          const k = periodToCharge(plan, now);
+          const merchant = await this.merchants.currentForCreate(plan.merchantId);
+          if (merchant?.disabled) {
+            await this.plans.update(em, plan.id, afterSkip(plan, k));
+            return 'skipped' as const;
+          }
+          return this.charges.charge(em, plan, k);
+        });
+        if (outcome === null) break;
+        if (outcome === 'skipped') skipped++;
+        else {
+          charged++;
+          await this.charges.committed(outcome as ChargeOutcome);
+        }
+      } catch (e) {
+        // Rolled back: the plan stays due and is tried again next run; the other plans go on now.
+        if (!planId) throw e;
+        failed.set(planId, e as Error);
+      }
+    }
+    if (failed.size > 0) {
+      const [[id, first]] = failed;
+      throw new Error(`${failed.size} due plan(s) could not be charged, e.g. ${id}: ${first.message}`);
+    }
+    if (charged || skipped) this.logger.log(`charged ${charged} plans, skipped ${skipped} (merchant disabled)`);
+    return { charged, skipped };
+  }
+}

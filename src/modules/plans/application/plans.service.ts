@@ -1,0 +1,214 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource, type EntityManager } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../../config/config';
+import { AppError } from '../../../common/errors';
+import { PAGE_DEFAULT } from '../../../common/paging';
+import type { Merchant } from '../../merchants/merchant';
+import { MerchantGate } from '../../merchants/merchant-gate.service';
+import type { PaymentRequest } from '../../requests/domain/payment-request';
+import { SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../../requests/domain/request-rules';
+import { effectiveStatus } from '../../requests/domain/transitions';
+import { RequestsService } from '../../requests/application/requests.service';
+import { afterResume, changeOf, firstPeriod, type Plan, type PlanChange, type PlanStatus } from '../domain/plan';
+import { dueAt, type PlanInterval } from '../domain/schedule';
+import { PlansRepository } from '../infrastructure/plans.repository';
+import { PLAN_CLOCK, type Clock } from './clock';
+import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
+
+export interface NewPlanInput {
+  title: string;
+  fiatAmount: number;
+  interval: PlanInterval;
+  intervalCount?: number;
+  startAt?: Date;
+  maxCharges?: number;
+  expiryMinutes?: number;
+  payerName?: string;
+  payerEmail?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface PlanPage {
+  items: Plan[];
+  hasMore: boolean;
+  limit: number;
+  offset: number;
+}
+
+/** The payer's view of a plan (DESIGN §5 "The payer's page"). */
+export interface PayerView {
+  plan: Plan;
+  /** The merchant as payers see it: display name, else business name. */
+  merchantName: string | null;
+  charges: PaymentRequest[];
+  openCharge: PaymentRequest | null;
+}
+
+/** The plan's page token: 32 random bytes (256 bits) in base64url. */
+const newToken = () => randomBytes(32).toString('base64url');
+
+/**
+ * The signed-in merchant's plans (DESIGN §5): create, read, pause, resume, cancel and the test clock's
+ * advance. Every change locks the plan row first, so it serialises with the scheduler and with other changes.
+ */
+@Injectable()
+export class PlansService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(PLAN_CLOCK) private readonly clock: Clock,
+    private readonly dataSource: DataSource,
+    private readonly plans: PlansRepository,
+    private readonly charges: PlanChargesService,
+    private readonly requests: RequestsService,
+    private readonly merchants: MerchantGate,
+  ) {}
+
+  planUrl(p: Plan): string {
+    return `${this.config.publicUrl}/plan/${p.token}`;
+  }
+
+  /** A start_at that has come has its latest due period charged at once; next_charge_at is the one after. */
+  async create(m: Merchant, input: NewPlanInput): Promise<Plan> {
+    const current = await this.merchants.currentForCreate(m.id);
+    if (!current || current.disabled) throw new AppError('merchant_disabled');
+    const allowed = await this.charges.allowedExpiryMinutes(m.partnerId);
+    const expiryMinutes = input.expiryMinutes ?? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES;
+    if (!allowed.includes(expiryMinutes)) throw new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: allowed });
+    const now = this.clock.now();
+    const schedule = { startAt: input.startAt ?? now, interval: input.interval, intervalCount: input.intervalCount ?? 1 };
+    const first = firstPeriod(schedule, now);
+    const id = randomUUID();
+    let outcome: ChargeOutcome | null = null;
+    await this.dataSource.transaction(async (em) => {
+      await this.plans.insert(em, {
+        id,
+        partnerId: m.partnerId,
+        merchantId: m.id,
+        testMode: m.testMode,
+        token: newToken(),
+        title: input.title,
+        fiatAmount: input.fiatAmount,
+        fiatCurrency: current.display_currency,
+        interval: schedule.interval,
+        intervalCount: schedule.intervalCount,
+        startAt: schedule.startAt,
+        maxCharges: input.maxCharges ?? null,
+        expiryMinutes,
+        payerName: input.payerName ?? null,
+        payerEmail: input.payerEmail ?? null,
+        metadata: input.metadata ?? {},
+        status: 'active',
+        nextPeriodIndex: first.k,
+        nextChargeAt: dueAt(schedule, first.k),
+      });
+      if (first.dueNow) outcome = await this.charges.charge(em, await this.locked(em, m, id), first.k);
+    });
+    await this.charges.committed(outcome);
+    return this.get(m, id);
+  }
+
+  async list(m: Merchant, q: { status?: PlanStatus; limit?: number; offset?: number }): Promise<PlanPage> {
+    const limit = q.limit ?? PAGE_DEFAULT;
+    const offset = q.offset ?? 0;
+    const { items, hasMore } = await this.plans.list(m.id, { status: q.status, limit, offset });
+    return { items, hasMore, limit, offset };
+  }
+
+  async get(m: Merchant, id: string): Promise<Plan> {
+    const p = await this.plans.findOwned(m.id, id);
+    if (!p) throw AppError.notFound();
+    return p;
+  }
+
+  /** The plan's charges, oldest first. */
+  chargesOf(p: Plan): Promise<PaymentRequest[]> {
+    return this.requests.chargesOf(p.id);
+  }
+
+  async payerView(token: string): Promise<PayerView> {
+    // 32 bytes in base64url: anything else names no plan, and costs no query.
+    const plan = /^[A-Za-z0-9_-]{43}$/.test(token) ? await this.plans.findByToken(token) : null;
+    if (!plan) throw AppError.notFound();
+    const charges = await this.requests.chargesOf(plan.id);
+    return { plan, merchantName: await this.merchants.payeeName(plan.merchantId), charges, openCharge: openCharge(charges, new Date()) };
+  }
+
+  /** → paused (reason merchant). Already paused: unchanged. Canceled or completed: 409 plan_not_active. */
+  pause(m: Merchant, id: string): Promise<Plan> {
+    return this.change(m, id, (p) => {
+      if (p.status === 'paused') return null;
+      if (p.status !== 'active') throw new AppError('plan_not_active');
+      return { ...changeOf(p), status: 'paused', pauseReason: 'merchant', nextChargeAt: null };
+    });
+  }
+
+  /** → active, the next charge at the first scheduled date from now on (the real clock), nothing backfilled. */
+  resume(m: Merchant, id: string): Promise<Plan> {
+    return this.change(m, id, (p) => {
+      if (p.status === 'active') return null;
+      if (p.status !== 'paused') throw new AppError('plan_not_active');
+      return afterResume(p, this.clock.now());
+    });
+  }
+
+  /** → canceled, final. The open charge stays payable. */
+  cancel(m: Merchant, id: string): Promise<Plan> {
+    return this.change(m, id, (p) => {
+      if (p.status === 'canceled') return null;
+      if (p.status === 'completed') throw new AppError('plan_not_active');
+      return { ...changeOf(p), status: 'canceled', pauseReason: null, nextChargeAt: null };
+    });
+  }
+
+  /**
+   * The test clock (DESIGN §5, §8): the open charge, if unpaid, expires now and counts as missed; then, unless
+   * that paused the plan, the next period's charge is created now as the scheduler would. Concurrent advances
+   * queue on the plan's lock, each moving one period.
+   */
+  async advance(m: Merchant, id: string): Promise<Plan> {
+    let outcome: ChargeOutcome | null = null;
+    await this.dataSource.transaction(async (em) => {
+      let plan = await this.locked(em, m, id);
+      if (!plan.testMode) throw new AppError('test_mode_only');
+      if (plan.status !== 'active') throw new AppError('plan_not_active');
+      const open = openCharge(await this.requests.chargesOf(plan.id), new Date());
+      if (open && open.proofStatus === 'none' && (await this.requests.expireNow(em, open.id))) {
+        await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);
+        plan = await this.locked(em, m, id);
+      }
+      if (plan.status !== 'active') return;
+      const merchant = await this.merchants.currentForCreate(m.id);
+      if (!merchant || merchant.disabled) throw new AppError('merchant_disabled');
+      outcome = await this.charges.charge(em, plan, plan.nextPeriodIndex);
+    });
+    await this.charges.committed(outcome);
+    return this.get(m, id);
+  }
+
+  private async change(m: Merchant, id: string, decide: (p: Plan) => PlanChange | null): Promise<Plan> {
+    await this.dataSource.transaction(async (em) => {
+      const plan = await this.locked(em, m, id);
+      const next = decide(plan);
+      if (next) await this.plans.update(em, plan.id, next);
+    });
+    return this.get(m, id);
+  }
+
+  private async locked(em: EntityManager, m: Merchant, id: string): Promise<Plan> {
+    const p = await this.plans.findOwned(m.id, id, { em, forUpdate: true });
+    if (!p) throw AppError.notFound();
+    return p;
+  }
+}
+
+/** DESIGN §8: the latest charge that is neither verified nor expired nor voided, else null. */
+export function openCharge(charges: readonly PaymentRequest[], now: Date): PaymentRequest | null {
+  for (let i = charges.length - 1; i >= 0; i--) {
+    const c = charges[i];
+    const status = effectiveStatus(c, now);
+    if (c.proofStatus !== 'verified' && status !== 'expired' && status !== 'voided') return c;
+  }
+  return null;
+}
+

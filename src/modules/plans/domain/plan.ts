@@ -1,0 +1,88 @@
+import { dueAt, latestDuePeriod, firstPeriodAfter, type PlanInterval, type Schedule } from './schedule';
+
+export type PlanStatus = 'active' | 'paused' | 'canceled' | 'completed';
+export type PauseReason = 'merchant' | 'unpaid';
+export const PLAN_STATUSES: readonly PlanStatus[] = ['active', 'paused', 'canceled', 'completed'];
+
+/** A recurring plan as the domain sees it (DESIGN §5): no ORM, no HTTP. */
+export interface Plan {
+  id: string;
+  partnerId: string;
+  merchantId: string;
+  testMode: boolean;
+  token: string;
+  title: string;
+  fiatAmount: number;
+  fiatCurrency: string;
+  interval: PlanInterval;
+  intervalCount: number;
+  startAt: Date;
+  maxCharges: number | null;
+  expiryMinutes: number;
+  payerName: string | null;
+  payerEmail: string | null;
+  metadata: Record<string, string>;
+  status: PlanStatus;
+  pauseReason: PauseReason | null;
+  /** The period next_charge_at belongs to. */
+  nextPeriodIndex: number;
+  /** Set exactly while active. */
+  nextChargeAt: Date | null;
+  chargesCreated: number;
+  /** Charges that expired unpaid since the last paid one (or the last resume). */
+  missedInRow: number;
+  createdAt: Date;
+}
+
+/** The plan's schedule, for the pure schedule functions. */
+export function scheduleOf(p: Pick<Plan, 'startAt' | 'interval' | 'intervalCount'>): Schedule {
+  return { startAt: p.startAt, interval: p.interval, intervalCount: p.intervalCount };
+}
+
+/** What a plan's row becomes: the fields the use cases change. */
+export type PlanChange = Pick<Plan, 'status' | 'pauseReason' | 'nextPeriodIndex' | 'nextChargeAt' | 'chargesCreated' | 'missedInRow'>;
+
+/**
+ * Which period a due plan charges now: only the latest due one (after downtime the ones before it are skipped,
+ * never backfilled), and never one before the period the plan is waiting for (an advance may have moved ahead).
+ */
+export function periodToCharge(p: Plan, now: Date): number {
+  return Math.max(p.nextPeriodIndex, latestDuePeriod(scheduleOf(p), now) ?? 0);
+}
+
+/** After the charge of period k was created: the next period, or completed at max_charges (DESIGN §8). */
+export function afterCharge(p: Plan, k: number, created: boolean): PlanChange {
+  const chargesCreated = p.chargesCreated + (created ? 1 : 0);
+  if (p.maxCharges !== null && chargesCreated >= p.maxCharges) {
+    return { status: 'completed', pauseReason: null, nextPeriodIndex: k + 1, nextChargeAt: null, chargesCreated, missedInRow: p.missedInRow };
+  }
+  return { status: 'active', pauseReason: null, nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1), chargesCreated, missedInRow: p.missedInRow };
+}
+
+/** Period k skipped (the merchant is disabled): not a charge, not a miss; the plan waits for k + 1. */
+export function afterSkip(p: Plan, k: number): PlanChange {
+  return { ...changeOf(p), nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1) };
+}
+
+/** Resume: the first scheduled date from now on, nothing backfilled; the missed count starts again. */
+export function afterResume(p: Plan, now: Date): PlanChange {
+  const k = Math.max(firstPeriodAfter(scheduleOf(p), now), p.nextPeriodIndex);
+  return { ...changeOf(p), status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), missedInRow: 0 };
+}
+
+/** A new plan: a past or present start_at has its latest due period charged at once (DESIGN §8). */
+export function firstPeriod(s: Schedule, now: Date): { k: number; dueNow: boolean } {
+  const latest = latestDuePeriod(s, now);
+  return latest === null ? { k: 0, dueNow: false } : { k: latest, dueNow: true };
+}
+
+export function changeOf(p: Plan): PlanChange {
+  return {
+    status: p.status,
+    pauseReason: p.pauseReason,
+    nextPeriodIndex: p.nextPeriodIndex,
+    nextChargeAt: p.nextChargeAt,
+    chargesCreated: p.chargesCreated,
+    missedInRow: p.missedInRow,
+  };
+}

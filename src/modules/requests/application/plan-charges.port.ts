@@ -1,0 +1,20 @@
+import type { EntityManager } from 'typeorm';
+
+/** A plan's charge whose outcome the plan must count (DESIGN §5: missed charges, a paid charge resets). */
+export interface PlanChargeRef {
+  requestId: string;
+  planId: string;
+}
+
+/**
+ * What happens to plan charges, told to whoever keeps the plans. Declared here, by the requests module whose
+ * state changes it reports; the plans module (which depends on requests) provides it, so requests never
+ * imports plans. Called inside the transaction that changes the request, so a miss or a payment is counted
+ * exactly when the change commits.
+ */
+export abstract class PlanChargesPort {
+  /** These charges expired unpaid (the expiry job or the sweep stored the expiry). */
+  abstract chargesLapsed(em: EntityManager, charges: readonly PlanChargeRef[]): Promise<void>;
+  /** This charge was verified. */
+  abstract chargePaid(em: EntityManager, charge: PlanChargeRef): Promise<void>;
+}

@@ -1,0 +1,138 @@
+import { Wallet } from 'ethers';
+import type { Browser, Page } from 'playwright-core';
+import { findFreePort } from '../../scripts/chain/local-node';
+import { PAGE_CSP } from '../../src/modules/pages/page-security';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
+import { overflowsSideways, signInThroughPage } from '../support/dashboard-browser';
+import { closeSql, sql } from '../support/db';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
+
+/**
+ * Issue 12 in Debian's Chromium at 390 px: the dashboard's plans pages (list, new plan, detail with its
+ * charges, pause/resume/cancel, the test clock's advance) and the payer's plan page.
+ */
+let svc: TestService;
+let partner: TestPartner;
+let browser: Browser;
+let merchantKey: string;
+let origin: string;
+
+beforeAll(async () => {
+  const port = await findFreePort();
+  origin = `http://localhost:${port}`;
+  svc = await startService({ worker: true, env: { PORT: String(port), PUBLIC_URL: origin } });
+  partner = await createPartner(svc);
+  const wallet = Wallet.createRandom();
+  merchantKey = wallet.privateKey;
+  await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Gym & Co' }, wallet as unknown as Wallet);
+  browser = await launchBrowser();
+}, 60000);
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+  await closeSql();
+});
+
+const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
+const settled = async (page: Page) => {
+  await page.locator('#dash-content').waitFor({ state: 'visible' });
+  await waitFor(async () => (await text(page, '#dash-progress')) === '' || (await text(page, '#dash-error')) !== '');
+  expect(await text(page, '#dash-error')).toBe('');
+};
+
+it('creates a plan in the form, shows it in the list and its detail with its charge, advances, pauses, resumes and cancels it; the payer page follows', async () => {
+  const wallet = new TestWallet(merchantKey, testEnv().rpcUrl);
+  const { context, page, problems } = await openContext(browser, wallet);
+  try {
+    await signInThroughPage(page, svc, wallet, '/dashboard/plans');
+    await settled(page);
+    expect(await page.locator('#plan-empty').isVisible()).toBe(true);
+
+    const res = await page.goto(`${origin}/dashboard/plans/new`);
+    expect(res!.headers()['content-security-policy']).toBe(PAGE_CSP);
+    await settled(page);
+    expect(await unlabelledControls(page)).toEqual([]);
+    expect(await overflowsSideways(page)).toBe(false);
+    await screenshots(page, 'plans-new');
+    // A bad amount is caught in words before anything is sent.
+    await page.fill('#plan-title-input', 'Monthly <box>');
+    await page.fill('#plan-amount', 'abc');
+    await page.click('#plan-submit');
+    await waitForText(page, '#plan-amount-error', 'positive amount');
+    await page.fill('#plan-amount', '25.00');
+    await page.fill('#plan-payer-name', 'Ada');
+    await page.fill('#plan-metadata', 'customer=c-7');
+    await page.click('#plan-submit');
+    await page.waitForURL(/\/dashboard\/plans\/[0-9a-f-]{36}$/);
+    await settled(page);
+    const planId = page.url().split('/').pop()!;
+    expect(await text(page, '#plan-name')).toBe('Monthly <box>');
+    expect(await text(page, '#plan-state')).toBe('Active');
+    expect(await page.locator('#charge-list li').count()).toBe(1);
+    expect(await page.locator('#plan-advance').isVisible()).toBe(true);
+    expect(await overflowsSideways(page)).toBe(false);
+    await screenshots(page, 'plans-detail');
+    const [plan] = await sql(`SELECT metadata, fiat_amount FROM plans WHERE id = $1`, [planId]);
+    expect(plan).toEqual({ metadata: { customer: 'c-7' }, fiat_amount: 2500 });
+
+    await page.click('#plan-advance');
+    await waitFor(async () => (await page.locator('#charge-list li').count()) === 2);
+    await page.click('#plan-pause');
+    await waitForText(page, '#plan-state', 'Paused');
+    expect(await page.locator('#plan-resume').isVisible()).toBe(true);
+    expect(await page.locator('#plan-advance').isVisible()).toBe(false);
+    await page.click('#plan-resume');
+    await waitForText(page, '#plan-state', 'Active');
+
+    // The payer's page: no sign-in, no script, the Pay button leads to the open charge's pay page.
+    const planUrl = await page.locator('#plan-url').getAttribute('href');
+    const payer = await context.newPage();
+    const payerRes = await payer.goto(planUrl!);
+    expect(payerRes!.status()).toBe(200);
+    expect(payerRes!.headers()['content-security-policy']).toBe(PAGE_CSP);
+    expect(await text(payer, '#plan-title')).toBe('Monthly <box>');
+    expect(await text(payer, '#plan-schedule')).toContain('every month');
+    expect(await text(payer, '#plan-state')).toContain('Next charge');
+    expect(await payer.locator('#history li').count()).toBe(2);
+    expect(await overflowsSideways(payer)).toBe(false);
+    await screenshots(payer, 'plans-payer');
+    const [open] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1 AND period_index = 1`, [planId]);
+    expect(await payer.locator('#pay-link').getAttribute('href')).toBe(`${svc.config.payUrl}/${open.id}`);
+    await payer.click('#pay-link');
+    await payer.waitForURL(`${svc.config.payUrl}/${open.id}`);
+    await payer.locator('#merchant-name').waitFor();
+    expect(await text(payer, '#merchant-name')).toBe('Gym & Co');
+
+    page.on('dialog', (d) => void d.accept());
+    await page.click('#plan-cancel');
+    await waitForText(page, '#plan-state', 'Cancelled');
+    await payer.goto(planUrl!);
+    expect(await text(payer, '#plan-state')).toContain('canceled');
+    // The open charge stays payable after a cancel.
+    expect(await payer.locator('#pay-link').isVisible()).toBe(true);
+
+    await page.goto(`${origin}/dashboard/plans`);
+    await settled(page);
+    expect(await page.locator(`#plan-list li[data-plan-id="${planId}"]`).textContent()).toContain('Cancelled');
+    expect(await overflowsSideways(page)).toBe(false);
+    await screenshots(page, 'plans-list');
+    expect(problems).toEqual([]);
+  } finally {
+    await context.close();
+    wallet.close();
+  }
+});
+
+it('an unknown plan token is a 404 page', async () => {
+  const { context, page } = await openContext(browser);
+  try {
+    const res = await page.goto(`${origin}/plan/${'B'.repeat(43)}`);
+    expect(res!.status()).toBe(404);
+  } finally {
+    await context.close();
+  }
+});

@@ -1,0 +1,33 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * A separate `src/main.ts --worker` process with exactly this environment (build it with testEnvVars), for
+ * specs that kill a worker with SIGKILL. Resolves once the worker reports it is running.
+ */
+export function spawnWorker(env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts', '--worker'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start within 30 s:\n${output}`)), 30_000);
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      if (output.includes('worker running')) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited with ${code}:\n${output}`));
+    });
+  });
+}
