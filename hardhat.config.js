@@ -4,7 +4,8 @@
 module.exports = {
   networks: {
     hardhat: {
-      chainId: 31337,
+      // scripts/chain/local-node.ts sets this for a second chain (tests of which chain a check runs on).
+      chainId: Number(process.env.PRS_HARDHAT_CHAIN_ID || 31337),
       // Hardhat's well-known default mnemonic ("test test ... junk"): these keys are public, never fund them elsewhere.
       accounts: { count: 10 },
       mining: { auto: true, interval: 0 },

@@ -8,6 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger as JsonLogger } from 'nestjs-pino';
 import { AppModule, type Extensions, type Roles } from './app.module';
 import type { AppConfig } from './config/config';
+import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { apiAccessLog } from './modules/ops/logging';
 import { mountQueueBoard } from './modules/ops/queue-board';
@@ -82,6 +83,7 @@ export async function start(
   // Behind a load balancer the client address (per-address limits) comes from X-Forwarded-For.
   if (config.trustProxy !== false) express.set('trust proxy', config.trustProxy);
   app.use(listenerGate);
+  app.use(BROWSER_API_PATHS, browserApiHeaders);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);
   app.use('/api/v1', apiAccessLog(config));

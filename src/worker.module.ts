@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DashboardWorkerModule } from './modules/dashboard/dashboard-worker.module';
 import { PlansWorkerModule } from './modules/plans/plans-worker.module';
 import { NotificationsWorkerModule } from './modules/notifications/notifications-worker.module';
 import { RatesWorkerModule } from './modules/rates/rates-worker.module';
@@ -10,6 +11,6 @@ import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module'
  * process has the worker role (`start` and `start:worker`).
  */
 @Module({
-  imports: [RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule, PlansWorkerModule, NotificationsWorkerModule],
+  imports: [DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule, PlansWorkerModule, NotificationsWorkerModule],
 })
 export class WorkerModule {}

@@ -47,6 +47,8 @@ export interface StartLocalNodeOptions {
   timeoutMs?: number;
   /** Receives the node's stdout and stderr (it logs every RPC call); by default only a tail is kept for errors. */
   onOutput?: (chunk: string) => void;
+  /** The node's chain id, default 31337 (hardhat.config.js). */
+  chainId?: number;
 }
 
 const liveNodes = new Set<ChildProcess>();
@@ -69,7 +71,7 @@ function untrack(child: ChildProcess): void {
 
 /** Starts `hardhat node` (chainId 31337, automine) on host:port and resolves once it answers eth_chainId. */
 export async function startLocalNode(options: StartLocalNodeOptions): Promise<LocalNode> {
-  const { port, host = '127.0.0.1', timeoutMs = 30_000, onOutput } = options;
+  const { port, host = '127.0.0.1', timeoutMs = 30_000, onOutput, chainId } = options;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   const child = spawn(
@@ -89,7 +91,7 @@ export async function startLocalNode(options: StartLocalNodeOptions): Promise<Lo
     ],
     {
       cwd: ROOT,
-      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true' },
+      env: { ...process.env, HARDHAT_DISABLE_TELEMETRY_PROMPT: 'true', ...(chainId ? { PRS_HARDHAT_CHAIN_ID: String(chainId) } : {}) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     },
   );
@@ -284,7 +286,7 @@ export async function deployToken(url: string, options: DeployTokenOptions): Pro
 }
 
 /** Deploys contract `name` of contracts/<file> with constructor `args`; returns its lowercased address. Needs automine. */
-export async function deployContract(url: string, file: string, name: string, args: unknown[] = [], deployerKey = DEV_KEYS[0]): Promise<string> {
+export async function deployContract(url: string, file: string, name: string, args: unknown[] = [], deployerKey: string = DEV_KEYS[0]): Promise<string> {
   const { abi, bytecode } = loadArtifact(file, name);
   const deployTx = await new ContractFactory(abi, bytecode).getDeployTransaction(...args);
   return withProvider(url, async (provider) => {

@@ -60,6 +60,13 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     expect(c.adminToken.length).toBeGreaterThanOrEqual(12);
   });
 
+  it('marks cookies Secure exactly when PUBLIC_URL is https, whatever the scheme\'s case', () => {
+    expect(c.secureCookies).toBe(false);
+    expect(loadConfig({ PUBLIC_URL: 'https://pay.example.com' }).secureCookies).toBe(true);
+    expect(loadConfig({ PUBLIC_URL: 'HTTPS://pay.example.com' }).secureCookies).toBe(true);
+    expect(loadConfig({ PUBLIC_URL: 'http://https.example.com' }).secureCookies).toBe(false);
+  });
+
   it('derives PAY_URL from PUBLIC_URL and drops trailing slashes', () => {
     const x = loadConfig({ PUBLIC_URL: 'https://pay.example.com/' });
     expect(x.publicUrl).toBe('https://pay.example.com');

@@ -33,6 +33,8 @@ export interface AppConfig {
   adminHost: string;
   adminToken: string;
   publicUrl: string;
+  /** Session cookies carry Secure: PUBLIC_URL's scheme is https (parsed, so `HTTPS://` counts too). */
+  secureCookies: boolean;
   payUrl: string;
   keyPrefix: string;
   chains: Partial<Record<Mode, ChainConfig>>;
@@ -325,6 +327,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminHost: str(env, 'ADMIN_HOST', '127.0.0.1'),
     adminToken,
     publicUrl,
+    secureCookies: new URL(publicUrl).protocol === 'https:',
     payUrl: url(env, 'PAY_URL', `${publicUrl}/pay`),
     keyPrefix,
     chains,

@@ -45,8 +45,8 @@ async function main(): Promise<void> {
   signOutButton.addEventListener('click', () => void signOut(signOutButton));
   say(progress, 'Loading…');
   try {
-    const me = await dash<Me>('GET', '/me');
-    rememberCsrf(me.csrf_token);
+    const [me, session] = await Promise.all([dash<Me>('GET', '/me'), dash<{ csrf_token: string }>('GET', '/session')]);
+    rememberCsrf(session.csrf_token);
     byId('dash-merchant-name').textContent = me.display_name ?? me.business_name ?? '';
     byId('dash-test-mode').hidden = !me.test_mode;
     byId('dash-disabled').hidden = !me.disabled;

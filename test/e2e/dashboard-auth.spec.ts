@@ -10,6 +10,7 @@ import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { TcpProxy } from '../support/tcp-proxy';
 import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
 
 /*
  * DESIGN §5 "Sign-in" and §8: Sign-In with Ethereum with server-side single-use nonces, the signature checked
@@ -78,6 +79,20 @@ describe('POST /dashboard/api/session', () => {
     const again = await postSession(svc, body);
     expect(again.status).toBe(401);
     expect(again.body).toMatchObject({ ok: false, error: 'invalid_signature' });
+  });
+
+  it('two sign-ins racing with one nonce: exactly one gets a session, the other is 401', async () => {
+    for (let round = 0; round < 3; round++) {
+      const message = dashboardMessage(svc, merchant.wallet.address, await dashboardNonce(svc));
+      const signature = await merchant.wallet.signMessage(message);
+      const before = await sql(`SELECT count(*)::int AS n FROM dashboard_sessions WHERE merchant_id = $1`, [merchant.id]);
+      const replies = await Promise.all([postSession(svc, { message, signature }), postSession(svc, { message, signature })]);
+      expect(replies.map((r) => r.status).sort()).toEqual([200, 401]);
+      expect(replies.find((r) => r.status === 401)!.body.error).toBe('invalid_signature');
+      const after = await sql(`SELECT count(*)::int AS n FROM dashboard_sessions WHERE merchant_id = $1`, [merchant.id]);
+      expect(after[0].n - before[0].n).toBeLessThanOrEqual(1);
+      expect(await sql(`SELECT 1 FROM dashboard_sessions WHERE id = $1`, [digest(tokenOf(sessionCookie(replies.find((r) => r.status === 200)!)))])).toHaveLength(1);
+    }
   });
 
   it('an expired nonce (over 10 minutes old) is 401, and so is a nonce the service never issued', async () => {
@@ -168,8 +183,12 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
       expect(r.body).toEqual({ ok: false, error: 'csrf_failed' });
     }
     expect((await c.call('GET', '/me')).body.display_name).not.toBe('Hijacked');
-    // GET /me gives a reloaded page its CSRF token back.
-    expect((await c.call('GET', '/me', { csrf: false })).body.csrf_token).toBe(c.csrf);
+    // GET /session gives a reloaded page (or a new tab) its CSRF token back; /me has DESIGN's fields only.
+    expect((await c.call('GET', '/me', { csrf: false })).body).not.toHaveProperty('csrf_token');
+    const session = await c.call('GET', '/session', { csrf: false });
+    expect(session.status).toBe(200);
+    expect(session.body).toEqual({ ok: true, merchant_id: c.merchantId, csrf_token: c.csrf });
+    expect((await call(svc.publicUrl, 'GET', '/dashboard/api/session')).body).toEqual({ ok: false, error: 'unauthorized' });
   });
 
   it('ends after an hour unused; each call counts as use', async () => {
@@ -230,6 +249,26 @@ async function onboardedAs(wallet: string, sign: (message: string) => Promise<st
   if (done.status !== 200) throw new Error(`onboarding failed: ${done.status} ${done.text}`);
   return shell.merchant_id;
 }
+
+describe('the worker\'s sweep', () => {
+  it('removes every merchant\'s ended sessions (absolute or idle) and expired nonces; live ones stay', async () => {
+    const live = await signInDashboard(svc, merchant.wallet);
+    const [ended, idle] = [await signInDashboard(svc, merchant.wallet), await signInDashboard(svc, merchant.wallet)];
+    await sql(`UPDATE dashboard_sessions SET expires_at = now() - interval '1 second' WHERE id = $1`, [digest(tokenOf(ended.cookie))]);
+    await sql(`UPDATE dashboard_sessions SET last_seen_at = now() - interval '61 minutes' WHERE id = $1`, [digest(tokenOf(idle.cookie))]);
+    const [old, fresh] = [await dashboardNonce(svc), await dashboardNonce(svc)];
+    await sql(`UPDATE dashboard_nonces SET expires_at = now() - interval '1 second' WHERE nonce = $1`, [old]);
+    const worker = await startService({ worker: true });
+    try {
+      await waitFor(async () => (await sql(`SELECT 1 FROM dashboard_sessions WHERE id = ANY($1)`, [[digest(tokenOf(ended.cookie)), digest(tokenOf(idle.cookie))]])).length === 0);
+      await waitFor(async () => (await sql(`SELECT 1 FROM dashboard_nonces WHERE nonce = $1`, [old])).length === 0);
+    } finally {
+      await worker.close();
+    }
+    expect(await sql(`SELECT 1 FROM dashboard_sessions WHERE id = $1`, [digest(tokenOf(live.cookie))])).toHaveLength(1);
+    expect(await sql(`SELECT 1 FROM dashboard_nonces WHERE nonce = $1`, [fresh])).toHaveLength(1);
+  });
+});
 
 describe('contract wallets (ERC-1271, ERC-6492)', () => {
   it('a merchant whose wallet is a contract signs in with its owner\'s signature; another signer is 401', async () => {

@@ -1,11 +1,14 @@
+import { request, type IncomingMessage } from 'node:http';
 import { recordProofEvent } from '../factories/events';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { idemKey, mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { withinOneMinute } from '../support/clock';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
+import { waitFor } from '../support/wait';
 import { ISO_MS_RE, keysOf, MERCHANT_FIELDS, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
 
 /*
@@ -230,7 +233,9 @@ describe('POST /dashboard/api/requests/:id/cancel', () => {
     expect(ok.body).toMatchObject({ ok: true, request_id: r.body.request_id, status: 'voided', source: 'dashboard' });
     const again = await a.call('POST', `/requests/${r.body.request_id}/cancel`);
     expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ ok: false, error: 'cannot_cancel', request_id: r.body.request_id, status: 'voided' });
+    // The dashboard item beside the error (source, plan_id, memo, … included), not the partner's object.
+    expect(again.body).toEqual({ ...ok.body, ok: false, error: 'cannot_cancel' });
+    expect(again.body).toMatchObject({ request_id: r.body.request_id, status: 'voided', source: 'dashboard', plan_id: null, period_index: null });
 
     const opened = await create(a, { fiat_amount_int: 556 });
     expect((await call(svc.publicUrl, 'POST', `/pay/api/${opened.body.request_id}/open`)).status).toBe(200);
@@ -339,8 +344,94 @@ describe('disabled merchant', () => {
   });
 });
 
+describe('CSV hardening', () => {
+  it('a memo a spreadsheet would run as a formula gets a leading quote; other columns stay as they are', async () => {
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    const memos = ['=HYPERLINK("http://evil.example","x")', '+1+1', '-2+3', '@SUM(A1)', '\tTab', '\rCR', 'plain =not first'];
+    for (const memo of memos) await create(c, { fiat_amount_int: 100, memo });
+    const r = await c.call('GET', '/requests.csv');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+    const lines = r.text.split('\r\n');
+    expect(r.text).toContain(`,"'=HYPERLINK(""http://evil.example"",""x"")"\r\n`);
+    for (const shown of [",'+1+1", ",'-2+3", ",'@SUM(A1)", ",'\tTab", ',plain =not first']) {
+      expect(lines.some((l) => l.endsWith(shown))).toBe(true);
+    }
+    expect(r.text).toContain(`,"'\rCR"\r\n`);
+    // The API itself shows the memo as stored.
+    expect((await c.call('GET', '/requests?limit=100')).body.requests.map((x: any) => x.memo)).toEqual(expect.arrayContaining(memos));
+  });
+
+  it('one export per merchant at a time: a second while the first streams → 429 rate_limited; afterwards it works again', async () => {
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    const seed = await create(c, { fiat_amount_int: 5 });
+    // Enough rows that an unread response fills the socket and the export waits on back-pressure.
+    await sql(
+      `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
+         chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source, memo)
+       SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), 5, fiat_currency, rate, amount + g,
+              chain_id, token_address, recipient, 'pos', NULL, expires_at, claim_until, created_at + g * interval '1 millisecond', 'dashboard', repeat('m', 400)
+         FROM payment_requests, generate_series(1, 30000) g WHERE id = $1`,
+      [seed.body.request_id],
+    );
+    const first = request(`${svc.publicUrl}/dashboard/api/requests.csv`, { headers: { cookie: c.cookie } });
+    const started = new Promise<IncomingMessage>((resolve, reject) => first.on('response', resolve).on('error', reject));
+    first.end();
+    const res = await started;
+    expect(res.statusCode).toBe(200);
+    res.pause();
+    try {
+      const second = await c.call('GET', '/requests.csv');
+      expect(second.status).toBe(429);
+      expect(second.body).toMatchObject({ ok: false, error: 'rate_limited' });
+      // Another merchant's export is not held up.
+      expect((await a2.call('GET', '/requests.csv')).status).toBe(200);
+    } finally {
+      first.destroy();
+    }
+    // Polled gently: the export route allows 10 calls a minute per merchant.
+    await waitFor(async () => (await c.call('GET', '/requests.csv?status=voided')).status === 200, 15000, 1000);
+  });
+});
+
+describe('rate limit per merchant on the dashboard\'s changes', () => {
+  it('past 60 changes a minute on a route → 429 rate_limited, whichever session; reads and other merchants go on', async () => {
+    const m = await createOnboardedMerchant(svc, pa.testKey);
+    const [one, two] = [await signInDashboard(svc, m.wallet), await signInDashboard(svc, m.wallet)];
+    await withinOneMinute(20_000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) statuses.push((await (i % 2 ? one : two).call('PATCH', '/me', { body: { industry: `retail ${i}` } })).status);
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const over = await one.call('PATCH', '/me', { body: { industry: 'too many' } });
+    expect(over.status).toBe(429);
+    expect(over.body).toEqual({ ok: false, error: 'rate_limited' });
+    expect((await one.call('GET', '/me')).body.industry).toBe('retail 59');
+    expect((await two.call('GET', '/me')).status).toBe(200);
+    expect((await a2.call('PATCH', '/me', { body: { industry: 'fine' } })).status).toBe(200);
+  });
+});
+
+describe('response headers of the JSON APIs', () => {
+  it('every /dashboard/api/* and /m/api/* answer, errors included, is Cache-Control no-store and nosniff', async () => {
+    const replies = [
+      await a.call('GET', '/me'),
+      await a.call('GET', '/session'),
+      await a.call('GET', '/requests'),
+      await a.call('GET', '/requests/00000000-0000-4000-8000-000000000000'),
+      await call(svc.publicUrl, 'GET', '/dashboard/api/me'),
+      await call(svc.publicUrl, 'GET', '/dashboard/api/nonce'),
+      await call(svc.publicUrl, 'POST', '/dashboard/api/session', { raw: '{', headers: { 'content-type': 'application/json' } }),
+      await call(svc.publicUrl, 'GET', '/m/api/no-such-handle'),
+      await call(svc.publicUrl, 'POST', '/m/api/no-such-handle/requests', { body: { fiat_amount_int: 1 } }),
+    ];
+    for (const r of replies) {
+      expect([r.status, r.headers.get('cache-control'), r.headers.get('x-content-type-options')]).toEqual([r.status, 'no-store', 'nosniff']);
+    }
+  });
+});
+
 describe('GET and PATCH /dashboard/api/me', () => {
-  const ME_FIELDS = [...MERCHANT_FIELDS.filter((f) => f !== 'onboarding_url'), 'handle', 'handle_url', 'email_enabled', 'sms_enabled', 'csrf_token'].sort();
+  const ME_FIELDS = [...MERCHANT_FIELDS.filter((f) => f !== 'onboarding_url'), 'handle', 'handle_url', 'email_enabled', 'sms_enabled'].sort();
 
   it('shows the merchant (spec §2.2 without onboarding_url) with its handle and what can be sent', async () => {
     const r = await a.call('GET', '/me');

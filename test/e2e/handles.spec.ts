@@ -56,6 +56,8 @@ describe('PUT /dashboard/api/handle', () => {
     ['with a dot', 'my.shop'],
     ['with a slash', 'my/shop'],
     ['non-ASCII', 'café'],
+    // U+212A lower-cases to an ASCII "k": refused as typed, before lower-casing.
+    ['with the Kelvin sign', '\u212Aelvin-shop'],
     ['reserved: admin', 'admin'],
     ['reserved: dashboard', 'Dashboard'],
     ['reserved: pay', 'pay'],
@@ -97,6 +99,36 @@ describe('PUT /dashboard/api/handle', () => {
     expect((await view(mine)).status).toBe(200);
   });
 
+  it('at most 5 new handles a merchant in 24 hours: the 6th → 429 rate_limited, nothing changes; its own old ones come back', async () => {
+    const m = await merchant();
+    const mine = [fresh('a'), fresh('b'), fresh('c'), fresh('d'), fresh('e')];
+    for (const h of mine) expect((await claim(m.dash, h)).status).toBe(200);
+    const sixth = fresh('f');
+    const r = await claim(m.dash, sixth);
+    expect(r.status).toBe(429);
+    expect(r.body).toMatchObject({ ok: false, error: 'rate_limited' });
+    expect(await sql(`SELECT handle FROM merchant_handles WHERE handle = $1`, [sixth])).toEqual([]);
+    expect((await m.dash.call('GET', '/me')).body.handle).toBe(mine[4]);
+    // Taking back a handle of its own adds no row, so it is not a new claim.
+    expect((await claim(m.dash, mine[0])).status).toBe(200);
+    expect((await m.dash.call('GET', '/me')).body.handle).toBe(mine[0]);
+    // The window is rolling: claims older than 24 hours no longer count.
+    await sql(`UPDATE merchant_handles SET created_at = created_at - interval '25 hours' WHERE handle = $1`, [mine[1]]);
+    expect((await claim(m.dash, sixth)).status).toBe(200);
+  });
+
+  it('two merchants claiming the same new handle at once: exactly one wins, the other is 409 handle_taken', async () => {
+    for (let round = 0; round < 3; round++) {
+      const [one, two] = [await merchant(), await merchant()];
+      const h = fresh('race');
+      const replies = await Promise.all([claim(one.dash, h), claim(two.dash, h)]);
+      expect(replies.map((r) => r.status).sort()).toEqual([200, 409]);
+      const rows = await sql(`SELECT merchant_id FROM merchant_handles WHERE handle = $1`, [h]);
+      expect(rows).toHaveLength(1);
+      expect(rows[0].merchant_id).toBe(replies[0].status === 200 ? one.id : two.id);
+    }
+  });
+
   it('needs a session and the CSRF header', async () => {
     const m = await merchant();
     expect((await call(svc.publicUrl, 'PUT', '/dashboard/api/handle', { body: { handle: fresh() } })).status).toBe(401);
@@ -123,6 +155,17 @@ describe('public handle API', () => {
       expect(r.body).toEqual({ ok: false, error: 'not_found' });
     }
     expect((await pay(fresh('none'), { fiat_amount_int: 100 })).status).toBe(404);
+  });
+
+  it('a look-alike that lower-cases to a held handle (the Kelvin sign for "k") finds nothing: API and page 404', async () => {
+    const m = await merchant();
+    const h = fresh('kiosk');
+    expect((await claim(m.dash, h)).status).toBe(200);
+    const lookalike = encodeURIComponent(`\u212A${h.slice(1)}`);
+    expect((await view(lookalike)).body).toEqual({ ok: false, error: 'not_found' });
+    expect((await pay(lookalike, { fiat_amount_int: 100 })).status).toBe(404);
+    expect((await call(svc.publicUrl, 'GET', `/m/${lookalike}`)).status).toBe(404);
+    expect((await call(svc.publicUrl, 'GET', `/m/${h}`)).status).toBe(200);
   });
 
   it('POST /m/api/<handle>/requests → 201 {ok, request_id, pay_page_url}: source handle, metadata null, pos, the partner\'s default expiry', async () => {

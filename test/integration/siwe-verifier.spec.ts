@@ -44,7 +44,7 @@ describe('SiweVerifier', () => {
   it('accepts a plain account and returns its lower-cased address and chain', async () => {
     const msg = message(owner.address);
     expect(await new SiweVerifier(registry(reader)).verify(msg, await owner.signMessage(msg), expected)).toEqual({
-      valid: true, address: owner.address.toLowerCase(), chainId: 31337,
+      valid: true, address: owner.address.toLowerCase(), chainId: 31337, check: 'ecdsa',
     });
   });
 
@@ -73,7 +73,7 @@ describe('SiweVerifier', () => {
     await sendCall(testEnv().rpcUrl, factory, factoryAbi.encodeFunctionData('deploy', [owner.address, salt]));
     const msg = message(wallet);
     expect(await new SiweVerifier(registry(reader)).verify(msg, await owner.signMessage(msg), expected)).toEqual({
-      valid: true, address: wallet.toLowerCase(), chainId: 31337,
+      valid: true, address: wallet.toLowerCase(), chainId: 31337, check: 'contract',
     });
   });
 
@@ -85,7 +85,7 @@ describe('SiweVerifier', () => {
       AbiCoder.defaultAbiCoder().encode(['address', 'bytes', 'bytes'], [factory, factoryAbi.encodeFunctionData('deploy', [owner.address, salt]), await owner.signMessage(msg)]),
       '0x' + '6492'.repeat(16),
     ]);
-    expect(await new SiweVerifier(registry(reader)).verify(msg, signature, expected)).toMatchObject({ valid: true, address: wallet.toLowerCase() });
+    expect(await new SiweVerifier(registry(reader)).verify(msg, signature, expected)).toMatchObject({ valid: true, address: wallet.toLowerCase(), check: 'contract', chainId: 31337 });
   });
 
   it('refuses a contract signature for a chain that is not configured', async () => {

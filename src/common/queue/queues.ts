@@ -21,6 +21,8 @@ export const QUEUES = {
   plans: 'plans',
   /** One notification attempt (email or SMS), and the notifications outbox re-drive. */
   notifications: 'notifications',
+  /** Repeating work of the dashboard module: the sweep of ended sessions and expired nonces. */
+  dashboard: 'dashboard',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -65,6 +67,10 @@ export const MAINTENANCE_JOBS = {
 export const SCHEDULED_JOBS = {
   chainScan: 'chain-scan',
   expirySweep: 'expiry-sweep',
+} as const;
+
+export const DASHBOARD_JOBS = {
+  sweep: 'dashboard-sweep',
 } as const;
 
 export const FINALITY_JOBS = {

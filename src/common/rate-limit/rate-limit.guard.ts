@@ -6,7 +6,8 @@ import { AppError } from '../errors';
 import { addressBucket } from './client-address';
 
 /**
- * Per API key (or per client address on the public pages: IPv6 by /64), per endpoint, per clock minute (spec §8).
+ * Per API key (per merchant on the signed-in dashboard; per client address on the public pages: IPv6 by /64),
+ * per endpoint, per clock minute (spec §8).
  * The key names the controller method, not the path: the accounts alias and case or trailing-slash
  * variants of a path reach the same method and so share its bucket. No rate-limit headers (§8).
  */
@@ -22,14 +23,17 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 
   protected override async handleRequest(props: ThrottlerRequest): Promise<boolean> {
-    const req = props.context.switchToHttp().getRequest<{ principal?: unknown }>();
-    const base = req.principal ? props.limit : this.config.publicRateLimit;
+    const req = props.context.switchToHttp().getRequest<{ principal?: unknown; dashboard?: unknown }>();
+    const base = req.principal || req.dashboard ? props.limit : this.config.publicRateLimit;
     const limit = Math.max(1, Math.floor(base * this.config.rateLimitScale));
     return super.handleRequest({ ...props, limit });
   }
 
   protected override async getTracker(req: Record<string, any>): Promise<string> {
-    return req.principal ? `key:${req.principal.keyId}` : `ip:${addressBucket(req.ip)}`;
+    if (req.principal) return `key:${req.principal.keyId}`;
+    // A signed-in dashboard call (DashboardSessionGuard ran first): counted per merchant, whichever session.
+    if (req.dashboard) return `merchant:${req.dashboard.merchant.id}`;
+    return `ip:${addressBucket(req.ip)}`;
   }
 
   protected override generateKey(context: ExecutionContext, tracker: string): string {

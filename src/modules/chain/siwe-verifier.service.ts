@@ -12,8 +12,24 @@ export interface SiweExpectation {
 }
 
 export type SiweVerdict =
-  | { valid: true; address: string; chainId: number }
+  | {
+      valid: true;
+      address: string;
+      chainId: number;
+      /** How the signature was accepted: recovered locally, or checked by the wallet contract on chain `chainId`. */
+      check: 'ecdsa' | 'contract';
+    }
   | { valid: false; field: 'message' | 'signature'; reason: string };
+
+/**
+ * DESIGN §5 "contract checks on the mode's chain": a contract wallet's signature only counts when it was
+ * checked on the chain of the merchant's mode (its wallet there may have other owners, or not exist). A plain
+ * account's signature is chain-independent. Null when the verdict is acceptable, else why not.
+ */
+export function contractCheckElsewhere(verdict: SiweVerdict & { valid: true }, modeChainId: bigint | undefined): string | null {
+  if (verdict.check === 'ecdsa' || (modeChainId !== undefined && BigInt(verdict.chainId) === modeChainId)) return null;
+  return `a contract wallet signs in on the chain of the merchant's mode (${modeChainId ?? 'none configured'}), not chain ${verdict.chainId}`;
+}
 
 /** The chain that a contract wallet's signature must be checked on could not answer: nothing can be decided. */
 export class SignatureCheckUnavailable extends Error {}
@@ -22,6 +38,8 @@ export class SignatureCheckUnavailable extends Error {}
  * Sign-In with Ethereum (EIP-4361) for onboarding and the merchant dashboard. A plain account's signature is
  * checked locally; any other is checked as a contract wallet's (ERC-1271, or ERC-6492 before deployment) on
  * the configured chain whose id the message names, so a Safe or a smart wallet signs in like any other.
+ * The verdict says which check it was; callers that know the merchant hold a contract check to its mode's
+ * chain (contractCheckElsewhere).
  */
 @Injectable()
 export class SiweVerifier {
@@ -44,7 +62,7 @@ export class SiweVerifier {
       return { valid: false, field: 'message', reason: 'the message is not valid yet' };
     }
     const address = siwe.address.toLowerCase();
-    if (recovers(message, signature, address)) return { valid: true, address, chainId: siwe.chainId };
+    if (recovers(message, signature, address)) return { valid: true, address, chainId: siwe.chainId, check: 'ecdsa' };
 
     const reader = MODES.map((m) => ({ asset: this.assets.asset(m), reader: this.assets.reader(m) })).find(
       (c) => c.asset && c.reader && c.asset.chainId === BigInt(siwe.chainId),
@@ -56,7 +74,7 @@ export class SiweVerifier {
     } catch (e) {
       throw new SignatureCheckUnavailable(`chain ${siwe.chainId} could not check a contract signature: ${(e as Error).message}`);
     }
-    return valid ? { valid: true, address, chainId: siwe.chainId } : { valid: false, field: 'signature', reason: 'signature does not match the message' };
+    return valid ? { valid: true, address, chainId: siwe.chainId, check: 'contract' } : { valid: false, field: 'signature', reason: 'signature does not match the message' };
   }
 }
 

@@ -25,11 +25,8 @@ export class DashboardAuthController {
   @HttpCode(200)
   async signIn(@Body() dto: SignInDto, @Res({ passthrough: true }) res: Response) {
     const { token, csrfToken, merchant } = await this.auth.signIn(dto.message, dto.signature);
-    setCookie(res, DASHBOARD_COOKIE, token, { secure: this.secure, path: '/dashboard', maxAgeMs: SESSION_TTL_MS });
+    setCookie(res, DASHBOARD_COOKIE, token, { secure: this.config.secureCookies, path: '/dashboard', maxAgeMs: SESSION_TTL_MS });
     return { ok: true, merchant_id: merchant.id, csrf_token: csrfToken };
   }
 
-  private get secure(): boolean {
-    return this.config.publicUrl.startsWith('https:');
-  }
 }

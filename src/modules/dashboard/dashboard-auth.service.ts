@@ -4,7 +4,7 @@ import { SiweMessage } from 'siwe';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { randomToken, SESSION_TOKEN_SHAPE, sessionKey } from '../../common/crypto/session-token';
 import { AppError } from '../../common/errors';
-import { SignatureCheckUnavailable, SiweVerifier } from '../chain/siwe-verifier.service';
+import { contractCheckElsewhere, SignatureCheckUnavailable, SiweVerifier } from '../chain/siwe-verifier.service';
 import type { Merchant } from '../merchants/merchant';
 import { MerchantsService } from '../merchants/merchants.service';
 import { DashboardNonceRepository } from './dashboard-nonce.repository';
@@ -79,6 +79,8 @@ export class DashboardAuthService {
     if (!verdict.valid) throw invalidSignature(verdict.field, verdict.reason);
     const merchant = await this.merchants.signedInBy(verdict.address);
     if (!merchant) throw new AppError('not_a_merchant');
+    const elsewhere = contractCheckElsewhere(verdict, this.config.chains[merchant.testMode ? 'test' : 'live']?.chainId);
+    if (elsewhere) throw invalidSignature('message', elsewhere);
     const token = randomToken();
     const csrfToken = randomToken();
     await this.sessions.deleteEndedOf(merchant.id, SESSION_IDLE_MS);

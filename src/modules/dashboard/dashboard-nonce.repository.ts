@@ -8,14 +8,18 @@ import { DashboardNonceEntity } from './dashboard-nonce.entity';
 export class DashboardNonceRepository {
   constructor(@InjectRepository(DashboardNonceEntity) private readonly nonces: Repository<DashboardNonceEntity>) {}
 
-  /** Stores a new nonce valid for ttlMs; nonces past their time are swept on the way. */
+  /** Stores a new nonce valid for ttlMs (the TTL bound as a parameter, never spliced into the SQL). */
   async insert(nonce: string, ttlMs: number): Promise<void> {
-    await this.nonces.createQueryBuilder().delete().where('expires_at <= now()').execute();
-    await this.nonces
-      .createQueryBuilder()
-      .insert()
-      .values({ nonce, expiresAt: () => `now() + ${Math.trunc(ttlMs)} * interval '1 millisecond'` })
-      .execute();
+    await this.nonces.query(`INSERT INTO dashboard_nonces (nonce, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')`, [
+      nonce,
+      Math.trunc(ttlMs),
+    ]);
+  }
+
+  /** Removes nonces past their time (a used one is already gone); the dashboard's sweep job calls it. */
+  async deleteExpired(): Promise<number> {
+    const r = await this.nonces.createQueryBuilder().delete().where('expires_at <= now()').execute();
+    return r.affected ?? 0;
   }
 
   /** Uses the nonce up: true only for the one caller that deleted it while it was still valid. */

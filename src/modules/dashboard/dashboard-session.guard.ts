@@ -9,6 +9,13 @@ import { DashboardAuthService, type DashboardSession } from './dashboard-auth.se
 export const DASHBOARD_COOKIE = 'prs_dashboard';
 export const CSRF_HEADER = 'x-csrf-token';
 
+/**
+ * Calls a minute per merchant (whichever of its sessions) on each signed-in route that changes something
+ * (with @UseGuards(RateLimitGuard) after this guard, so the limiter counts per merchant); reads are not
+ * limited. RATE_LIMIT_SCALE applies as everywhere.
+ */
+export const DASHBOARD_CHANGES_PER_MINUTE = 60;
+
 export interface DashboardRequest extends Request {
   dashboard?: DashboardSession;
 }

@@ -20,13 +20,22 @@ export class DashboardSessionRepository {
       .execute();
   }
 
-  /** A session lasting ttlMs from now by the database's clock, the one that judges expiry. */
-  async insert(id: Buffer, merchantId: string, csrfToken: string, ttlMs: number): Promise<void> {
-    await this.sessions
+  /** Every merchant's sessions that are over (the dashboard's sweep job); how many were removed. */
+  async deleteEnded(idleMs: number): Promise<number> {
+    const r = await this.sessions
       .createQueryBuilder()
-      .insert()
-      .values({ id, merchantId, csrfToken, expiresAt: () => `now() + ${Math.trunc(ttlMs)} * interval '1 millisecond'` })
+      .delete()
+      .where(`expires_at <= now() OR last_seen_at <= now() - :idle * interval '1 millisecond'`, { idle: Math.trunc(idleMs) })
       .execute();
+    return r.affected ?? 0;
+  }
+
+  /** A session lasting ttlMs from now by the database's clock, the one that judges expiry (TTL bound as a parameter). */
+  async insert(id: Buffer, merchantId: string, csrfToken: string, ttlMs: number): Promise<void> {
+    await this.sessions.query(
+      `INSERT INTO dashboard_sessions (id, merchant_id, csrf_token, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')`,
+      [id, merchantId, csrfToken, Math.trunc(ttlMs)],
+    );
   }
 
   /**

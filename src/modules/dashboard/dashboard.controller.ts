@@ -1,18 +1,29 @@
-import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Patch, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { clearCookie } from '../../common/http/cookies';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { sentMessageJson } from '../notifications/notifications.mapper';
+import { RateLimit } from '../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
+import { cannotCancelWith } from '../requests/application/requests.service';
+import type { PaymentRequest } from '../requests/domain/payment-request';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
-import { DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
-import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, UpdateMeDto } from './dashboard.dto';
-import { CSV_HEADER, csvRow, dashboardItem, meBody } from './dashboard.mapper';
-import { DashboardService, type MerchantSettings } from './dashboard.service';
+import { DASHBOARD_CHANGES_PER_MINUTE, DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
+import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
+import { CsvExports } from './csv-export';
+import { CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
+import { DashboardService } from './dashboard.service';
 
-/** The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. */
+/** CSV exports a minute per merchant (each reads every matching request). */
+const DASHBOARD_EXPORTS_PER_MINUTE = 10;
+
+/**
+ * The signed-in merchant's API (DESIGN §5): cookie required, CSRF header on every change. The session guard
+ * runs before the per-route RateLimitGuard, which therefore counts per merchant.
+ */
 @Controller('dashboard/api')
 @UseGuards(DashboardSessionGuard, BodyCheckGuard)
 export class DashboardController {
@@ -20,26 +31,42 @@ export class DashboardController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly auth: DashboardAuthService,
     private readonly dashboard: DashboardService,
+    private readonly exports: CsvExports,
   ) {}
 
   @Delete('session')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response) {
     await this.auth.signOut(s);
-    clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.publicUrl.startsWith('https:'), path: '/dashboard' });
+    clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.secureCookies, path: '/dashboard' });
     return { ok: true };
+  }
+
+  /**
+   * The signed-in session: a page reloaded in a new tab recovers its CSRF token here (the cookie is HttpOnly;
+   * a cross-site page cannot read a same-origin JSON answer).
+   */
+  @Get('session')
+  session(@SignedIn() s: DashboardSession) {
+    return { ok: true, merchant_id: s.merchant.id, csrf_token: s.csrfToken };
   }
 
   @Get('me')
   async me(@SignedIn() s: DashboardSession) {
-    return this.meBody(s, await this.dashboard.settings(s.merchant));
+    return meBody(await this.dashboard.settings(s.merchant));
   }
 
   @Patch('me')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async updateMe(@SignedIn() s: DashboardSession, @Body() dto: UpdateMeDto) {
-    return this.meBody(s, await this.dashboard.updateSettings(s.merchant, dto));
+    return meBody(await this.dashboard.updateSettings(s.merchant, dto));
   }
 
   @Put('handle')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async claimHandle(@SignedIn() s: DashboardSession, @Body() dto: ClaimHandleDto) {
     const { handle, handleUrl } = await this.dashboard.claimHandle(s.merchant, dto.handle);
     return { ok: true, handle, handle_url: handleUrl };
@@ -58,35 +85,13 @@ export class DashboardController {
     };
   }
 
-  /**
-   * Every request of the filters (limit and offset do not apply), streamed batch by batch with the socket's
-   * back-pressure respected, so an export of any size holds one batch in memory.
-   */
+  /** Every request of the filters (limit and offset do not apply), as CSV (DESIGN §5, §8). */
   @Get('requests.csv')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_EXPORTS_PER_MINUTE)
   async csv(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery, @Res() res: Response): Promise<void> {
     const batches = this.dashboard.exportAll(s.merchant, { ...listQuery(q), limit: undefined, offset: undefined });
-    res.status(200);
-    res.setHeader('content-type', 'text/csv; charset=utf-8');
-    res.setHeader('content-disposition', 'attachment; filename="requests.csv"');
-    res.setHeader('cache-control', 'no-store');
-    res.write(CSV_HEADER);
-    try {
-      for await (const batch of batches) {
-        const now = new Date();
-        if (!res.write(batch.map((r) => csvRow(r, now)).join(''))) {
-          await new Promise((resolve) => {
-            res.once('drain', resolve);
-            res.once('close', resolve);
-          });
-        }
-        if (res.destroyed) return;
-      }
-    } catch (e) {
-      // The status line is gone: a truncated file must not look complete, so the connection is cut.
-      res.destroy(e as Error);
-      throw e;
-    }
-    res.end();
+    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches));
   }
 
   @Get('requests/:id')
@@ -96,10 +101,12 @@ export class DashboardController {
   }
 
   @Post('requests')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async create(
     @SignedIn() s: DashboardSession,
     @Body() dto: CreateDashboardRequestDto,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
     const { request, created } = await this.dashboard.createRequest(s.merchant, dto, idempotencyKey);
@@ -109,11 +116,10 @@ export class DashboardController {
 
   @Post('requests/:id/cancel')
   @HttpCode(200)
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    return dashboardItem(await this.dashboard.cancel(s.merchant, id), this.config.payUrl, new Date());
-  }
-
-  private meBody(s: DashboardSession, settings: MerchantSettings) {
-    return meBody(settings.merchant, { ...settings, csrfToken: s.csrfToken });
+    const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
+    return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));
   }
 }

@@ -1,5 +1,8 @@
 import { IsEmail, IsEmpty, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
-import type { ErrorCode } from '../../common/errors';
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Request } from 'express';
+import { AppError, type ErrorCode } from '../../common/errors';
+import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
 import { ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
 
@@ -54,3 +57,18 @@ export class ClaimHandleDto {
   static fieldCodes: Record<string, ErrorCode> = { handle: 'invalid_handle' };
   @IsString({ message: 'handle must be a string' }) @MaxLength(64) handle: string;
 }
+
+/**
+ * The `Idempotency-Key` header of a dashboard create (the form sends one per render), checked at the edge:
+ * absent → undefined; malformed → 400 invalid_idempotency_key.
+ */
+export const IdempotencyKeyHeader = createParamDecorator((_: unknown, ctx: ExecutionContext): string | undefined => {
+  const key = ctx.switchToHttp().getRequest<Request>().headers['idempotency-key'];
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key)) {
+    throw new AppError('invalid_idempotency_key', {
+      errors: [{ field: 'Idempotency-Key', message: 'must be 32 to 64 characters of A-Z a-z 0-9 _ -' }],
+    });
+  }
+  return key;
+});

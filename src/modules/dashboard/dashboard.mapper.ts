@@ -1,10 +1,10 @@
 import { iso } from '../../common/time';
 import { assetId } from '../chain/asset-id';
-import type { Merchant } from '../merchants/merchant';
 import { merchantJson } from '../merchants/merchant.mapper';
 import type { PaymentRequest } from '../requests/domain/payment-request';
 import { effectiveStatus } from '../requests/domain/transitions';
 import { toRequestResponse } from '../requests/http/request.mapper';
+import type { MerchantSettings } from './dashboard.service';
 
 /** A dashboard item (DESIGN §5, §8): spec §2.1's object plus where it came from and the customer fields. */
 export function dashboardItem(r: PaymentRequest, payUrl: string, now: Date, replay = false): Record<string, unknown> {
@@ -21,20 +21,15 @@ export function dashboardItem(r: PaymentRequest, payUrl: string, now: Date, repl
 }
 
 /** GET /dashboard/api/me: spec §2.2's merchant without onboarding_url, plus the handle and what can be sent. */
-export function meBody(
-  m: Merchant,
-  extra: { handle: string | null; handleUrl: string | null; emailEnabled: boolean; smsEnabled: boolean; csrfToken: string },
-) {
-  const { onboarding_url: _omitted, ...fields } = merchantJson(m);
+export function meBody(settings: MerchantSettings) {
+  const { onboarding_url: _omitted, ...fields } = merchantJson(settings.merchant);
   return {
     ok: true,
     ...fields,
-    handle: extra.handle,
-    handle_url: extra.handleUrl,
-    email_enabled: extra.emailEnabled,
-    sms_enabled: extra.smsEnabled,
-    // The cookie is HttpOnly: a page reloaded after sign-in recovers its CSRF token here (same-origin only).
-    csrf_token: extra.csrfToken,
+    handle: settings.handle,
+    handle_url: settings.handleUrl,
+    email_enabled: settings.emailEnabled,
+    sms_enabled: settings.smsEnabled,
   };
 }
 
@@ -50,12 +45,29 @@ export function csvField(v: string | number | null | undefined): string {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
+/**
+ * Free text a spreadsheet must not run as a formula (OWASP "CSV injection"): a cell starting with =, +, -, @,
+ * TAB or CR gets a leading '. Only for free-text columns (memo): ids, amounts, codes and timestamps never
+ * start with those (no amount is negative), and they stay exactly as the API shows them.
+ */
+export function csvText(v: string | null): string | null {
+  return v !== null && /^[=+\-@\t\r]/.test(v) ? `'${v}` : v;
+}
+
 /** One CSV record (CRLF-terminated, RFC 4180), timestamps as the API shows them. */
 export function csvRow(r: PaymentRequest, now: Date): string {
   return [
     r.id, iso(r.createdAt), effectiveStatus(r, now), r.proofStatus, r.fiatAmount, r.fiatCurrency, r.amount.toString(),
-    assetId(r.chainId, r.tokenAddress), r.txHash, iso(r.proofVerifiedAt), r.source, r.planId, r.memo,
+    assetId(r.chainId, r.tokenAddress), r.txHash, iso(r.proofVerifiedAt), r.source, r.planId, csvText(r.memo),
   ].map(csvField).join(',') + '\r\n';
+}
+
+/** The records of each batch of requests, as one chunk per batch. */
+export async function* csvRows(batches: AsyncIterable<PaymentRequest[]>): AsyncGenerator<string> {
+  for await (const batch of batches) {
+    const now = new Date();
+    yield batch.map((r) => csvRow(r, now)).join('');
+  }
 }
 
 export const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;

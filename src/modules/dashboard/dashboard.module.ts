@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { PartnersModule } from '../admin/partners.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { RequestsModule } from '../requests/requests.module';
+import { CsvExports } from './csv-export';
 import { DashboardAuthController } from './dashboard-auth.controller';
 import { DashboardAuthService } from './dashboard-auth.service';
 import { DashboardNonceEntity } from './dashboard-nonce.entity';
@@ -23,7 +24,7 @@ import { HandlePageService } from './handle-page.service';
 @Module({
   imports: [TypeOrmModule.forFeature([DashboardNonceEntity, DashboardSessionEntity]), PartnersModule, MerchantsModule, RequestsModule],
   controllers: [DashboardAuthController, DashboardController, HandlePageController],
-  providers: [DashboardNonceRepository, DashboardSessionRepository, DashboardAuthService, DashboardSessionGuard, DashboardService, HandlePageService],
+  providers: [CsvExports, DashboardNonceRepository, DashboardSessionRepository, DashboardAuthService, DashboardSessionGuard, DashboardService, HandlePageService],
   exports: [DashboardAuthService, DashboardSessionGuard, DashboardService],
 })
 export class DashboardModule {}

@@ -1,13 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { AppError } from '../../common/errors';
 import { PartnersService } from '../admin/partners.service';
 import type { Merchant } from '../merchants/merchant';
 import { NotificationsService, type SentMessage } from '../notifications/notifications.service';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
 import { MerchantsService } from '../merchants/merchants.service';
 import type { PaymentRequest } from '../requests/domain/payment-request';
-import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
 import {
   RequestsService, type RequestCreator, type RequestListQuery, type RequestPage, type RequestScope,
 } from '../requests/application/requests.service';
@@ -75,14 +73,9 @@ export class DashboardService {
   /**
    * A request the merchant creates itself: source `dashboard`, metadata null, payment_mode pos, in its
    * partner's name and mode. An `Idempotency-Key` header (the form sends one per render) replays as the API's
-   * key does; it is stored apart from the partner's keys, which can never contain a colon.
+   * key does (the controller checked its form); it is stored apart from the partner's keys, which can never contain a colon.
    */
   async createRequest(m: Merchant, dto: CreateDashboardRequestDto, idempotencyKey: string | undefined): Promise<{ request: PaymentRequest; created: boolean }> {
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw new AppError('invalid_idempotency_key', {
-        errors: [{ field: 'Idempotency-Key', message: 'must be 32 to 64 characters of A-Z a-z 0-9 _ -' }],
-      });
-    }
     return this.requests.create(await this.creatorOf(m), {
       merchantId: m.id,
       fiatAmount: dto.fiat_amount_int,

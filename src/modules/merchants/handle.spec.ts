@@ -16,7 +16,6 @@ describe('handle rules (DESIGN §5, §8)', () => {
     ['a dot', 'ab.cd'],
     ['a space', 'ab cd'],
     ['non-ASCII', 'café'],
-    ['upper case left as is', 'Abc'],
     ['reserved', 'admin'],
     ['reserved', 'dashboard'],
     ['reserved', 'pay'],
@@ -27,6 +26,13 @@ describe('handle rules (DESIGN §5, §8)', () => {
 
   it('lower-cases input', () => {
     expect(normalizeHandle('My-Shop')).toBe('my-shop');
-    expect(handleProblem(normalizeHandle('My-Shop'))).toBeNull();
+    expect(handleProblem('My-Shop')).toBeNull();
+    expect(handleProblem('ADMIN')).not.toBeNull();
+  });
+
+  it('holds the input to ASCII before lower-casing: the Kelvin sign (U+212A) is not a "k"', () => {
+    expect('\u212Aing'.toLowerCase()).toBe('king');
+    expect(handleProblem('\u212Aing')).not.toBeNull();
+    expect(handleProblem('caf\u00E9')).not.toBeNull();
   });
 });

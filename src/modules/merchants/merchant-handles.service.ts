@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
-import { handleProblem, normalizeHandle } from './handle';
+import { HANDLE_CLAIM_WINDOW_MS, HANDLE_CLAIMS_PER_DAY, handleProblem, normalizeHandle } from './handle';
 import { MerchantHandleRepository } from './merchant-handle.repository';
 
 /** Merchants' public handles (DESIGN §5): claimed in the dashboard, read by the public handle page. */
@@ -20,17 +20,23 @@ export class MerchantHandlesService {
 
   /** The merchant behind a current handle; a retired, unknown or malformed one is null. */
   async merchantOf(raw: string): Promise<string | null> {
-    const handle = normalizeHandle(raw);
-    if (handleProblem(handle)) return null;
-    return this.repo.merchantOf(handle);
+    if (handleProblem(raw)) return null;
+    return this.repo.merchantOf(normalizeHandle(raw));
   }
 
-  /** Malformed or reserved → 400 invalid_handle; held or once held by another merchant → 409 handle_taken. */
+  /**
+   * Malformed or reserved → 400 invalid_handle; held or once held by another merchant → 409 handle_taken;
+   * a sixth new handle within 24 hours → 429 rate_limited.
+   */
   async claim(merchantId: string, raw: string): Promise<string> {
-    const handle = normalizeHandle(raw);
-    const problem = handleProblem(handle);
+    const problem = handleProblem(raw);
     if (problem) throw new AppError('invalid_handle', { errors: [{ field: 'handle', message: problem }] });
-    if (!(await this.repo.claim(merchantId, handle))) throw new AppError('handle_taken');
+    const handle = normalizeHandle(raw);
+    const outcome = await this.repo.claim(merchantId, handle, { count: HANDLE_CLAIMS_PER_DAY, windowMs: HANDLE_CLAIM_WINDOW_MS });
+    if (outcome === 'taken') throw new AppError('handle_taken');
+    if (outcome === 'limited') {
+      throw new AppError('rate_limited', { errors: [{ field: 'handle', message: `at most ${HANDLE_CLAIMS_PER_DAY} new handles in 24 hours` }] });
+    }
     return handle;
   }
 }

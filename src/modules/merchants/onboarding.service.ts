@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/pg-errors';
-import { SignatureCheckUnavailable, SiweVerifier, type SiweVerdict } from '../chain/siwe-verifier.service';
+import { contractCheckElsewhere, SignatureCheckUnavailable, SiweVerifier, type SiweVerdict } from '../chain/siwe-verifier.service';
 import { hashToken, onboardingLinkExpired, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
 import { MerchantRepository } from './merchant.repository';
@@ -39,6 +39,11 @@ export class OnboardingService {
     private readonly siwe: SiweVerifier,
   ) {}
 
+  /** The chain the merchant's payments arrive on, where a contract wallet's signature must be checked. */
+  private modeChainId(m: MerchantEntity): bigint | undefined {
+    return this.config.chains[m.testMode ? 'test' : 'live']?.chainId;
+  }
+
   private get onboardingBase(): string {
     return `${this.config.publicUrl}/onboarding/`;
   }
@@ -56,7 +61,7 @@ export class OnboardingService {
       walletVerified: m.walletVerifiedAt !== null,
       nonce: m.onboardingNonce,
       termsVersion: TERMS_VERSION,
-      chainId: this.config.chains[m.testMode ? 'test' : 'live']?.chainId.toString() ?? null,
+      chainId: this.modeChainId(m)?.toString() ?? null,
       siwe: { domain: new URL(this.config.publicUrl).host, uri: `${this.onboardingBase}${token}` },
       merchant: await this.merchants.toMerchant(m),
     };
@@ -82,6 +87,8 @@ export class OnboardingService {
       throw e;
     }
     if (!verdict.valid) throw new AppError('invalid_signature', { errors: [{ field: verdict.field, message: verdict.reason }] });
+    const elsewhere = contractCheckElsewhere(verdict, this.modeChainId(m));
+    if (elsewhere) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: elsewhere }] });
     const wallet = verdict.address;
     if (m.walletAddress && m.walletAddress !== wallet) {
       throw new AppError('wallet_mismatch', { expected_wallet_address: m.walletAddress });

@@ -43,10 +43,6 @@ export class PortalAuthController {
     private readonly renderer: PortalRenderer,
   ) {}
 
-  /** Secure cookies whenever the service is served over https; plain http is local use. */
-  private get secure(): boolean {
-    return this.config.publicUrl.startsWith('https:');
-  }
 
   @Get('login')
   @UseGuards(RateLimitGuard, BodyCheckGuard)
@@ -67,8 +63,8 @@ export class PortalAuthController {
     if (!signedIn) return sendPage(res, 401, this.loginDocument(expected, email, SIGN_IN_FAILED));
     // A new session on every sign-in (no fixation); the browser's previous one, if any, ends.
     await this.auth.signOut(cookie(req, SESSION_COOKIE));
-    setCookie(res, SESSION_COOKIE, signedIn.token, { secure: this.secure, path: '/portal', maxAgeMs: SESSION_TTL_MS });
-    clearCookie(res, LOGIN_COOKIE, { secure: this.secure, path: '/portal/login' });
+    setCookie(res, SESSION_COOKIE, signedIn.token, { secure: this.config.secureCookies, path: '/portal', maxAgeMs: SESSION_TTL_MS });
+    clearCookie(res, LOGIN_COOKIE, { secure: this.config.secureCookies, path: '/portal/login' });
     seeOther(res, '/portal');
   }
 
@@ -89,7 +85,7 @@ export class PortalAuthController {
     const current = cookie(req, LOGIN_COOKIE);
     if (current && LOGIN_TOKEN_SHAPE.test(current)) return current;
     const token = randomToken();
-    setCookie(res, LOGIN_COOKIE, token, { secure: this.secure, path: '/portal/login' });
+    setCookie(res, LOGIN_COOKIE, token, { secure: this.config.secureCookies, path: '/portal/login' });
     return token;
   }
 }

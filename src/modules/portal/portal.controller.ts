@@ -105,7 +105,7 @@ export class PortalController {
   @Post('logout')
   async logout(@Req() req: PortalRequest, @Res() res: Response): Promise<void> {
     await this.auth.signOut(cookie(req, SESSION_COOKIE));
-    clearCookie(res, SESSION_COOKIE, { secure: this.config.publicUrl.startsWith('https:'), path: '/portal' });
+    clearCookie(res, SESSION_COOKIE, { secure: this.config.secureCookies, path: '/portal' });
     seeOther(res, '/portal/login?done=signed-out');
   }
 

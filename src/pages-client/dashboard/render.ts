@@ -6,11 +6,12 @@ import type { DashboardRequest } from './types';
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   attrs: Record<string, string> = {},
-  ...children: (Node | string | null)[]
+  ...children: (Node | string | null | undefined)[]
 ): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  for (const c of children) if (c !== null) node.append(c);
+  // A field an answer lacks is undefined: shown like null (nothing), never as the word "undefined".
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
   return node;
 }
 
@@ -45,9 +46,9 @@ export function requestItem(r: DashboardRequest): HTMLLIElement {
 }
 
 /** Appends term/description pairs to a <dl>; empty values show a dash. */
-export function fillDetails(dl: HTMLElement, rows: [string, string | Node | null][]): void {
+export function fillDetails(dl: HTMLElement, rows: [string, string | Node | null | undefined][]): void {
   dl.replaceChildren();
   for (const [term, value] of rows) {
-    dl.append(el('dt', {}, term), el('dd', {}, value === null || value === '' ? '—' : value));
+    dl.append(el('dt', {}, term), el('dd', {}, value === null || value === undefined || value === '' ? '—' : value));
   }
 }

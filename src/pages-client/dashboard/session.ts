@@ -2,9 +2,8 @@ import { api, ApiError, type HttpMethod } from '../lib/api';
 
 /**
  * The dashboard's calls to /dashboard/api (DESIGN §5). The session cookie is HttpOnly; the CSRF token that
- * every change needs comes in the sign-in response and is kept in this tab's sessionStorage, so it survives a
- * reload. GET /dashboard/api/me may also return it (then a new tab recovers it); without either, a change
- * answers csrf_failed and the page asks the merchant to sign in again.
+ * every change needs comes in the sign-in response and is kept in this tab's sessionStorage; every page load
+ * also reads it from GET /dashboard/api/session, so a reload or a new tab recovers it.
  */
 const CSRF_KEY = 'dashboard.csrf_token';
 

@@ -17,8 +17,6 @@ export interface Me {
   handle_url: string | null;
   email_enabled?: boolean;
   sms_enabled?: boolean;
-  /** Not in DESIGN §5 yet: read when present, so a new tab recovers the CSRF token. */
-  csrf_token?: string;
 }
 
 export interface Notification {

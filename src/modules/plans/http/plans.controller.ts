@@ -2,8 +2,10 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards 
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { BodyCheckGuard } from '../../../common/http/body';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
+import { RateLimit } from '../../../common/rate-limit/rate-limit';
+import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import type { DashboardSession } from '../../dashboard/dashboard-auth.service';
-import { DashboardSessionGuard, SignedIn } from '../../dashboard/dashboard-session.guard';
+import { DASHBOARD_CHANGES_PER_MINUTE, DashboardSessionGuard, SignedIn } from '../../dashboard/dashboard-session.guard';
 import { dashboardItem } from '../../dashboard/dashboard.mapper';
 import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
@@ -17,6 +19,8 @@ export class PlansController {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly plans: PlansService) {}
 
   @Post()
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async create(@SignedIn() s: DashboardSession, @Body() dto: CreatePlanDto) {
     const p = await this.plans.create(s.merchant, {
       title: dto.title,
@@ -53,24 +57,32 @@ export class PlansController {
   }
 
   @Post(':id/pause')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
   async pause(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     return this.body(await this.plans.pause(s.merchant, id));
   }
 
   @Post(':id/resume')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
   async resume(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     return this.body(await this.plans.resume(s.merchant, id));
   }
 
   @Post(':id/cancel')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     return this.body(await this.plans.cancel(s.merchant, id));
   }
 
   @Post(':id/advance')
+  @UseGuards(RateLimitGuard)
+  @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
   async advance(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     return this.body(await this.plans.advance(s.merchant, id));

@@ -13,7 +13,6 @@ import { fiatToTokenAmount } from '../domain/amount';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES, type PaymentMode } from '../domain/request-rules';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
-import { toRequestResponse } from '../http/request.mapper';
 import { RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 
@@ -249,12 +248,31 @@ export class RequestsService {
     return this.repo.expireEarly(em, id);
   }
 
-  /** Spec §4.4: only requested with proof none; otherwise 409 with the current request beside the error. */
+  /**
+   * Spec §4.4: only requested with proof none; otherwise CannotCancel with the current request, which each
+   * surface shows beside the error in its own shape (cannotCancelWith).
+   */
   async cancel(scope: RequestScope, id: string): Promise<PaymentRequest> {
     const voided = await this.repo.applyStatus(id, 'cancel', { scope });
     if (voided) return voided;
-    const current = await this.get(scope, id);
-    const fields = toRequestResponse(current, this.config.payUrl, new Date());
-    throw new AppError('cannot_cancel', { ...fields, ok: false, error: 'cannot_cancel' });
+    throw new CannotCancel(await this.get(scope, id));
   }
+}
+
+/** The 409 of spec §4.4, carrying the request as it is now. */
+export class CannotCancel extends AppError {
+  constructor(readonly request: PaymentRequest) {
+    super('cannot_cancel');
+  }
+}
+
+/**
+ * For a cancel's rejection: CannotCancel becomes the 409 with the caller's view of the request beside the
+ * error (the partner's object, the dashboard's item); any other error passes unchanged.
+ */
+export function cannotCancelWith(view: (r: PaymentRequest) => Record<string, unknown>): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof CannotCancel) throw new AppError('cannot_cancel', { ...view(e.request), ok: false, error: 'cannot_cancel' });
+    throw e;
+  };
 }

@@ -7,7 +7,8 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { ApiKeyGuard, type AuthedRequest } from '../../auth/api-key.guard';
 import { RequireScope } from '../../auth/scopes';
-import { partnerScope, RequestsService } from '../application/requests.service';
+import { cannotCancelWith, partnerScope, RequestsService } from '../application/requests.service';
+import type { PaymentRequest } from '../domain/payment-request';
 import { CreateRequestDto, createInput, listQuery, ListRequestsQuery } from './request.dto';
 import { toRequestList, toRequestResponse } from './request.mapper';
 
@@ -44,6 +45,7 @@ export class RequestsController {
   @RequireScope('requests:write')
   @RateLimit(60)
   async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
-    return toRequestResponse(await this.requests.cancel(partnerScope(req.principal), id), this.config.payUrl, new Date());
+    const view = (r: PaymentRequest) => toRequestResponse(r, this.config.payUrl, new Date());
+    return view(await this.requests.cancel(partnerScope(req.principal), id).catch(cannotCancelWith(view)));
   }
 }
