@@ -41,6 +41,7 @@ export async function migrate(url: string): Promise<void> {
 }
 
 export interface BareFixture {
+  table: string;
   partnerId: string;
   merchantId: string;
   recipient: string;
@@ -50,15 +51,17 @@ export interface BareFixture {
  * bench_bare_requests: payment_requests' columns, defaults, checks, primary key, unique constraint and every
  * index (partial ones included), copied by LIKE … INCLUDING ALL so it follows the migrations, plus the same two
  * foreign keys (LIKE does not copy those, and the service's INSERT pays for their checks). The bare server's
- * rows reference a partner and merchant inserted here directly.
+ * rows reference a partner and merchant inserted here directly. The framework floor (bench/floor-server.ts)
+ * gets a table of its own (bench_floor_requests), so neither baseline's amounts or size affect the other's.
  */
-export async function prepareBareTable(url: string): Promise<BareFixture> {
+export async function prepareBareTable(url: string, table = 'bench_bare_requests'): Promise<BareFixture> {
+  if (!/^bench_[a-z_]+$/.test(table)) throw new Error(`unusual baseline table "${table}"`);
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query('DROP TABLE IF EXISTS bench_bare_requests');
-    await client.query('CREATE TABLE bench_bare_requests (LIKE payment_requests INCLUDING ALL)');
-    await client.query(`ALTER TABLE bench_bare_requests
+    await client.query(`DROP TABLE IF EXISTS ${table}`);
+    await client.query(`CREATE TABLE ${table} (LIKE payment_requests INCLUDING ALL)`);
+    await client.query(`ALTER TABLE ${table}
       ADD FOREIGN KEY (partner_id) REFERENCES partners(id),
       ADD FOREIGN KEY (merchant_id) REFERENCES merchants(id)`);
     const slug = `bench-bare-${randomBytes(5).toString('hex')}`;
@@ -74,7 +77,7 @@ export async function prepareBareTable(url: string): Promise<BareFixture> {
        VALUES ($1, true, 'usd', $2, 'complete', $3, $4, now(), 'bench', now()) RETURNING id`,
       [partner.id, recipient, randomBytes(16), randomBytes(32)],
     )).rows;
-    return { partnerId: partner.id, merchantId: merchant.id, recipient };
+    return { table, partnerId: partner.id, merchantId: merchant.id, recipient };
   } finally {
     await client.end();
   }
@@ -91,14 +94,16 @@ export async function analyze(url: string, tables: string[]): Promise<void> {
 }
 
 /** Row counts, to tell how big the tables were when a case ran. */
-export async function rowCounts(url: string): Promise<{ service: number; bare: number }> {
+export async function rowCounts(url: string): Promise<{ service: number; bare: number; floor: number | null }> {
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
-    const r = await client.query<{ service: string; bare: string }>(
+    const r = await client.query<{ service: string; bare: string; floor: string | null }>(
       `SELECT (SELECT count(*) FROM payment_requests) AS service, (SELECT count(*) FROM bench_bare_requests) AS bare`,
     );
-    return { service: Number(r.rows[0].service), bare: Number(r.rows[0].bare) };
+    const hasFloor = (await client.query(`SELECT to_regclass('bench_floor_requests') IS NOT NULL AS present`)).rows[0].present;
+    if (hasFloor) r.rows[0].floor = (await client.query('SELECT count(*) AS n FROM bench_floor_requests')).rows[0].n;
+    return { service: Number(r.rows[0].service), bare: Number(r.rows[0].bare), floor: r.rows[0].floor ? Number(r.rows[0].floor) : null };
   } finally {
     await client.end();
   }

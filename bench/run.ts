@@ -3,7 +3,9 @@
  * same run (PERFORMANCE.md's method): autocannon, 50 connections, 2 s warm-up then BENCH_DURATION s
  * (default 10) per case, service and bare interleaved within each of BENCH_REPS repetitions (default 3), and
  * the median of the per-repetition ratios against the targets of issue 2 (create ≥ 0.4 of the bare insert,
- * get ≥ 0.5 of the bare select, p99 < 100 ms).
+ * get ≥ 0.5 of the bare select, p99 < 100 ms). The framework's floor (bench/floor-server.ts: empty NestJS
+ * handlers on Express configured as the service configures it, the bare statements) runs in the same
+ * repetitions, and each hot path is also given as a ratio to that floor (issue 14: ≥ 0.8).
  *
  * The service runs as its own process, as in production: either one already running (BENCH_URL and
  * BENCH_ADMIN_URL, with BENCH_ADMIN_TOKEN) or, by default, one this bench spawns with the API role on the
@@ -20,14 +22,15 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type Child, cleanup, LOG_DIR, startNode } from './children';
-import { analyze, type BareFixture, benchDatabaseUrl, dropDatabase, migrate, prepareBareTable, ROOT, rowCounts, SWC } from './database';
+import { baselineIds, startBaseline } from './baselines';
+import { cleanup, LOG_DIR } from './children';
+import { analyze, benchDatabaseUrl, dropDatabase, migrate, ROOT, rowCounts } from './database';
 import { type CaseResult, CONNECTIONS, createPlan, fiatMaker, getPlan, keyMaker, randomFiat, runCase, stopLoad, WARMUP_SECONDS } from './load';
 import { summariseProfiles } from './profile';
 import { call, inParallel, seed, type Target } from './seed';
-import { type Chain, clearRedisPrefix, REDIS_PREFIX, type SpawnedService, startChain, startService, waitForAnswer } from './service';
+import { type Chain, clearRedisPrefix, REDIS_PREFIX, type SpawnedService, startChain, startService } from './service';
 
-const TARGETS = { create: 0.4, get: 0.5, p99Ms: 100 };
+const TARGETS = { create: 0.4, get: 0.5, floor: 0.8, p99Ms: 100 };
 const ID_POOL = 1000;
 const RESULT_FILE = path.join(ROOT, '.tmp', 'bench-result.json');
 
@@ -44,27 +47,6 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
-
-async function startBare(databaseUrl: string, f: BareFixture, tokenAddress: string): Promise<{ child: Child; url: string }> {
-  const child = startNode('bare server', [...SWC, 'bench/bare-server.ts'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      BARE_DATABASE_URL: databaseUrl,
-      BARE_PARTNER_ID: f.partnerId,
-      BARE_MERCHANT_ID: f.merchantId,
-      BARE_RECIPIENT: f.recipient,
-      BARE_TOKEN_ADDRESS: tokenAddress,
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.proc.once('message', (m: { port?: number }) => (m.port ? resolve(m.port) : reject(new Error('bare server sent no port'))));
-    void child.exited.then((how) => reject(new Error(`bare server exited (${how}):\n${child.tail()}`)));
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForAnswer(child, url, 10_000);
-  return { child, url };
 }
 
 interface WebhookOutcome {
@@ -100,7 +82,7 @@ async function main(): Promise<void> {
   const profile = process.env.BENCH_PROFILE === '1';
   const databaseUrl = benchDatabaseUrl();
   const external = Boolean(process.env.BENCH_URL && process.env.BENCH_ADMIN_URL);
-  log(`${reps} repetition(s) × 4 cases × (${WARMUP_SECONDS} s warm-up + ${duration} s), ${CONNECTIONS} connections; ` +
+  log(`${reps} repetition(s) × 6 cases × (${WARMUP_SECONDS} s warm-up + ${duration} s), ${CONNECTIONS} connections; ` +
     `${os.cpus().length} cores, Node ${process.version}`);
 
   let target: Target;
@@ -136,9 +118,10 @@ async function main(): Promise<void> {
       `output in ${path.relative(process.cwd(), LOG_DIR)}/`);
   }
 
-  const fixture = await prepareBareTable(databaseUrl);
-  const bare = await startBare(databaseUrl, fixture, tokenAddress);
-  log(`bare baseline: node http + pg (pool 20) on ${bare.url}, table bench_bare_requests`);
+  const bare = await startBaseline('bare', databaseUrl, tokenAddress);
+  log(`bare baseline: node http + pg (pool 20) on ${bare.url}, table ${bare.fixture.table}`);
+  const floor = await startBaseline('floor', databaseUrl, tokenAddress);
+  log(`framework floor: empty NestJS handlers on Express as the service configures it, pg (pool 20) on ${floor.url}, table ${floor.fixture.table}`);
 
   const seeded = await seed(target);
   log(`seeded partner ${seeded.partnerId}, test key, onboarded merchant ${seeded.merchantId} (admin + partner + SIWE onboarding APIs)`);
@@ -153,35 +136,34 @@ async function main(): Promise<void> {
     if (r.status !== 201) throw new Error(`pool create failed: ${r.status} ${r.text}`);
     return r.body.request_id as string;
   });
-  const bareIds = await inParallel(ID_POOL, 25, async () => {
-    const r = await call(bare.url, 'POST', '/', {
-      body: { account_id: fixture.merchantId, fiat_amount_int: randomFiat(), idempotency_key: poolKey() },
-    });
-    if (r.status !== 201) throw new Error(`bare pool insert failed: ${r.status} ${r.text}`);
-    return r.body.id as string;
-  });
-  log(`id pools: ${serviceIds.length} service requests, ${bareIds.length} bare rows`);
+  const bareIds = await baselineIds(bare, ID_POOL, poolKey);
+  const floorIds = await baselineIds(floor, ID_POOL, poolKey);
+  log(`id pools: ${serviceIds.length} service requests, ${bareIds.length} bare rows, ${floorIds.length} floor rows`);
   // A production table has planner statistics; a table created a moment ago has none until autovacuum's next
   // round, and the planner's guesses for an "empty" table are not what production runs.
-  await analyze(databaseUrl, external ? ['bench_bare_requests'] : ['payment_requests', 'bench_bare_requests']);
+  const baselineTables = [bare.fixture.table, floor.fixture.table];
+  await analyze(databaseUrl, external ? baselineTables : ['payment_requests', ...baselineTables]);
   const amounts = process.env.BENCH_AMOUNTS || 'random';
   // One generator per target for the whole run: a sequence must not restart at the next repetition.
   const serviceFiat = fiatMaker(amounts);
   const bareFiat = fiatMaker(amounts);
+  const floorFiat = fiatMaker(amounts);
 
   const plans = {
     create: () => ({ url: target.publicUrl, pid: spawned?.child.proc.pid, plan: createPlan('/api/v1/requests/create', seeded.merchantId, auth, serviceFiat) }),
-    'bare-insert': () => ({ url: bare.url, pid: bare.child.proc.pid, plan: createPlan('/', fixture.merchantId, {}, bareFiat) }),
+    'bare-insert': () => ({ url: bare.url, pid: bare.child.proc.pid, plan: createPlan('/', bare.fixture.merchantId, {}, bareFiat) }),
+    'floor-insert': () => ({ url: floor.url, pid: floor.child.proc.pid, plan: createPlan('/', floor.fixture.merchantId, {}, floorFiat) }),
     get: () => ({ url: target.publicUrl, pid: spawned?.child.proc.pid, plan: getPlan((id) => `/api/v1/requests/${id}`, serviceIds, auth) }),
     'bare-select': () => ({ url: bare.url, pid: bare.child.proc.pid, plan: getPlan((id) => `/${id}`, bareIds, {}) }),
+    'floor-select': () => ({ url: floor.url, pid: floor.child.proc.pid, plan: getPlan((id) => `/${id}`, floorIds, {}) }),
   } as const;
   type CaseName = keyof typeof plans;
 
   // BENCH_CASES picks pairs (and the webhooks bench) for a shorter diagnostic run; all of them by default.
   const PAIRS = {
-    create: { service: 'create', bare: 'bare-insert', target: TARGETS.create, label: 'create / bare insert' },
-    get: { service: 'get', bare: 'bare-select', target: TARGETS.get, label: 'get / bare select   ' },
-  } as const satisfies Record<string, { service: CaseName; bare: CaseName; target: number; label: string }>;
+    create: { service: 'create', bare: 'bare-insert', floor: 'floor-insert', target: TARGETS.create, label: 'create' },
+    get: { service: 'get', bare: 'bare-select', floor: 'floor-select', target: TARGETS.get, label: 'get   ' },
+  } as const satisfies Record<string, { service: CaseName; bare: CaseName; floor: CaseName; target: number; label: string }>;
   type PairName = keyof typeof PAIRS;
   const wanted = (process.env.BENCH_CASES || 'create,get,webhooks').split(',').map((c) => c.trim());
   for (const c of wanted) if (!(c in PAIRS) && c !== 'webhooks') throw new Error(`BENCH_CASES: unknown case "${c}" (create, get, webhooks)`);
@@ -189,9 +171,13 @@ async function main(): Promise<void> {
 
   const runs: CaseResult[] = [];
   for (let rep = 1; rep <= reps; rep++) {
-    // Service and bare alternate within the repetition; every other repetition starts with the bare one, so
-    // a drift over the run does not always favour the same side.
-    const order: CaseName[] = pairs.flatMap((p) => (rep % 2 === 1 ? [PAIRS[p].service, PAIRS[p].bare] : [PAIRS[p].bare, PAIRS[p].service]));
+    // Service, bare and floor interleave within the repetition; the order rotates by repetition, so a drift
+    // over the run does not always favour the same one.
+    const order: CaseName[] = pairs.flatMap((p) => {
+      const three: CaseName[] = [PAIRS[p].service, PAIRS[p].bare, PAIRS[p].floor];
+      const k = (rep - 1) % 3;
+      return [...three.slice(k), ...three.slice(0, k)];
+    });
     for (const name of order) {
       const { url, plan, pid } = plans[name]();
       const r = await runCase(name, rep, url, plan, duration, pid);
@@ -217,22 +203,34 @@ async function main(): Promise<void> {
       cpuMsPerRequest: rs.every((r) => r.cpuMsPerRequest !== null) ? median(rs.map((r) => r.cpuMsPerRequest!)) : null,
     };
   };
-  const caseNames = pairs.flatMap((p) => [PAIRS[p].service, PAIRS[p].bare]);
+  const caseNames = pairs.flatMap((p) => [PAIRS[p].service, PAIRS[p].bare, PAIRS[p].floor]);
   const summary = Object.fromEntries(caseNames.map((n) => [n, caseSummary(n)])) as Partial<Record<CaseName, ReturnType<typeof caseSummary>>>;
   const ratios = Object.fromEntries(pairs.map((p) => {
-    const { service, bare, target: goal } = PAIRS[p];
+    const { service, bare, floor: floorCase, target: goal } = PAIRS[p];
     const perRep = Array.from({ length: reps }, (_, i) => byName(service)[i].rps / byName(bare)[i].rps);
     const med = median(perRep);
-    // The CPU the target process spent per request, service over bare: what the ratio would tend to if both
-    // processes were the only limit (independent of other load on the machine, which the req/s figures are not).
+    const floorPerRep = Array.from({ length: reps }, (_, i) => byName(service)[i].rps / byName(floorCase)[i].rps);
+    const floorMed = median(floorPerRep);
+    const floorOfBare = median(Array.from({ length: reps }, (_, i) => byName(floorCase)[i].rps / byName(bare)[i].rps));
+    // The CPU the target process spent per request, service over bare (and over the floor): what the ratio
+    // would tend to if both processes were the only limit (independent of other load on the machine, which
+    // the req/s figures are not).
     const cpuS = summary[service]!.cpuMsPerRequest;
     const cpuB = summary[bare]!.cpuMsPerRequest;
+    const cpuF = summary[floorCase]!.cpuMsPerRequest;
     return [p, {
       perRep, median: med, target: goal, pass: med >= goal,
       p99: summary[service]!.p99, p99Pass: summary[service]!.p99 < TARGETS.p99Ms,
       cpuBound: cpuS && cpuB ? cpuB / cpuS : null,
+      floor: {
+        perRep: floorPerRep, median: floorMed, target: TARGETS.floor, pass: floorMed >= TARGETS.floor,
+        floorOfBare, cpuBound: cpuS && cpuF ? cpuF / cpuS : null, floorCpuOfBare: cpuF && cpuB ? cpuB / cpuF : null,
+      },
     }];
-  })) as Partial<Record<PairName, { perRep: number[]; median: number; target: number; pass: boolean; p99: number; p99Pass: boolean; cpuBound: number | null }>>;
+  })) as Partial<Record<PairName, {
+    perRep: number[]; median: number; target: number; pass: boolean; p99: number; p99Pass: boolean; cpuBound: number | null;
+    floor: { perRep: number[]; median: number; target: number; pass: boolean; floorOfBare: number; cpuBound: number | null; floorCpuOfBare: number | null };
+  }>>;
   const valid = runs.every((r) => r.non2xx + r.errors + r.timeouts === 0);
 
   const webhookContext = {
@@ -257,9 +255,13 @@ async function main(): Promise<void> {
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
   for (const p of pairs) {
     const r = ratios[p]!;
-    console.log(`${PAIRS[p].label}  median ${r.median.toFixed(2)}  (per rep ${fmt(r.perRep)})  target ≥ ${r.target}  ${verdict(r.pass)}` +
+    const f = r.floor;
+    console.log(`${PAIRS[p].label} / bare   median ${r.median.toFixed(2)}  (per rep ${fmt(r.perRep)})  target ≥ ${r.target}  ${verdict(r.pass)}` +
       `   p99 ${r.p99} ms (< ${TARGETS.p99Ms}) ${verdict(r.p99Pass)}` +
       `${r.cpuBound === null ? '' : `   cpu-cost ratio ${r.cpuBound.toFixed(2)}`}`);
+    console.log(`${PAIRS[p].label} / floor  median ${f.median.toFixed(2)}  (per rep ${fmt(f.perRep)})  target ≥ ${f.target}  ${verdict(f.pass)}` +
+      `${f.cpuBound === null ? '' : `   cpu-cost ratio ${f.cpuBound.toFixed(2)}`}` +
+      `   (floor / bare ${f.floorOfBare.toFixed(2)}${f.floorCpuOfBare === null ? '' : `, cpu-cost ${f.floorCpuOfBare.toFixed(2)}`})`);
   }
   if (webhooks.ran) {
     if (webhooks.error) console.log(`webhooks              FAILED: ${webhooks.error}`);
@@ -267,7 +269,7 @@ async function main(): Promise<void> {
   } else if (webhooks.error) {
     console.log(`webhooks              skipped: ${webhooks.error}`);
   }
-  if (counts) console.log(`rows at the end: payment_requests ${counts.service}, bench_bare_requests ${counts.bare}`);
+  if (counts) console.log(`rows at the end: payment_requests ${counts.service}, bench_bare_requests ${counts.bare}, bench_floor_requests ${counts.floor ?? '-'}`);
   console.log(line);
   if (!valid) {
     const bad = runs.filter((r) => r.non2xx + r.errors + r.timeouts > 0);

@@ -10,6 +10,7 @@
  * all are recorded as delivered; the bare loop sends four times as many POSTs (it is that much faster, and a
  * run of a few hundred milliseconds is mostly noise).
  *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
+ * BENCH_WEBHOOKS_DATABASE_URL and BENCH_WEBHOOKS_REDIS_PREFIX move it aside, to run beside a bench.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -31,7 +32,7 @@ import { dropDatabase } from './database';
 
 const DATABASE_URL = process.env.BENCH_WEBHOOKS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const REDIS_PREFIX = 'prs-bench-wh';
+const REDIS_PREFIX = process.env.BENCH_WEBHOOKS_REDIS_PREFIX || 'prs-bench-wh';
 const IN_FLIGHT = 50; // the worker's concurrency, and the bare loop's
 const BARE_FACTOR = 4;
 
@@ -249,6 +250,9 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
       ADMIN_PORT: '0',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       LOG_LEVEL: 'warn',
+      // Unset: the service's default (10 of one partner in flight). The bench has a single partner, so this
+      // limit, not the worker, sets its pace; a larger value measures the delivery machinery itself.
+      ...(process.env.WEBHOOK_PARTNER_CONCURRENCY ? { WEBHOOK_PARTNER_CONCURRENCY: process.env.WEBHOOK_PARTNER_CONCURRENCY } : {}),
     });
     running = await start(config, { http: false, worker: true }, { logger: process.env.BENCH_LOGS ? undefined : false });
     log(`warm-up: ${Math.min(events, 500)} deliveries and as many bare POSTs`);

@@ -10,6 +10,7 @@ import { AppModule, type Extensions, type Roles } from './app.module';
 import type { AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
+import { expressSettings, serverTimeouts } from './common/http/express-settings';
 import { apiAccessLog } from './modules/ops/logging';
 import { mountQueueBoard } from './modules/ops/queue-board';
 import { portalFormBody } from './modules/portal/portal-http';
@@ -77,11 +78,7 @@ export async function start(
   }
   const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger, bufferLogs: json });
   if (json) app.useLogger(app.get(JsonLogger));
-  const express = app.getHttpAdapter().getInstance();
-  express.disable('x-powered-by');
-  express.set('etag', false);
-  // Behind a load balancer the client address (per-address limits) comes from X-Forwarded-For.
-  if (config.trustProxy !== false) express.set('trust proxy', config.trustProxy);
+  expressSettings(app, config.trustProxy);
   app.use(listenerGate);
   app.use(BROWSER_API_PATHS, browserApiHeaders);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
@@ -96,10 +93,7 @@ export async function start(
     req.adminListener = true;
     handler(req, res);
   });
-  for (const s of [publicServer, adminServer]) {
-    s.keepAliveTimeout = 65000;
-    s.headersTimeout = 66000;
-  }
+  for (const s of [publicServer, adminServer]) serverTimeouts(s);
   const publicUrl = await listen(publicServer, config.port);
   const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
   return {

@@ -260,7 +260,7 @@ function logLevel(env: Env): string {
   return v;
 }
 
-function trustProxy(raw: string | undefined): false | number | string {
+export function trustProxy(raw: string | undefined): false | number | string {
   if (raw === undefined || raw === '' || raw === 'false') return false;
   if (/^\d+$/.test(raw)) return Number(raw);
   if (!/^[0-9a-fA-F.:/, ]+$/.test(raw) && !['loopback', 'linklocal', 'uniquelocal'].some((w) => raw.includes(w))) {
