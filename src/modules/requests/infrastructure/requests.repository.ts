@@ -3,7 +3,8 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { In, type EntityManager, type Repository } from 'typeorm';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import {
-  LAPSES_AT, PROOF_TRANSITIONS, STATUS_TRANSITIONS, type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
+  LAPSES_AT, PROOF_STATUSES, PROOF_TRANSITIONS, REQUEST_STATUSES, STATUS_TRANSITIONS,
+  type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
 } from '../domain/transitions';
 import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
@@ -191,7 +192,13 @@ export class RequestsRepository {
     return facts;
   }
 
-  /** Hand-written: the status filters must match the index order exactly (PERFORMANCE.md, lists at 1 M rows). */
+  /**
+   * Hand-written so that every filter reads only the rows it returns, at any table size (issue 14). A status,
+   * proof_status or source filter becomes one branch per stored (status, proof_status) pair it may show, each
+   * an ordered range of payment_requests_state_list (or a merchant's *_state_list / *_source_list), merged in
+   * list order. "Lapsed reads as expired" is the deadline on the requested/opened branches (see stateBranches).
+   * A plan's charges are few: plan_id reads them all through payment_requests_plan_period, one branch.
+   */
   async list(f: ListFilter): Promise<{ items: PaymentRequest[]; hasMore: boolean }> {
     const params: unknown[] = [f.partnerId, f.testMode];
     const where = ['partner_id = $1', 'test_mode = $2'];
@@ -199,8 +206,6 @@ export class RequestsRepository {
       params.push(value);
       where.push(sql.replace('?', `$${params.length}`));
     };
-    if (f.status) where.push(statusCondition(f.status));
-    if (f.proofStatus) add('proof_status = ?', f.proofStatus);
     if (f.merchantId) add('merchant_id = ?', f.merchantId);
     if (f.since) add('created_at >= ?::timestamptz', f.since);
     if (f.until) add('created_at < ?::timestamptz', f.until);
@@ -210,12 +215,24 @@ export class RequestsRepository {
       params.push(f.after.createdAt, f.after.id);
       where.push(`(created_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
-    params.push(f.limit + 1, f.offset);
-    const rows = await this.requests.query<RequestRow[]>(
-      `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')}
-        ORDER BY created_at, id LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    );
+    const branched = !f.planId && (f.status !== undefined || f.proofStatus !== undefined || f.source !== undefined);
+    const page = (limit: number, offset: number) => {
+      params.push(limit, offset);
+      return `ORDER BY created_at, id LIMIT $${params.length - 1} OFFSET $${params.length}`;
+    };
+    let sql: string;
+    if (!branched) {
+      if (f.status) where.push(statusCondition(f.status));
+      if (f.proofStatus) add('proof_status = ?', f.proofStatus);
+      sql = `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')} ${page(f.limit + 1, f.offset)}`;
+    } else {
+      const take = page(f.limit + f.offset + 1, 0);
+      const branches = stateBranches(f.status, f.proofStatus).map(
+        (b) => `(SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${[...where, b].join(' AND ')} ${take})`,
+      );
+      sql = `SELECT * FROM (${branches.join(' UNION ALL ')}) r ${page(f.limit + 1, f.offset)}`;
+    }
+    const rows = await this.requests.query<RequestRow[]>(sql, params);
     return { items: rows.slice(0, f.limit).map(rowToDomain), hasMore: rows.length > f.limit };
   }
 
@@ -420,6 +437,34 @@ export class RequestsRepository {
 }
 
 /** A status filter as shown to partners: a lapsed request with no proof reads as expired. */
+/**
+ * The list's state filter as disjoint conditions, one per stored (status, proof_status) pair that may show as
+ * the asked status and proof: a pair that lapses (EXPIRING) shows as itself before its deadline and as expired
+ * from it, so status=requested/opened keeps it with "deadline > now()", status=expired takes it with
+ * "deadline <= now()" (the expiring indexes hold exactly those rows), no status filter takes it whole.
+ */
+function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | undefined): string[] {
+  const branches: string[] = [];
+  for (const s of REQUEST_STATUSES) {
+    for (const p of PROOF_STATUSES) {
+      if (proof !== undefined && p !== proof) continue;
+      const pair = `status = '${s}' AND proof_status = '${p}'`;
+      const lapses = EXPIRING.from.includes(s) && (EXPIRING.whenProof as readonly ProofStatus[]).includes(p);
+      const showsAsItself = status === undefined || status === s;
+      if (!lapses) {
+        if (showsAsItself) branches.push(pair);
+        continue;
+      }
+      const deadline = DEADLINE_COLUMN[LAPSES_AT[p as LapsingProof]];
+      const showsAsExpired = status === undefined || status === 'expired';
+      if (showsAsItself && showsAsExpired) branches.push(pair);
+      else if (showsAsItself) branches.push(`${pair} AND ${deadline} > now()`);
+      else if (showsAsExpired) branches.push(`${pair} AND ${deadline} <= now()`);
+    }
+  }
+  return branches;
+}
+
 function statusCondition(status: RequestStatus): string {
   switch (status) {
     case 'expired':
