@@ -13,11 +13,13 @@
  * (API role, local Hardhat chain); the partner, its key and its merchant come through the real APIs, the
  * dashboard session through the real SIWE sign-in. Result: .tmp/bench-lists.json.
  *
- * The seeded mix per 1000 rows: 600 expired/none, 300 opened/verified, 40 voided/none, 20 requested/verified,
- * 10 expired/attached, 10 requested/none and 10 opened/none still open, 5 opened/attached and 5
- * requested/attached in their claim window; about 1 in 10 007 rows has lapsed unswept (requested/none past
- * expires_at, opened/attached past claim_until), as the expiry sweep leaves them. Sources: 70 % partner,
- * 10 % dashboard, 20 % handle, and one plan's charges (1 in 100 000 rows). All rows are the one merchant's:
+ * The seeded mix: rows older than the newest 5000 are settled, per 1000: 620 expired/none, 300 opened/verified,
+ * 40 voided/none, 20 requested/verified, 20 expired/attached. The newest 5000 (open requests are bounded by the
+ * expiry windows, not by the table's size), per 100: 29 requested/none and 30 opened/none open, 9 opened/attached
+ * and 5 requested/attached in their claim window, 20 opened/verified, 5 voided/none, and 2 lapsed that the
+ * expiry sweep has not reached yet (requested/none past expires_at, opened/attached past claim_until). Growing
+ * to the next size first expires the previous window, as the sweep would. Sources: 70 % partner, 10 %
+ * dashboard, 20 % handle, and one plan's charges (1 in 100 000 rows). All rows are the one merchant's:
  * account_id and the dashboard read the worst case, the partner's whole table.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -33,6 +35,8 @@ import { type SpawnedService, startChain, startService } from './service';
 
 const SIZES: Record<string, number> = { '10k': 10_000, '1m': 1_000_000, '10m': 10_000_000 };
 const WARMUP = 20;
+/** The newest rows that may still be open: expiry windows bound them, not the table's size. */
+const OPEN_WINDOW = 5000;
 const EXPLAIN_RUNS = 5;
 const RESULT_FILE = path.join(ROOT, '.tmp', 'bench-lists.json');
 const log = (msg: string) => console.log(`[bench:lists] ${msg}`);
@@ -109,6 +113,12 @@ function query(c: Case): string {
 
 /** Grows payment_requests to `to` rows (seed rows from..to-1), as one INSERT … SELECT. */
 async function grow(db: Client, s: Seeded, planId: string, recipient: string, token: string, from: number, to: number): Promise<void> {
+  // What the expiry sweep did meanwhile: the previous size's open window is history now.
+  await db.query(
+    `UPDATE payment_requests SET status = 'expired', expires_at = created_at + interval '1 hour',
+       claim_until = created_at + interval '75 minutes'
+     WHERE status IN ('requested', 'opened') AND proof_status <> 'verified'`,
+  );
   await db.query(`SET session_replication_role = replica`); // no per-row trigger nor foreign-key checks
   await db.query(
     `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, status, proof_status,
@@ -128,20 +138,23 @@ async function grow(db: Client, s: Seeded, planId: string, recipient: string, to
               ELSE created + interval '1 hour' END AS exp
        FROM (
          SELECT i, timestamptz '2020-01-01 00:00:00+00' + i * interval '10 seconds' AS created,
-           CASE i % 10007 WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 0 END AS lapsed,
+           CASE WHEN i < $7::bigint - ${OPEN_WINDOW} THEN 0 WHEN i % 100 = 0 THEN 1 WHEN i % 100 = 1 THEN 2 ELSE 0 END AS lapsed,
            CASE WHEN i % 100000 = 50 THEN 'plan' WHEN i % 10 = 7 THEN 'dashboard' WHEN i % 10 IN (3, 8) THEN 'handle'
                 ELSE 'partner' END AS src,
-           CASE WHEN i % 10007 = 0 THEN '{requested,none}'::text[]
-                WHEN i % 10007 = 1 THEN '{opened,attached}'::text[]
-                WHEN i % 1000 < 600 THEN '{expired,none}'::text[]
-                WHEN i % 1000 < 900 THEN '{opened,verified}'::text[]
-                WHEN i % 1000 < 940 THEN '{voided,none}'::text[]
-                WHEN i % 1000 < 960 THEN '{requested,verified}'::text[]
-                WHEN i % 1000 < 970 THEN '{expired,attached}'::text[]
-                WHEN i % 1000 < 980 THEN '{requested,none}'::text[]
-                WHEN i % 1000 < 990 THEN '{opened,none}'::text[]
-                WHEN i % 1000 < 995 THEN '{opened,attached}'::text[]
-                ELSE '{requested,attached}'::text[] END AS st
+           CASE WHEN i >= $7::bigint - ${OPEN_WINDOW} THEN
+                  CASE WHEN i % 100 = 0 THEN '{requested,none}'::text[]
+                       WHEN i % 100 = 1 THEN '{opened,attached}'::text[]
+                       WHEN i % 100 < 30 THEN '{requested,none}'::text[]
+                       WHEN i % 100 < 60 THEN '{opened,none}'::text[]
+                       WHEN i % 100 < 70 THEN '{opened,attached}'::text[]
+                       WHEN i % 100 < 75 THEN '{requested,attached}'::text[]
+                       WHEN i % 100 < 95 THEN '{opened,verified}'::text[]
+                       ELSE '{voided,none}'::text[] END
+                WHEN i % 1000 < 620 THEN '{expired,none}'::text[]
+                WHEN i % 1000 < 920 THEN '{opened,verified}'::text[]
+                WHEN i % 1000 < 960 THEN '{voided,none}'::text[]
+                WHEN i % 1000 < 980 THEN '{requested,verified}'::text[]
+                ELSE '{expired,attached}'::text[] END AS st
          FROM generate_series($6::bigint, $7::bigint - 1) AS i
        ) g
      ) r`,

@@ -227,8 +227,9 @@ export class RequestsRepository {
       sql = `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')} ${page(f.limit + 1, f.offset)}`;
     } else {
       const take = page(f.limit + f.offset + 1, 0);
+      // A lapsed-only branch is read whole, by id, and sorted (see stateBranches).
       const branches = stateBranches(f.status, f.proofStatus).map(
-        (b) => `(SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${[...where, b].join(' AND ')} ${take})`,
+        (b) => `(SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${[...where, b.sql].join(' AND ')}${b.lapsedOnly ? '' : ` ${take}`})`,
       );
       sql = `SELECT * FROM (${branches.join(' UNION ALL ')}) r ${page(f.limit + 1, f.offset)}`;
     }
@@ -443,8 +444,8 @@ export class RequestsRepository {
  * from it, so status=requested/opened keeps it with "deadline > now()", status=expired takes it with
  * "deadline <= now()" (the expiring indexes hold exactly those rows), no status filter takes it whole.
  */
-function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | undefined): string[] {
-  const branches: string[] = [];
+function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | undefined): Array<{ sql: string; lapsedOnly: boolean }> {
+  const branches: Array<{ sql: string; lapsedOnly: boolean }> = [];
   for (const s of REQUEST_STATUSES) {
     for (const p of PROOF_STATUSES) {
       if (proof !== undefined && p !== proof) continue;
@@ -452,14 +453,21 @@ function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | u
       const lapses = EXPIRING.from.includes(s) && (EXPIRING.whenProof as readonly ProofStatus[]).includes(p);
       const showsAsItself = status === undefined || status === s;
       if (!lapses) {
-        if (showsAsItself) branches.push(pair);
+        if (showsAsItself) branches.push({ sql: pair, lapsedOnly: false });
         continue;
       }
       const deadline = DEADLINE_COLUMN[LAPSES_AT[p as LapsingProof]];
       const showsAsExpired = status === undefined || status === 'expired';
-      if (showsAsItself && showsAsExpired) branches.push(pair);
-      else if (showsAsItself) branches.push(`${pair} AND ${deadline} > now()`);
-      else if (showsAsExpired) branches.push(`${pair} AND ${deadline} <= now()`);
+      if (showsAsItself && showsAsExpired) branches.push({ sql: pair, lapsedOnly: false });
+      // IS TRUE keeps it a filter: as an index condition the planner would range over the expiring index and sort.
+      else if (showsAsItself) branches.push({ sql: `${pair} AND (${deadline} > now()) IS TRUE`, lapsedOnly: false });
+      // The lapsed rows the sweep has not reached yet are few, and only the expiring indexes know which they
+      // are: the partner-free subquery can use nothing else (table-wide, the deadline looks almost always past,
+      // so given the pair the planner would walk all its live rows).
+      else if (showsAsExpired) {
+        const lapsed = `${pair} AND ${deadline} <= now()`;
+        branches.push({ sql: `${lapsed} AND id = ANY(ARRAY(SELECT id FROM payment_requests WHERE ${lapsed}))`, lapsedOnly: true });
+      }
     }
   }
   return branches;
