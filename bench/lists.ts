@@ -279,7 +279,7 @@ async function main(): Promise<void> {
   const svc = await startService({ databaseUrl: url, chain });
   const s = await seed(svc);
   const cookie = await signIn(svc, s);
-  const db = new Client({ connectionString: url });
+  const db = new Client({ connectionString: url, options: '-c jit=off' }); // as the service connects
   await db.connect();
   const rows: Row[] = [];
   try {
