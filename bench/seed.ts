@@ -18,6 +18,8 @@ export interface Seeded {
   partnerId: string;
   apiKey: string;
   merchantId: string;
+  /** The merchant's wallet (a dashboard sign-in signs with it). */
+  wallet: Pick<Wallet, 'address' | 'signMessage'>;
 }
 
 interface Reply {
@@ -87,7 +89,7 @@ export async function seed(t: Target): Promise<Seeded> {
   expect(proof, 200, 'onboarding wallet proof');
   const done = await call(t.publicUrl, 'POST', `/onboarding/api/${token}/complete`, { body: { accept_terms: true } });
   expect(done, 200, 'onboarding complete');
-  return { partnerId, apiKey, merchantId: merchant.body.merchant_id as string };
+  return { partnerId, apiKey, merchantId: merchant.body.merchant_id as string, wallet };
 }
 
 /** Runs fn(i) for i in [0, n) with at most `parallel` in flight; returns the results in order. */

@@ -780,6 +780,78 @@ describe('GET /api/v1/requests: list', () => {
   });
 });
 
+describe('GET /api/v1/requests: every state filter reads the shown state (lapsed reads as expired, issue 14)', () => {
+  let q: TestPartner;
+  let a: string;
+  let full: any[];
+  // Stored (status, proof_status, deadlines) → shown status: each lapsing pair on both sides of its deadline.
+  const states: Array<[string, string, string, string]> = [
+    ['requested', 'none', `now() + interval '1 hour'`, 'requested'],
+    ['requested', 'none', `now() - interval '1 minute'`, 'expired'],
+    ['opened', 'none', `now() + interval '1 hour'`, 'opened'],
+    ['opened', 'none', `now() - interval '1 minute'`, 'expired'],
+    ['requested', 'attached', `now() - interval '1 minute'`, 'requested'], // claim window still open
+    ['opened', 'attached', `now() - interval '2 hours'`, 'expired'], // claim window closed
+    ['opened', 'verified', `now() - interval '2 hours'`, 'opened'], // money arrived: never lapses
+    ['expired', 'none', `now() - interval '2 hours'`, 'expired'],
+    ['expired', 'attached', `now() - interval '2 hours'`, 'expired'],
+    ['voided', 'none', `now() + interval '1 hour'`, 'voided'],
+    ['requested', 'verified', `now() + interval '1 hour'`, 'requested'],
+    ['requested', 'none', `now() + interval '1 hour'`, 'requested'],
+  ];
+
+  beforeAll(async () => {
+    q = await createPartner(svc);
+    const [ma, mb] = await Promise.all([createOnboardedMerchant(svc, q.testKey), createOnboardedMerchant(svc, q.testKey)]);
+    a = ma.id;
+    for (const [i, [status, proof, expiresAt]] of states.entries()) {
+      const r = await mustCreateRequest(svc, q.testKey, { account_id: i % 3 === 0 ? mb.id : a, fiat_amount_int: 100 + i });
+      await sql(
+        `UPDATE payment_requests SET status = $2, proof_status = $3, expires_at = ${expiresAt},
+           claim_until = ${expiresAt} + interval '1 hour', tx_hash = CASE WHEN $3 = 'none' THEN NULL ELSE $4 END WHERE id = $1`,
+        [r.request_id, status, proof, `0x${(i + 1).toString(16).padStart(64, '0')}`],
+      );
+    }
+    full = (await list(q.testKey, '?limit=100')).body.requests;
+  });
+
+  it('shows each stored state as the table says', () => {
+    expect(full.map((x) => x.status)).toEqual(states.map((s) => s[3]));
+    expect(full.map((x) => x.proof_status)).toEqual(states.map((s) => s[1]));
+  });
+
+  const statuses = [undefined, 'requested', 'opened', 'expired', 'voided'];
+  const proofs = [undefined, 'none', 'attached', 'verified'];
+  const combos = statuses.flatMap((st) => proofs.flatMap((pr) => [false, true].map((acc) => [st, pr, acc] as const)));
+
+  it.each(combos)('status=%s proof_status=%s account=%s: the unfiltered list filtered by its shown state', async (st, pr, acc) => {
+    const qs = new URLSearchParams({ limit: '100' });
+    if (st) qs.set('status', st);
+    if (pr) qs.set('proof_status', pr);
+    if (acc) qs.set('account_id', a);
+    const r = await list(q.testKey, `?${qs}`);
+    expect(r.status).toBe(200);
+    const expected = full.filter((x) => (!st || x.status === st) && (!pr || x.proof_status === pr) && (!acc || x.account_id === a));
+    expect(r.body.requests).toEqual(expected);
+  });
+
+  it('pages a merged filter with offset and has_more, and by since, without gaps or repeats', async () => {
+    const expired = full.filter((x) => x.status === 'expired').map((x) => x.request_id);
+    expect(expired.length).toBe(5);
+    const pages: string[] = [];
+    for (let offset = 0; ; offset += 2) {
+      const r = await list(q.testKey, `?status=expired&limit=2&offset=${offset}`);
+      pages.push(...r.body.requests.map((x: any) => x.request_id));
+      expect(r.body.has_more).toBe(offset + 2 < expired.length);
+      if (!r.body.has_more) break;
+    }
+    expect(pages).toEqual(expired);
+    const since = full.find((x) => x.request_id === expired[3]).created_at;
+    const later = await list(q.testKey, `?status=expired&since=${encodeURIComponent(since)}`);
+    expect(later.body.requests.map((x: any) => x.request_id)).toEqual(expired.slice(3));
+  });
+});
+
 describe('POST /api/v1/requests/:id/cancel', () => {
   it('requested → 200 with the request, status voided; get agrees', async () => {
     const key = await freshKey();

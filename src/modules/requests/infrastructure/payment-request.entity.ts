@@ -20,6 +20,10 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
 @Index('payment_requests_claim', ['chainId', 'txHash', 'claimedLogIndex'], { unique: true, where: '(claimed_log_index IS NOT NULL)' })
 @Index('payment_requests_list', ['partnerId', 'testMode', 'createdAt', 'id'])
 @Index('payment_requests_merchant_list', ['merchantId', 'createdAt', 'id'])
+// One ordered range per (status, proof_status) pair: the list filters read only the rows they return (issue 14).
+@Index('payment_requests_state_list', ['partnerId', 'testMode', 'status', 'proofStatus', 'createdAt', 'id'])
+@Index('payment_requests_merchant_state_list', ['merchantId', 'status', 'proofStatus', 'createdAt', 'id'])
+@Index('payment_requests_merchant_source_list', ['merchantId', 'source', 'status', 'proofStatus', 'createdAt', 'id'])
 @Index('payment_requests_tx', ['chainId', 'txHash'], { where: '(tx_hash IS NOT NULL)' })
 @Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient'], {
   where: `((proof_status <> 'verified'::text) AND amount_locked)`,

@@ -4,7 +4,8 @@ import type { PoolClient } from 'pg';
 import { In, type EntityManager, type Repository } from 'typeorm';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import {
-  LAPSES_AT, PROOF_TRANSITIONS, STATUS_TRANSITIONS, type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
+  LAPSES_AT, PROOF_STATUSES, PROOF_TRANSITIONS, REQUEST_STATUSES, STATUS_TRANSITIONS,
+  type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
 } from '../domain/transitions';
 import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
@@ -216,7 +217,13 @@ export class RequestsRepository {
     return facts;
   }
 
-  /** Hand-written: the status filters must match the index order exactly (PERFORMANCE.md, lists at 1 M rows). */
+  /**
+   * Hand-written so that every filter reads only the rows it returns, at any table size (issue 14). A status,
+   * proof_status or source filter becomes one branch per stored (status, proof_status) pair it may show, each
+   * an ordered range of payment_requests_state_list (or a merchant's *_state_list / *_source_list), merged in
+   * list order. "Lapsed reads as expired" is the deadline on the requested/opened branches (see stateBranches).
+   * A plan's charges are few: plan_id reads them all through payment_requests_plan_period, one branch.
+   */
   async list(f: ListFilter): Promise<{ items: PaymentRequest[]; hasMore: boolean }> {
     const params: unknown[] = [f.partnerId, f.testMode];
     const where = ['partner_id = $1', 'test_mode = $2'];
@@ -224,8 +231,6 @@ export class RequestsRepository {
       params.push(value);
       where.push(sql.replace('?', `$${params.length}`));
     };
-    if (f.status) where.push(statusCondition(f.status));
-    if (f.proofStatus) add('proof_status = ?', f.proofStatus);
     if (f.merchantId) add('merchant_id = ?', f.merchantId);
     if (f.since) add('created_at >= ?::timestamptz', f.since);
     if (f.until) add('created_at < ?::timestamptz', f.until);
@@ -235,12 +240,25 @@ export class RequestsRepository {
       params.push(f.after.createdAt, f.after.id);
       where.push(`(created_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
-    params.push(f.limit + 1, f.offset);
-    const rows = await this.requests.query<RequestRow[]>(
-      `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')}
-        ORDER BY created_at, id LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    );
+    const branched = !f.planId && (f.status !== undefined || f.proofStatus !== undefined || f.source !== undefined);
+    const page = (limit: number, offset: number) => {
+      params.push(limit, offset);
+      return `ORDER BY created_at, id LIMIT $${params.length - 1} OFFSET $${params.length}`;
+    };
+    let sql: string;
+    if (!branched) {
+      if (f.status) where.push(statusCondition(f.status));
+      if (f.proofStatus) add('proof_status = ?', f.proofStatus);
+      sql = `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${where.join(' AND ')} ${page(f.limit + 1, f.offset)}`;
+    } else {
+      const take = page(f.limit + f.offset + 1, 0);
+      // A lapsed-only branch is read whole, by id, and sorted (see stateBranches).
+      const branches = stateBranches(f.status, f.proofStatus).map(
+        (b) => `(SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${[...where, b.sql].join(' AND ')}${b.lapsedOnly ? '' : ` ${take}`})`,
+      );
+      sql = `SELECT * FROM (${branches.join(' UNION ALL ')}) r ${page(f.limit + 1, f.offset)}`;
+    }
+    const rows = await this.requests.query<RequestRow[]>(sql, params);
     return { items: rows.slice(0, f.limit).map(rowToDomain), hasMore: rows.length > f.limit };
   }
 
@@ -445,6 +463,41 @@ export class RequestsRepository {
 }
 
 /** A status filter as shown to partners: a lapsed request with no proof reads as expired. */
+/**
+ * The list's state filter as disjoint conditions, one per stored (status, proof_status) pair that may show as
+ * the asked status and proof: a pair that lapses (EXPIRING) shows as itself before its deadline and as expired
+ * from it, so status=requested/opened keeps it with "deadline > now()", status=expired takes it with
+ * "deadline <= now()" (the expiring indexes hold exactly those rows), no status filter takes it whole.
+ */
+function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | undefined): Array<{ sql: string; lapsedOnly: boolean }> {
+  const branches: Array<{ sql: string; lapsedOnly: boolean }> = [];
+  for (const s of REQUEST_STATUSES) {
+    for (const p of PROOF_STATUSES) {
+      if (proof !== undefined && p !== proof) continue;
+      const pair = `status = '${s}' AND proof_status = '${p}'`;
+      const lapses = EXPIRING.from.includes(s) && (EXPIRING.whenProof as readonly ProofStatus[]).includes(p);
+      const showsAsItself = status === undefined || status === s;
+      if (!lapses) {
+        if (showsAsItself) branches.push({ sql: pair, lapsedOnly: false });
+        continue;
+      }
+      const deadline = DEADLINE_COLUMN[LAPSES_AT[p as LapsingProof]];
+      const showsAsExpired = status === undefined || status === 'expired';
+      if (showsAsItself && showsAsExpired) branches.push({ sql: pair, lapsedOnly: false });
+      // IS TRUE keeps it a filter: as an index condition the planner would range over the expiring index and sort.
+      else if (showsAsItself) branches.push({ sql: `${pair} AND (${deadline} > now()) IS TRUE`, lapsedOnly: false });
+      // The lapsed rows the sweep has not reached yet are few, and only the expiring indexes know which they
+      // are: the partner-free subquery can use nothing else (table-wide, the deadline looks almost always past,
+      // so given the pair the planner would walk all its live rows).
+      else if (showsAsExpired) {
+        const lapsed = `${pair} AND ${deadline} <= now()`;
+        branches.push({ sql: `${lapsed} AND id = ANY(ARRAY(SELECT id FROM payment_requests WHERE ${lapsed}))`, lapsedOnly: true });
+      }
+    }
+  }
+  return branches;
+}
+
 function statusCondition(status: RequestStatus): string {
   switch (status) {
     case 'expired':

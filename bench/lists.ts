@@ -1,0 +1,338 @@
+/**
+ * `npm run bench:lists` (issue 14): the list endpoints at 10 k, 1 M and 10 M requests of one partner. Every
+ * filter of spec §4.3 and its combinations, and the dashboard's list filters (source, plan_id), timed through
+ * HTTP against a started service (BENCH_LIST_REQUESTS sequential requests per filter, default 200, after 20
+ * warm-up ones), with p50/p99 per filter and size, and the server-side time: the EXPLAIN ANALYZE execution time
+ * (median of 5) of the exact SQL the repository builds for that filter. Goal: p99 at 10 M within 2× of p99 at
+ * 10 k for every filter, server side under 20 ms.
+ *
+ * The rows are seeded in SQL (INSERT … SELECT generate_series, triggers and foreign-key checks off for the
+ * session, then ANALYZE), growing one table from size to size, in the dedicated database prs_bench_lists
+ * (BENCH_LISTS_DATABASE_URL), dropped and migrated at the start and dropped at the end (BENCH_LISTS_KEEP=1
+ * keeps it). BENCH_LIST_SIZES limits the sizes, e.g. 10k,1m. The service is spawned as bench/service.ts does
+ * (API role, local Hardhat chain); the partner, its key and its merchant come through the real APIs, the
+ * dashboard session through the real SIWE sign-in. Result: .tmp/bench-lists.json.
+ *
+ * The seeded mix: rows older than the newest 5000 are settled, per 1000: 620 expired/none, 300 opened/verified,
+ * 40 voided/none, 20 requested/verified, 20 expired/attached. The newest 5000 (open requests are bounded by the
+ * expiry windows, not by the table's size), per 100: 29 requested/none and 30 opened/none open, 9 opened/attached
+ * and 5 requested/attached in their claim window, 20 opened/verified, 5 voided/none, and 2 lapsed that the
+ * expiry sweep has not reached yet (requested/none past expires_at, opened/attached past claim_until). Growing
+ * to the next size first expires the previous window, as the sweep would. Sources: 70 % partner, 10 %
+ * dashboard, 20 % handle, and one plan's charges (1 in 100 000 rows). All rows are the one merchant's:
+ * account_id and the dashboard read the worst case, the partner's whole table.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import { SiweMessage } from 'siwe';
+import { RequestsRepository, type ListFilter } from '../src/modules/requests/infrastructure/requests.repository';
+import { cleanup } from './children';
+import { dropDatabase, migrate, ROOT } from './database';
+import { call, seed, type Seeded } from './seed';
+import { type SpawnedService, startChain, startService } from './service';
+
+const SIZES: Record<string, number> = { '10k': 10_000, '1m': 1_000_000, '10m': 10_000_000 };
+const WARMUP = 20;
+/** The newest rows that may still be open: expiry windows bound them, not the table's size. */
+const OPEN_WINDOW = 5000;
+const EXPLAIN_RUNS = 5;
+const RESULT_FILE = path.join(ROOT, '.tmp', 'bench-lists.json');
+const log = (msg: string) => console.log(`[bench:lists] ${msg}`);
+
+function sizes(): string[] {
+  const raw = (process.env.BENCH_LIST_SIZES ?? '10k,1m,10m').toLowerCase().split(',').map((s) => s.trim()).filter(Boolean);
+  for (const s of raw) if (!(s in SIZES)) throw new Error(`BENCH_LIST_SIZES: unknown size "${s}" (known: ${Object.keys(SIZES).join(', ')})`);
+  return [...new Set(raw)].sort((a, b) => SIZES[a] - SIZES[b]);
+}
+
+function requestsPerFilter(): number {
+  const raw = process.env.BENCH_LIST_REQUESTS ?? '200';
+  if (!/^\d+$/.test(raw) || Number(raw) < 10) throw new Error(`BENCH_LIST_REQUESTS must be a whole number ≥ 10, got "${raw}"`);
+  return Number(raw);
+}
+
+/** Seed row i's timestamp: 10 s apart from 2020-01-01, so `since` / `until` pick known positions. */
+const T0 = Date.parse('2020-01-01T00:00:00Z');
+const at = (i: number) => new Date(T0 + i * 10_000).toISOString();
+
+interface Case {
+  name: string;
+  /** The list's filter, as the service passes it to the repository (for EXPLAIN). */
+  filter: Omit<ListFilter, 'partnerId' | 'testMode' | 'limit' | 'offset'>;
+  dashboard?: boolean;
+}
+
+function cases(s: Seeded, planId: string, size: number): Case[] {
+  const m = s.merchantId;
+  const recent = at(Math.floor(size * 0.99));
+  const mid = at(Math.floor(size / 2));
+  const api: Case[] = [
+    { name: 'none', filter: {} },
+    { name: 'since (cursor, last 1 %)', filter: { since: recent } },
+    { name: 'since+until (middle)', filter: { since: mid, until: recent } },
+    ...(['requested', 'opened', 'expired', 'voided'] as const).map((status) => ({ name: `status=${status}`, filter: { status } })),
+    ...(['none', 'attached', 'verified'] as const).map((proofStatus) => ({ name: `proof_status=${proofStatus}`, filter: { proofStatus } })),
+    { name: 'account_id', filter: { merchantId: m } },
+    { name: 'account_id+status=opened', filter: { merchantId: m, status: 'opened' } },
+    { name: 'account_id+proof_status=attached', filter: { merchantId: m, proofStatus: 'attached' } },
+    { name: 'status=opened+proof_status=attached', filter: { status: 'opened', proofStatus: 'attached' } },
+    { name: 'status=expired+proof_status=attached', filter: { status: 'expired', proofStatus: 'attached' } },
+    { name: 'status=requested+proof_status=none', filter: { status: 'requested', proofStatus: 'none' } },
+    { name: 'status=requested+since', filter: { status: 'requested', since: mid } },
+    { name: 'status=expired+since+until', filter: { status: 'expired', since: mid, until: recent } },
+  ];
+  const dash: Case[] = [
+    { name: 'dash none', filter: {} },
+    { name: 'dash status=opened', filter: { status: 'opened' } },
+    { name: 'dash status=expired', filter: { status: 'expired' } },
+    { name: 'dash proof_status=attached', filter: { proofStatus: 'attached' } },
+    { name: 'dash source=dashboard', filter: { source: 'dashboard' } },
+    { name: 'dash source=handle+status=requested', filter: { source: 'handle', status: 'requested' } },
+    { name: 'dash source=plan', filter: { source: 'plan' } },
+    { name: 'dash plan_id', filter: { planId } },
+    { name: 'dash plan_id+status=expired', filter: { planId, status: 'expired' } },
+    { name: 'dash source=partner+since', filter: { source: 'partner', since: recent } },
+  ].map((c) => ({ ...c, dashboard: true, filter: { ...c.filter, merchantId: m } as Case['filter'] }));
+  return [...api, ...dash];
+}
+
+function query(c: Case): string {
+  const f = c.filter;
+  const q = new URLSearchParams();
+  if (f.status) q.set('status', f.status);
+  if (f.proofStatus) q.set('proof_status', f.proofStatus);
+  if (f.merchantId && !c.dashboard) q.set('account_id', f.merchantId);
+  if (f.since) q.set('since', f.since);
+  if (f.until) q.set('until', f.until);
+  if (f.source) q.set('source', f.source);
+  if (f.planId) q.set('plan_id', f.planId);
+  return q.toString();
+}
+
+/** Grows payment_requests to `to` rows (seed rows from..to-1), as one INSERT … SELECT. */
+async function grow(db: Client, s: Seeded, planId: string, recipient: string, token: string, from: number, to: number): Promise<void> {
+  // What the expiry sweep did meanwhile: the previous size's open window is history now.
+  await db.query(
+    `UPDATE payment_requests SET status = 'expired', expires_at = created_at + interval '1 hour',
+       claim_until = created_at + interval '75 minutes'
+     WHERE status IN ('requested', 'opened') AND proof_status <> 'verified'`,
+  );
+  await db.query(`SET session_replication_role = replica`); // no per-row trigger nor foreign-key checks
+  await db.query(
+    `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, status, proof_status,
+       fiat_amount, fiat_currency, rate, amount, chain_id, token_address, recipient, amount_locked, payment_mode,
+       metadata, source, plan_id, period_index, expires_at, claim_until, created_at, updated_at, tx_hash, proof_source)
+     SELECT gen_random_uuid(), $1, $2, true, 'seed-' || i, st[1], st[2],
+       100, 'usd', 1, 1000000000 + i, 31337, $4, $5, false, 'pos',
+       CASE WHEN src = 'partner' THEN '{}'::jsonb END, src, CASE WHEN src = 'plan' THEN $3::uuid END,
+       CASE WHEN src = 'plan' THEN i / 100000 END,
+       exp, exp + interval '15 minutes' * (CASE WHEN lapsed = 2 THEN -1 ELSE 1 END), created, created,
+       CASE WHEN st[2] <> 'none' THEN '0x' || lpad(to_hex(i), 64, '0') END,
+       CASE WHEN st[2] <> 'none' THEN 'payer' END
+     FROM (
+       SELECT i, created, lapsed, src, st,
+         CASE WHEN lapsed > 0 THEN now() - interval '1 hour' - interval '1 hour' * (lapsed - 1)
+              WHEN (st[1] IN ('requested', 'opened') AND st[2] <> 'verified') THEN now() + interval '30 days'
+              ELSE created + interval '1 hour' END AS exp
+       FROM (
+         SELECT i, timestamptz '2020-01-01 00:00:00+00' + i * interval '10 seconds' AS created,
+           CASE WHEN i < $7::bigint - ${OPEN_WINDOW} THEN 0 WHEN i % 100 = 0 THEN 1 WHEN i % 100 = 1 THEN 2 ELSE 0 END AS lapsed,
+           CASE WHEN i % 100000 = 50 THEN 'plan' WHEN i % 10 = 7 THEN 'dashboard' WHEN i % 10 IN (3, 8) THEN 'handle'
+                ELSE 'partner' END AS src,
+           CASE WHEN i >= $7::bigint - ${OPEN_WINDOW} THEN
+                  CASE WHEN i % 100 = 0 THEN '{requested,none}'::text[]
+                       WHEN i % 100 = 1 THEN '{opened,attached}'::text[]
+                       WHEN i % 100 < 30 THEN '{requested,none}'::text[]
+                       WHEN i % 100 < 60 THEN '{opened,none}'::text[]
+                       WHEN i % 100 < 70 THEN '{opened,attached}'::text[]
+                       WHEN i % 100 < 75 THEN '{requested,attached}'::text[]
+                       WHEN i % 100 < 95 THEN '{opened,verified}'::text[]
+                       ELSE '{voided,none}'::text[] END
+                WHEN i % 1000 < 620 THEN '{expired,none}'::text[]
+                WHEN i % 1000 < 920 THEN '{opened,verified}'::text[]
+                WHEN i % 1000 < 960 THEN '{voided,none}'::text[]
+                WHEN i % 1000 < 980 THEN '{requested,verified}'::text[]
+                ELSE '{expired,attached}'::text[] END AS st
+         FROM generate_series($6::bigint, $7::bigint - 1) AS i
+       ) g
+     ) r`,
+    [s.partnerId, s.merchantId, planId, token, recipient, from, to],
+  );
+  await db.query(`SET session_replication_role = origin`);
+  await db.query(`VACUUM ANALYZE payment_requests`);
+}
+
+/** A plan row for the seeded charges (canceled: the scheduler never touches it). */
+async function insertPlan(db: Client, s: Seeded): Promise<string> {
+  const r = await db.query<{ id: string }>(
+    `INSERT INTO plans (id, partner_id, merchant_id, test_mode, token, title, fiat_amount, fiat_currency, "interval",
+       interval_count, start_at, expiry_minutes, status)
+     VALUES (gen_random_uuid(), $1, $2, true, md5(random()::text) || md5(random()::text), 'Bench plan', 100, 'usd', 'day',
+       1, now(), 60, 'canceled') RETURNING id`,
+    [s.partnerId, s.merchantId],
+  );
+  return r.rows[0].id;
+}
+
+async function signIn(svc: SpawnedService, s: Seeded): Promise<string> {
+  const nonce = await call(svc.publicUrl, 'GET', '/dashboard/api/nonce');
+  if (nonce.status !== 200) throw new Error(`dashboard nonce: ${nonce.status} ${nonce.text}`);
+  const message = new SiweMessage({
+    domain: new URL(svc.publicUrl).host,
+    address: s.wallet.address,
+    statement: 'Sign in to your dashboard.',
+    uri: `${svc.publicUrl}/dashboard`,
+    version: '1',
+    chainId: 31337,
+    nonce: nonce.body.nonce,
+    issuedAt: new Date().toISOString(),
+  }).prepareMessage();
+  const res = await fetch(`${svc.publicUrl}/dashboard/api/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message, signature: await s.wallet.signMessage(message) }),
+  });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`dashboard sign-in: ${res.status} ${text}`);
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('prs_dashboard='));
+  if (!cookie) throw new Error('dashboard sign-in set no session cookie');
+  return cookie.split(';')[0];
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** The SQL and parameters the repository builds for this filter (its query captured, not run). */
+function builtSql(s: Seeded, f: Case['filter']): { sql: string; params: unknown[] } {
+  let captured: { sql: string; params: unknown[] } | undefined;
+  const fake = { query: async (sql: string, params: unknown[]) => ((captured = { sql, params }), []) };
+  void new RequestsRepository(fake as never).list({ ...f, partnerId: s.partnerId, testMode: true, limit: 50, offset: 0 });
+  if (!captured) throw new Error('the repository built no query');
+  return captured;
+}
+
+async function serverMs(db: Client, s: Seeded, f: Case['filter']): Promise<number> {
+  const { sql, params } = builtSql(s, f);
+  const times: number[] = [];
+  for (let i = 0; i < EXPLAIN_RUNS; i++) {
+    const r = await db.query<{ 'QUERY PLAN': Array<{ 'Execution Time': number }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
+    times.push(r.rows[0]['QUERY PLAN'][0]['Execution Time']);
+  }
+  return times.sort((a, b) => a - b)[EXPLAIN_RUNS >> 1];
+}
+
+interface Row {
+  filter: string;
+  size: string;
+  returned: number;
+  p50: number;
+  p99: number;
+  serverMs: number;
+}
+
+async function timeCase(svc: SpawnedService, s: Seeded, cookie: string, c: Case, n: number): Promise<{ p50: number; p99: number; returned: number }> {
+  const url = c.dashboard ? `${svc.publicUrl}/dashboard/api/requests?${query(c)}` : `${svc.publicUrl}/api/v1/requests?${query(c)}`;
+  const headers: Record<string, string> = c.dashboard ? { cookie } : { authorization: `Bearer ${s.apiKey}` };
+  const times: number[] = [];
+  let returned = 0;
+  for (let i = 0; i < WARMUP + n; i++) {
+    const t = process.hrtime.bigint();
+    const res = await fetch(url, { headers });
+    const body = (await res.json()) as { requests?: unknown[] };
+    const ms = Number(process.hrtime.bigint() - t) / 1e6;
+    if (res.status !== 200) throw new Error(`${c.name}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+    returned = body.requests?.length ?? 0;
+    if (i >= WARMUP) times.push(ms);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), returned };
+}
+
+const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
+
+function table(rows: Row[], sizeNames: string[]): string {
+  const names = [...new Set(rows.map((r) => r.filter))];
+  const head = ['filter', ...sizeNames.flatMap((z) => [`${z} p50`, `${z} p99`, `${z} srv`]), ...(sizeNames.length > 1 ? ['p99 ratio'] : [])];
+  const lines = [head];
+  for (const name of names) {
+    const cells = [name];
+    const bySize = sizeNames.map((z) => rows.find((r) => r.filter === name && r.size === z));
+    for (const r of bySize) cells.push(r ? fmt(r.p50) : '-', r ? fmt(r.p99) : '-', r ? fmt(r.serverMs) : '-');
+    if (sizeNames.length > 1 && bySize[0] && bySize[bySize.length - 1]) cells.push((bySize[bySize.length - 1]!.p99 / bySize[0]!.p99).toFixed(2));
+    lines.push(cells);
+  }
+  const widths = head.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
+  return lines.map((l) => l.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n');
+}
+
+async function main(): Promise<void> {
+  const sizeNames = sizes();
+  const n = requestsPerFilter();
+  const url = process.env.BENCH_LISTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_lists';
+  log(`database ${url}, sizes ${sizeNames.join(', ')}, ${n} requests per filter (machine load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+  await dropDatabase(url);
+  await migrate(url);
+  const chain = await startChain();
+  const svc = await startService({ databaseUrl: url, chain });
+  const s = await seed(svc);
+  const cookie = await signIn(svc, s);
+  const db = new Client({ connectionString: url, options: '-c jit=off' }); // as the service connects
+  await db.connect();
+  const rows: Row[] = [];
+  try {
+    const planId = await insertPlan(db, s);
+    const recipient = s.wallet.address.toLowerCase();
+    let seeded = 0;
+    for (const z of sizeNames) {
+      const t = Date.now();
+      await grow(db, s, planId, recipient, chain.token.toLowerCase(), seeded, SIZES[z]);
+      seeded = SIZES[z];
+      log(`${z}: seeded to ${seeded} rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      for (const c of cases(s, planId, seeded)) {
+        const h = await timeCase(svc, s, cookie, c, n);
+        const srv = await serverMs(db, s, c.filter);
+        rows.push({ filter: c.name, size: z, returned: h.returned, p50: h.p50, p99: h.p99, serverMs: srv });
+        log(`${z} ${c.name}: p50 ${fmt(h.p50)} ms, p99 ${fmt(h.p99)} ms, server ${fmt(srv)} ms, ${h.returned} rows`);
+      }
+    }
+  } finally {
+    await db.end();
+  }
+  console.log(`\nHTTP ms (p50, p99) and server-side EXPLAIN ANALYZE execution ms, page of 50:\n${table(rows, sizeNames)}`);
+  const first = sizeNames[0];
+  const last = sizeNames[sizeNames.length - 1];
+  const misses = [...new Set(rows.map((r) => r.filter))].filter((name) => {
+    const a = rows.find((r) => r.filter === name && r.size === first)!;
+    const b = rows.find((r) => r.filter === name && r.size === last)!;
+    return (sizeNames.length > 1 && b.p99 > 2 * a.p99) || b.serverMs >= 20;
+  });
+  log(misses.length ? `goal missed (p99 ${last} > 2× p99 ${first}, or server ≥ 20 ms): ${misses.join('; ')}` : 'goal met for every filter');
+  mkdirSync(path.dirname(RESULT_FILE), { recursive: true });
+  writeFileSync(RESULT_FILE, `${JSON.stringify({ at: new Date().toISOString(), loadavg: os.loadavg(), requestsPerFilter: n, rows }, null, 2)}\n`);
+  log(`result written to ${path.relative(process.cwd(), RESULT_FILE)}`);
+  await svc.child.stop();
+  if (process.env.BENCH_LISTS_KEEP !== '1') await dropDatabase(url);
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\n[bench:lists] ${signal}: stopping every child process`);
+    void cleanup().then(() => process.exit(130));
+  });
+}
+
+main()
+  .catch((e: Error) => {
+    console.error(`\n[bench:lists] FAILED: ${e.stack ?? e.message}`);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await cleanup();
+    process.exit(interrupted ? 130 : process.exitCode ?? 0);
+  });
