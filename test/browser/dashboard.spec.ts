@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
-import { DEV_KEYS, findFreePort, mint, transferToken } from '../../scripts/chain/local-node';
+import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import type { TestService } from '../support/app';
 import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
-import { foreignRequests, overflowsSideways, signInThroughPage } from '../support/dashboard-browser';
+import { foreignRequests, overflowsSideways, signInThroughPage, startAtOwnOrigin, textOf as text } from '../support/dashboard-browser';
 import { closeSql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
@@ -26,9 +26,7 @@ let merchantId: string;
 let origin: string;
 
 beforeAll(async () => {
-  const port = await findFreePort();
-  origin = `http://localhost:${port}`;
-  svc = await startService({ worker: true, env: { PORT: String(port), PUBLIC_URL: origin, VERIFY_POLL_MS: '200', CHAIN_SCAN_INTERVAL_MS: '500' } });
+  ({ svc, origin } = await startAtOwnOrigin({ worker: true, env: { VERIFY_POLL_MS: '200', CHAIN_SCAN_INTERVAL_MS: '500' } }));
   partner = await createPartner(svc, { default_currency: 'eur' });
   const wallet = Wallet.createRandom();
   merchantKey = wallet.privateKey;
@@ -43,7 +41,6 @@ afterAll(async () => {
 });
 
 const merchantWallet = () => new TestWallet(merchantKey, testEnv().rpcUrl);
-const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
 
 /** A signed-in page of the demo merchant, with the checks every page must pass collected as it goes. */
 async function signedIn(path = '/dashboard') {

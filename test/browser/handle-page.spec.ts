@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
-import { findFreePort } from '../../scripts/chain/local-node';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import type { TestService } from '../support/app';
 import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
-import { foreignRequests, overflowsSideways, signInThroughPage } from '../support/dashboard-browser';
+import { foreignRequests, overflowsSideways, signInThroughPage, startAtOwnOrigin, textOf as text } from '../support/dashboard-browser';
 import { closeSql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
@@ -22,9 +21,7 @@ let browser: Browser;
 let origin: string;
 
 beforeAll(async () => {
-  const port = await findFreePort();
-  origin = `http://localhost:${port}`;
-  svc = await startService({ env: { PORT: String(port), PUBLIC_URL: origin } });
+  ({ svc, origin } = await startAtOwnOrigin());
   partner = await createPartner(svc, { default_currency: 'usd' });
   browser = await launchBrowser();
 }, 60000);
@@ -35,7 +32,6 @@ afterAll(async () => {
   await closeSql();
 });
 
-const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
 
 async function merchantWithHandle(name: string) {
   const wallet = Wallet.createRandom();

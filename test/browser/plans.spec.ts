@@ -1,11 +1,10 @@
 import { Wallet } from 'ethers';
 import type { Browser, Page } from 'playwright-core';
-import { findFreePort } from '../../scripts/chain/local-node';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import type { TestService } from '../support/app';
 import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls, waitForText } from '../support/browser';
-import { overflowsSideways, signInThroughPage } from '../support/dashboard-browser';
+import { overflowsSideways, signInThroughPage, startAtOwnOrigin, textOf as text } from '../support/dashboard-browser';
 import { closeSql, sql } from '../support/db';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
@@ -21,9 +20,7 @@ let merchantKey: string;
 let origin: string;
 
 beforeAll(async () => {
-  const port = await findFreePort();
-  origin = `http://localhost:${port}`;
-  svc = await startService({ worker: true, env: { PORT: String(port), PUBLIC_URL: origin } });
+  ({ svc, origin } = await startAtOwnOrigin({ worker: true }));
   partner = await createPartner(svc);
   const wallet = Wallet.createRandom();
   merchantKey = wallet.privateKey;
@@ -37,7 +34,6 @@ afterAll(async () => {
   await closeSql();
 });
 
-const text = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').trim();
 const settled = async (page: Page) => {
   await page.locator('#dash-content').waitFor({ state: 'visible' });
   await waitFor(async () => (await text(page, '#dash-progress')) === '' || (await text(page, '#dash-error')) !== '');

@@ -1,5 +1,6 @@
 import type { BrowserContext, Page } from 'playwright-core';
-import type { TestService } from './app';
+import { findFreePort } from '../../scripts/chain/local-node';
+import { startService, type TestService } from './app';
 import type { TestWallet } from './browser';
 
 /**
@@ -31,3 +32,17 @@ export function foreignRequests(context: BrowserContext, origin: string): string
 export function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
 }
+
+/**
+ * A service whose PUBLIC_URL is its own address (Sign-In with Ethereum checks the message's domain and uri
+ * against it), so the browser signs in against the origin it loaded the page from.
+ */
+export async function startAtOwnOrigin(opts: { worker?: boolean; env?: Record<string, string> } = {}): Promise<{ svc: TestService; origin: string }> {
+  const port = await findFreePort();
+  const origin = `http://localhost:${port}`;
+  const svc = await startService({ worker: opts.worker, env: { PORT: String(port), PUBLIC_URL: origin, ...opts.env } });
+  return { svc, origin };
+}
+
+/** An element's text, trimmed ('' when it has none). */
+export const textOf = async (page: Page, selector: string): Promise<string> => ((await page.locator(selector).textContent()) ?? '').trim();
