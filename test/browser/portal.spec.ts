@@ -231,8 +231,8 @@ it('takes a partner user through keys, webhooks, deliveries, rates and merchants
     expect(secretsOf(after)).toHaveLength(1);
     expect(verifyWebhook(again.rawBody, after, newSecret).delivery_id).toBe(deliveryId);
     expect(() => verifyWebhook(again.rawBody, after, secret)).toThrow(/no v1 signature matches/);
-    // The page shows the second attempt once it is recorded.
-    for (let i = 0; i < 50 && (await page.locator('#attempts-table tbody tr').count()) < 2; i++) {
+    // The page shows the second attempt, and the delivery's final state, once both are recorded.
+    for (let i = 0; i < 50 && ((await page.locator('#attempts-table tbody tr').count()) < 2 || (await text(page, '#delivery-state')) !== 'delivered'); i++) {
       await page.waitForTimeout(200);
       await page.reload();
     }

@@ -233,7 +233,10 @@ describe('proof submission, in the order of DESIGN §8', () => {
     // A hash that does not pay is refused for that reason first (the order of DESIGN §8).
     const under = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
     expect((await submit(r.id, under.txHash)).body).toMatchObject({ error: 'tx_does_not_pay', reason: 'underpaid' });
-    expect((await events(r.id)).map((e) => e.event)).toEqual(['payment.proof_attached']);
+    // No event for the refused hashes. The two transfers above mined two blocks, so the first hash may already
+    // have its 3 confirmations and be verified: its own proof_verified may follow, nothing else.
+    const seen = (await events(r.id)).map((e) => e.event);
+    expect(seen).toEqual(['payment.proof_attached', 'payment.proof_verified'].slice(0, Math.max(1, seen.length)));
     await mine(node.url, CONFIRMATIONS);
     await waitFor(async () => (await get(r.id)).proof_status === 'verified');
     expect((await get(r.id)).tx_hash).toBe(first.txHash);
