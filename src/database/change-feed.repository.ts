@@ -20,7 +20,23 @@ export class ChangeFeedRepository {
     return this.dataSource.transaction(work);
   }
 
-  async listen(client: Client): Promise<void> {
+  /** Listens on `client`, then names its connection so other instances can find it (listeners()). */
+  async listen(client: Client, name: string): Promise<void> {
     await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+    await client.query('SELECT set_config($1, $2, false)', ['application_name', name]);
+  }
+
+  /** A notification sent on the listening connection itself (heartbeats and confirmations). */
+  async notifyOn(client: Client, payload: string): Promise<void> {
+    await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, payload]);
+  }
+
+  /** The application_names, starting with `prefix`, of the connections listening on this database now. */
+  async listeners(prefix: string): Promise<string[]> {
+    const rows: Array<{ name: string }> = await this.dataSource.query(
+      `SELECT application_name AS name FROM pg_stat_activity WHERE datname = current_database() AND starts_with(application_name, $1)`,
+      [prefix],
+    );
+    return rows.map((r) => r.name);
   }
 }

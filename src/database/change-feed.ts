@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
@@ -20,6 +21,24 @@ export const CHANGE_TOPICS = {
 
 const RECONNECT_MIN_MS = 200;
 const RECONNECT_MAX_MS = 5000;
+/** How often an instance sends itself a heartbeat through the feed. */
+const PING_MS = 500;
+/** Not live once the newest heartbeat this instance has heard back was sent longer ago than this. */
+const STALE_MS = 2000;
+/**
+ * How long a change waits for the other instances to confirm it. Longer than STALE_MS (plus a second for
+ * clocks): an instance that has not confirmed by then cannot have heard a heartbeat sent after the commit,
+ * so it is not live and reads through.
+ */
+const CONFIRM_MS = STALE_MS + 1000;
+/** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
+const APP_NAME = 'prs-change-feed';
+
+/** What travels on the channel: a change (with an id to confirm), a confirmation, or a heartbeat. */
+type Message =
+  | { topic: string; key: string; id?: string; from?: string }
+  | { ack: string; from: string }
+  | { ping: string; at: number };
 
 /**
  * Tells every instance that something it may cache changed (a key revoked, a merchant disabled), through
@@ -29,6 +48,11 @@ const RECONNECT_MAX_MS = 5000;
  * While this instance is not listening (start-up, a dropped connection), `live` is false and caches must
  * answer from Postgres instead of memory; when listening resumes, reset handlers run, since notifications
  * sent meanwhile are lost.
+ *
+ * "At once" across instances: a change returns only after every other listening instance has confirmed it
+ * handled the change (or after CONFIRM_MS). Each instance also hears its own heartbeat every PING_MS and stops
+ * answering from memory when the newest one it heard is older than STALE_MS, so an instance too slow to confirm
+ * is one that reads through to Postgres, never one that answers from a stale entry.
  */
 @Injectable()
 export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
@@ -40,6 +64,15 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   private closed = false;
   private retryMs = RECONNECT_MIN_MS;
   private retryTimer: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  /** When the newest heartbeat heard back was sent (this instance's clock); 0 before the first. */
+  private heardPingAt = 0;
+  private readonly pingWaiters: Array<{ at: number; done: () => void }> = [];
+  /** Change id → the instances still to confirm it, and what to call when none are left. */
+  private readonly awaiting = new Map<string, { pending: Set<string>; done: () => void }>();
+  private changeSeq = 0;
+  /** This process's name on the feed. */
+  readonly instance = randomBytes(6).toString('hex');
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -48,7 +81,12 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
 
   /** True while notifications reach this instance: only then may a cache answer from memory. */
   get live(): boolean {
-    return this.listening;
+    return this.listening && Date.now() - this.heardPingAt < STALE_MS;
+  }
+
+  /** The application_name of this instance's listening connection. */
+  get connectionName(): string {
+    return `${APP_NAME}:${this.instance}`;
   }
 
   async onModuleInit(): Promise<void> {
@@ -73,43 +111,86 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
    * Runs `work` in one transaction with the notifications it announces: other instances hear each key when
    * (and only if) the transaction commits, and this instance's handlers run before this returns, so the
    * instance that made the change never answers from a stale entry (its own notification, arriving a moment
-   * later, runs them again harmlessly).
+   * later, runs them again harmlessly). It returns once every other listening instance has confirmed the
+   * change (at most CONFIRM_MS), so a caller told "done" is not answered from a stale entry anywhere.
    */
   async change<T>(topic: string, work: (em: EntityManager, announce: (key: string) => Promise<void>) => Promise<T>): Promise<T> {
     const keys: string[] = [];
+    const id = `${this.instance}.${++this.changeSeq}`;
     const result = await this.repository.transaction((em) =>
       work(em, async (key) => {
-        await this.publish(topic, key, em);
+        await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
         keys.push(key);
       }),
     );
     for (const key of keys) this.handle(topic, key);
+    if (keys.length > 0) await this.confirmed(id);
     return result;
+  }
+
+  /** Waits until every other listener has confirmed change `id`, or CONFIRM_MS. */
+  private async confirmed(id: string): Promise<void> {
+    const names = await this.repository.listeners(`${APP_NAME}:`).catch(() => [] as string[]);
+    const pending = new Set(names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance));
+    if (pending.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, CONFIRM_MS);
+      function finish(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.awaiting.set(id, { pending, done: finish });
+      // Confirmations that arrived before the listener query answered.
+      this.settle(id);
+    }).finally(() => this.awaiting.delete(id));
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.pingTimer) clearInterval(this.pingTimer);
     this.listening = false;
     await this.client?.end().catch(() => undefined);
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.config.databaseUrl, application_name: 'prs-change-feed' });
+    const client = new Client({ connectionString: this.config.databaseUrl, application_name: APP_NAME });
     client.on('notification', (n) => n.channel === CHANGE_CHANNEL && n.payload && this.deliver(n.payload));
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));
     this.client = client;
     try {
       await client.connect();
-      await this.repository.listen(client);
+      await this.repository.listen(client, this.connectionName);
+      this.listening = true;
+      this.reset();
+      // Live once the first heartbeat comes back.
+      await this.ping(client);
     } catch (e) {
       this.lost(client, e as Error);
       return;
     }
-    this.listening = true;
+    if (this.client !== client) return; // lost while waiting for the first heartbeat
     this.retryMs = RECONNECT_MIN_MS;
-    this.reset();
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = setInterval(() => void this.ping(client).catch(() => undefined), PING_MS);
+    this.pingTimer.unref();
+  }
+
+  /** Sends a heartbeat on the listening connection; resolves when it is heard back (or the connection is lost). */
+  private async ping(client: Client): Promise<void> {
+    if (this.client !== client) return;
+    const at = Date.now();
+    const heard = new Promise<void>((done) => this.pingWaiters.push({ at, done }));
+    await this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message));
+    await heard;
+  }
+
+  private heardPing(at: number): void {
+    this.heardPingAt = Math.max(this.heardPingAt, at);
+    for (let i = this.pingWaiters.length - 1; i >= 0; i--) {
+      if (this.pingWaiters[i].at <= at) this.pingWaiters.splice(i, 1)[0].done();
+    }
   }
 
   private lost(client: Client, e: Error): void {
@@ -117,6 +198,10 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     this.client = null;
     const wasListening = this.listening;
     this.listening = false;
+    if (this.pingTimer) clearInterval(this.pingTimer);
+    this.pingTimer = null;
+    this.heardPingAt = 0;
+    for (const w of this.pingWaiters.splice(0)) w.done();
     client.end().catch(() => undefined);
     if (this.closed) return;
     if (wasListening) this.logger.error(`stopped listening for changes (${e.message}); caches read through until it resumes`);
@@ -127,14 +212,34 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   private deliver(payload: string): void {
-    let message: { topic?: unknown; key?: unknown };
+    let m: Record<string, unknown>;
     try {
-      message = JSON.parse(payload) as typeof message;
+      m = JSON.parse(payload) as Record<string, unknown>;
     } catch {
       return;
     }
-    if (typeof message.topic !== 'string' || typeof message.key !== 'string') return;
-    this.handle(message.topic, message.key);
+    if (typeof m !== 'object' || m === null) return;
+    if (typeof m.ping === 'string' && typeof m.at === 'number') {
+      if (m.ping === this.instance) this.heardPing(m.at);
+    } else if (typeof m.ack === 'string' && typeof m.from === 'string') {
+      this.awaiting.get(m.ack)?.pending.delete(m.from);
+      this.settle(m.ack);
+    } else if (typeof m.topic === 'string' && typeof m.key === 'string') {
+      this.handle(m.topic, m.key);
+      if (typeof m.id === 'string' && m.from !== this.instance) this.confirm(m.id);
+    }
+  }
+
+  /** Tells the instance that made change `id` that this one has handled it. */
+  private confirm(id: string): void {
+    const client = this.client;
+    if (!client || !this.listening) return;
+    this.repository.notifyOn(client, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
+  }
+
+  private settle(id: string): void {
+    const waiting = this.awaiting.get(id);
+    if (waiting && waiting.pending.size === 0) waiting.done();
   }
 
   private handle(topic: string, key: string): void {

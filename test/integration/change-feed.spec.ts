@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { ChangeFeed } from '../../src/database/change-feed';
 import { ChangeFeedRepository } from '../../src/database/change-feed.repository';
@@ -71,7 +72,8 @@ describe('change feed', () => {
     const before = resets;
     await sql(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE application_name = 'prs-change-feed' AND datname = current_database()`,
+        WHERE application_name = $1`,
+      [feed.connectionName],
     );
     // The drop is seen as a reset (live turns false then; a quick reconnect may already have turned it back).
     await waitFor(async () => resets > before);
@@ -80,5 +82,59 @@ describe('change feed', () => {
     expect(resets).toBeGreaterThanOrEqual(before + 2);
     await feed.publish('keys', 'after-reconnect');
     await waitFor(async () => seen.includes('after-reconnect'));
+  });
+
+  describe('across instances', () => {
+    let other: ChangeFeed;
+    const otherSeen: string[] = [];
+
+    beforeAll(async () => {
+      other = new ChangeFeed(testConfig(), new ChangeFeedRepository(ds));
+      other.subscribe('keys', (key) => otherSeen.push(key));
+      await other.onModuleInit();
+    });
+
+    afterAll(async () => {
+      await other.onApplicationShutdown();
+    });
+
+    it('a change returns only once every other listening instance has handled it', async () => {
+      await waitFor(async () => feed.live);
+      for (let round = 0; round < 20; round++) {
+        const key = `confirmed-${round}`;
+        await feed.change('keys', async (_em, announce) => announce(key));
+        // No waiting: the other instance evicted before change() returned.
+        expect({ round, seen: otherSeen.includes(key) }).toEqual({ round, seen: true });
+      }
+    });
+
+    it('a listener that never confirms holds a change only until it can no longer be live', async () => {
+      // Named like an instance, listening, but never answering: a stalled process.
+      const stalled = new Client({ connectionString: testConfig().databaseUrl });
+      await stalled.connect();
+      try {
+        await stalled.query('LISTEN prs_changes');
+        await stalled.query(`SET application_name = 'prs-change-feed:stalled'`);
+        const started = Date.now();
+        await feed.change('keys', async (_em, announce) => announce('past-a-stalled-listener'));
+        // Held past the heartbeat window (2 s): by then the stalled instance would read through, not answer.
+        expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+        expect(otherSeen).toContain('past-a-stalled-listener');
+      } finally {
+        await stalled.end();
+      }
+    });
+
+    it('an instance is not live when its newest heard heartbeat is over 2 s old', async () => {
+      await waitFor(async () => other.live);
+      const now = Date.now();
+      const clock = jest.spyOn(Date, 'now').mockReturnValue(now + 2600);
+      try {
+        expect(other.live).toBe(false);
+      } finally {
+        clock.mockRestore();
+      }
+      await waitFor(async () => other.live);
+    });
   });
 });

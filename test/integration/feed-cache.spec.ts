@@ -65,7 +65,7 @@ describe('merchant cache and the change feed', () => {
     expect((await directory.forCreate(merchantId))?.disabled).toBe(false);
     await setDisabled(true);
     // Whatever was announced while the connection was down is lost: the reset must clear the cache.
-    await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'prs-change-feed' AND datname = current_database()`);
+    await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [feed.connectionName]);
     await waitFor(async () => (await directory.forCreate(merchantId))?.disabled === true);
     await waitFor(async () => feed.live);
     await enableAnnounced();
