@@ -34,6 +34,13 @@ const CONFIRM_MS = STALE_MS + 1000;
 /** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
 const APP_NAME = 'prs-change-feed';
 
+/** A change of this instance waiting for the others: who confirmed so far, who is still to (once known). */
+interface Confirmations {
+  acked: Set<string>;
+  pending: Set<string> | null;
+  done: (() => void) | null;
+}
+
 /** What travels on the channel: a change (with an id to confirm), a confirmation, or a heartbeat. */
 type Message =
   | { topic: string; key: string; id?: string; from?: string }
@@ -69,7 +76,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   private heardPingAt = 0;
   private readonly pingWaiters: Array<{ at: number; done: () => void }> = [];
   /** Change id → the instances still to confirm it, and what to call when none are left. */
-  private readonly awaiting = new Map<string, { pending: Set<string>; done: () => void }>();
+  private readonly awaiting = new Map<string, Confirmations>();
   private changeSeq = 0;
   /** This process's name on the feed. */
   readonly instance = randomBytes(6).toString('hex');
@@ -117,32 +124,38 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   async change<T>(topic: string, work: (em: EntityManager, announce: (key: string) => Promise<void>) => Promise<T>): Promise<T> {
     const keys: string[] = [];
     const id = `${this.instance}.${++this.changeSeq}`;
-    const result = await this.repository.transaction((em) =>
-      work(em, async (key) => {
-        await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
-        keys.push(key);
-      }),
-    );
-    for (const key of keys) this.handle(topic, key);
-    if (keys.length > 0) await this.confirmed(id);
-    return result;
+    // Registered before the commit: confirmations can arrive before the listeners are known.
+    const confirmations: Confirmations = { acked: new Set(), pending: null, done: null };
+    this.awaiting.set(id, confirmations);
+    try {
+      const result = await this.repository.transaction((em) =>
+        work(em, async (key) => {
+          await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
+          keys.push(key);
+        }),
+      );
+      for (const key of keys) this.handle(topic, key);
+      if (keys.length > 0) await this.confirmed(confirmations);
+      return result;
+    } finally {
+      this.awaiting.delete(id);
+    }
   }
 
-  /** Waits until every other listener has confirmed change `id`, or CONFIRM_MS. */
-  private async confirmed(id: string): Promise<void> {
+  /** Waits until every other listener has confirmed the change, or CONFIRM_MS. */
+  private async confirmed(c: Confirmations): Promise<void> {
     const names = await this.repository.listeners(`${APP_NAME}:`).catch(() => [] as string[]);
-    const pending = new Set(names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance));
-    if (pending.size === 0) return;
+    const others = names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance && !c.acked.has(i));
+    c.pending = new Set(others);
+    if (c.pending.size === 0) return;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(finish, CONFIRM_MS);
       function finish(): void {
         clearTimeout(timer);
         resolve();
       }
-      this.awaiting.set(id, { pending, done: finish });
-      // Confirmations that arrived before the listener query answered.
-      this.settle(id);
-    }).finally(() => this.awaiting.delete(id));
+      c.done = finish;
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -222,8 +235,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     if (typeof m.ping === 'string' && typeof m.at === 'number') {
       if (m.ping === this.instance) this.heardPing(m.at);
     } else if (typeof m.ack === 'string' && typeof m.from === 'string') {
-      this.awaiting.get(m.ack)?.pending.delete(m.from);
-      this.settle(m.ack);
+      this.confirmedBy(m.ack, m.from);
     } else if (typeof m.topic === 'string' && typeof m.key === 'string') {
       this.handle(m.topic, m.key);
       if (typeof m.id === 'string' && m.from !== this.instance) this.confirm(m.id);
@@ -237,10 +249,14 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     this.repository.notifyOn(client, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
   }
 
-  private settle(id: string): void {
-    const waiting = this.awaiting.get(id);
-    if (waiting && waiting.pending.size === 0) waiting.done();
+  private confirmedBy(id: string, from: string): void {
+    const c = this.awaiting.get(id);
+    if (!c) return;
+    c.acked.add(from);
+    c.pending?.delete(from);
+    if (c.pending?.size === 0) c.done?.();
   }
+
 
   private handle(topic: string, key: string): void {
     for (const h of this.handlers.get(topic) ?? []) h(key);
