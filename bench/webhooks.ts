@@ -8,7 +8,8 @@
  * process on the database prs_bench_webhooks (recreated) with Redis prefix prs-bench-wh. Each repetition
  * records BENCH_WEBHOOK_EVENTS events (default 3000) with the queue paused, then resumes it and times until
  * all are recorded as delivered; the bare loop sends four times as many POSTs (it is that much faster, and a
- * run of a few hundred milliseconds is mostly noise).
+ * run of a few hundred milliseconds is mostly noise). BENCH_WEBHOOK_PARTNERS (default 1) spreads the events
+ * over that many partners, all pointing at the receiver.
  *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
  * BENCH_WEBHOOKS_DATABASE_URL and BENCH_WEBHOOKS_REDIS_PREFIX move it aside, to run beside a bench.
  */
@@ -118,12 +119,16 @@ async function seed(client: Client, url: string): Promise<Fixture> {
   return { partnerId: partner.id, requestId: request.id, secret };
 }
 
-async function recordEvents(client: Client, f: Fixture, n: number): Promise<string[]> {
+/** `n` events spread evenly over the fixtures' partners, interleaved (as many partners' traffic would be). */
+async function recordEvents(client: Client, fs: Fixture[], n: number): Promise<string[]> {
   const rows = await client.query<{ id: string }>(
     `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
-     SELECT $1, $2, 'payment.proof_attached', true, true, 'pending' FROM generate_series(1, $3)
+     SELECT ($1::uuid[])[1 + i % cardinality($1::uuid[])], ($2::uuid[])[1 + i % cardinality($2::uuid[])],
+            'payment.proof_attached', true, true, 'pending'
+       FROM generate_series(0, $3 - 1) AS i
+     ORDER BY i
      RETURNING id`,
-    [f.partnerId, f.requestId, n],
+    [fs.map((f) => f.partnerId), fs.map((f) => f.requestId), n],
   );
   return rows.rows.map((r) => r.id);
 }
@@ -150,10 +155,10 @@ function receivedCount(receiver: Child): Promise<number> {
  * resuming to the last delivery recorded as delivered. Progress is watched at the receiver (cheap), so the
  * watching does not load the database the worker is using; the last step checks the stored state.
  */
-async function serviceRun(running: Running, client: Client, receiver: Child, f: Fixture, n: number): Promise<number> {
+async function serviceRun(running: Running, client: Client, receiver: Child, fs: Fixture[], n: number): Promise<number> {
   const queue = running.app.get<Queue>(getQueueToken(QUEUES.webhooks));
   const relay = running.app.get(WebhookRelay);
-  const ids = await recordEvents(client, f, n);
+  const ids = await recordEvents(client, fs, n);
   await queue.pause();
   for (let i = 0; i < ids.length; i += 1000) await relay.enqueue(ids.slice(i, i + 1000));
   const before = await receivedCount(receiver);
@@ -225,12 +230,15 @@ export interface WebhookBenchResult {
   /** Median of the per-repetition service / bare ratios. */
   ratio: number;
   events: number;
+  /** Partners the events are spread over (each with WEBHOOK_PARTNER_CONCURRENCY slots). */
+  partners: number;
   reps: Array<{ service: number; bare: number; ratio: number }>;
 }
 
 export async function benchWebhooks(context: { reps?: number } = {}): Promise<WebhookBenchResult> {
   const reps = context.reps ?? Number(process.env.BENCH_REPS ?? 3);
   const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000);
+  const partners = Number(process.env.BENCH_WEBHOOK_PARTNERS ?? 1);
   log(`database ${DATABASE_URL}: recreating and migrating`);
   await dropDatabase(DATABASE_URL);
   await migrate(DATABASE_URL);
@@ -240,7 +248,9 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
   await client.connect();
   let running: Running | undefined;
   try {
-    const f = await seed(client, receiver.url);
+    const fs: Fixture[] = [];
+    for (let i = 0; i < partners; i++) fs.push(await seed(client, receiver.url));
+    const f = fs[0];
     const config = loadConfig({
       NODE_ENV: 'development',
       DATABASE_URL,
@@ -250,17 +260,18 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
       ADMIN_PORT: '0',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       LOG_LEVEL: 'warn',
-      // Unset: the service's default (10 of one partner in flight). The bench has a single partner, so this
-      // limit, not the worker, sets its pace; a larger value measures the delivery machinery itself.
+      // Unset: the service's default (10 of one partner in flight). With a single partner (the default
+      // BENCH_WEBHOOK_PARTNERS=1) this limit, not the worker's 50, caps what is in flight; with 5 or more
+      // partners the worker's concurrency does.
       ...(process.env.WEBHOOK_PARTNER_CONCURRENCY ? { WEBHOOK_PARTNER_CONCURRENCY: process.env.WEBHOOK_PARTNER_CONCURRENCY } : {}),
     });
     running = await start(config, { http: false, worker: true }, { logger: process.env.BENCH_LOGS ? undefined : false });
     log(`warm-up: ${Math.min(events, 500)} deliveries and as many bare POSTs`);
-    await serviceRun(running, client, receiver.child, f, Math.min(events, 500));
+    await serviceRun(running, client, receiver.child, fs, Math.min(events, 500));
     await bareRun(receiver.url, f, Math.min(events, 500));
     const results: WebhookBenchResult['reps'] = [];
     for (let i = 0; i < reps; i++) {
-      const service = await serviceRun(running, client, receiver.child, f, events);
+      const service = await serviceRun(running, client, receiver.child, fs, events);
       // The bare loop is an order of magnitude faster: more POSTs keep its timing out of the noise.
       const bare = await bareRun(receiver.url, f, events * BARE_FACTOR);
       results.push({ service: Math.round(service), bare: Math.round(bare), ratio: Number((service / bare).toFixed(3)) });
@@ -271,6 +282,7 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
       bare: Math.round(median(results.map((r) => r.bare))),
       ratio: Number(median(results.map((r) => r.ratio)).toFixed(3)),
       events,
+      partners,
       reps: results,
     };
   } finally {

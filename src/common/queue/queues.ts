@@ -48,6 +48,8 @@ export interface WebhookJob {
   attempt: number;
   /** The event's partner, for the per-partner delivery slots; absent in jobs queued before it was added. */
   partnerId?: string;
+  /** Queued by the partner's gate, holding a slot; absent in jobs queued before the gate (they run ungated). */
+  admitted?: boolean;
 }
 
 export interface NotificationJob {

@@ -5,6 +5,7 @@ import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEventEntity } from './webhook-event.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEventsRepository } from './webhook-events.repository';
+import { PartnerGate } from './partner-gate';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookSecrets } from './webhook-secrets';
 
@@ -15,7 +16,7 @@ import { WebhookSecrets } from './webhook-secrets';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([WebhookEventEntity, WebhookAttemptEntity, WebhookEndpointEntity])],
-  providers: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue, WebhookSecrets],
+  providers: [WebhookEventsRepository, WebhookEndpointsRepository, PartnerGate, WebhookDeliveryQueue, WebhookSecrets],
   exports: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue, WebhookSecrets],
 })
 export class WebhooksCoreModule {}

@@ -3,7 +3,6 @@ import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryService } from './delivery.service';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { OutboxRedrive } from './outbox-redrive';
-import { PartnerSlots } from './partner-slots';
 import { RequestFactsPort } from './request-facts.port';
 import { TemporaryRequestFacts } from './request-facts.temporary';
 import { WebhooksCoreModule } from './webhooks-core.module';
@@ -18,7 +17,6 @@ import { WebhooksCoreModule } from './webhooks-core.module';
   providers: [
     DeliveryService,
     DeliveryProcessor,
-    PartnerSlots,
     OutboxRedrive,
     MaintenanceProcessor,
     // Removed at merge: the requests module provides RequestFactsPort.

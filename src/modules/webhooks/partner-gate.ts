@@ -1,0 +1,120 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { RedisConnections } from '../../common/redis/redis.module';
+
+/**
+ * A slot is leased from admission for the attempt's wait in the queue (up to this long) plus its run (the
+ * poster's deadline plus RUNNING_MARGIN_MS for the claim and the record). A worker that dies mid-attempt, or
+ * between admitting and queueing, loses the slot for at most that long; the stalled check or the outbox
+ * re-drive sends the attempt again.
+ */
+const QUEUED_MS = 60_000;
+const RUNNING_MARGIN_MS = 30_000;
+/** A partner's waiting set is dropped if nothing touches it for a day (Postgres holds every due attempt). */
+const WAITING_TTL_MS = 86_400_000;
+
+// KEYS[1]: the partner's slots, a sorted set of members holding a slot, scored by their lease's expiry (ms).
+// KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
+// ARGV: now, limit, lease expiry for members admitted now, a member whose slot to free ('' for none), then
+// the members asking for a slot. Expired leases (a worker that died) are dropped before counting. A member
+// that holds a slot already is not added to the waiting set (a duplicate relay or re-drive). Returns the
+// number of members newly waiting or admitted, then the members admitted.
+const ADMIT = `
+  local now, limit, expiry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+  if ARGV[4] ~= '' then redis.call('ZREM', KEYS[1], ARGV[4]) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  local added = 0
+  for i = 5, #ARGV do
+    if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i]) end
+  end
+  local out = { added }
+  local free = limit - redis.call('ZCARD', KEYS[1])
+  if free > 0 then
+    local popped = redis.call('ZPOPMIN', KEYS[2], free)
+    for i = 1, #popped, 2 do
+      redis.call('ZADD', KEYS[1], expiry, popped[i])
+      out[#out + 1] = popped[i]
+    end
+  end
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if newest[2] then redis.call('PEXPIREAT', KEYS[1], newest[2]) end
+  redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
+  return out`;
+
+// KEYS[1]: the partner's slots. ARGV: the member, its new lease expiry. Held again even if the lease had run out
+// (a stalled job picked up by another worker): briefly one over the limit rather than an attempt without a slot.
+const HOLD = `
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[1], newest[2])
+  return 1`;
+
+/** What admit() and release() answer: members that now hold a slot (queue their attempt), and how many were new. */
+export interface Admission {
+  admitted: string[];
+  added: number;
+}
+
+/**
+ * At most WEBHOOK_PARTNER_CONCURRENCY attempts of one partner in flight across every worker (DESIGN §7), by
+ * admission: an attempt is queued only once it holds one of its partner's slots; the others wait in the
+ * partner's waiting set in Redis, in order, and each attempt that finishes admits the next. A partner whose
+ * endpoint hangs therefore holds its slots and nothing else: its waiting attempts are not jobs, spend no
+ * attempt and cost the workers nothing until admitted. Members are opaque strings (the delivery job ids).
+ */
+@Injectable()
+export class PartnerGate {
+  private readonly commands: Redis & {
+    prsGateAdmit(slots: string, waiting: string, ...args: Array<string | number>): Promise<[number, ...string[]]>;
+    prsGateHold(slots: string, member: string, expiry: number): Promise<number>;
+  };
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly redis: RedisConnections,
+  ) {
+    // EVALSHA of scripts loaded once, not the script's text on every call.
+    redis.main.defineCommand('prsGateAdmit', { numberOfKeys: 2, lua: ADMIT });
+    redis.main.defineCommand('prsGateHold', { numberOfKeys: 1, lua: HOLD });
+    this.commands = redis.main as typeof this.commands;
+  }
+
+  /** Adds `members` to the partner's waiting set (those not waiting or running yet), and admits as many as slots are free. */
+  admit(partnerId: string, members: readonly string[]): Promise<Admission> {
+    return this.run(partnerId, '', members);
+  }
+
+  /** Frees `member`'s slot, and admits the partner's next waiting members into the free slots. */
+  release(partnerId: string, member: string): Promise<Admission> {
+    return this.run(partnerId, member, []);
+  }
+
+  /** Renews `member`'s slot for a run that starts now: an attempt run again (its worker died, or BullMQ retries it). */
+  async hold(partnerId: string, member: string): Promise<void> {
+    await this.commands.prsGateHold(this.key(partnerId, 'slots'), member, Date.now() + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS);
+  }
+
+  /** The partner's members waiting for a slot, and those holding one (for operators and tests). */
+  async state(partnerId: string): Promise<{ waiting: number; running: number }> {
+    const now = Date.now();
+    const [waiting, running] = await Promise.all([
+      this.redis.main.zcard(this.key(partnerId, 'waiting')),
+      this.redis.main.zcount(this.key(partnerId, 'slots'), now + 1, '+inf'),
+    ]);
+    return { waiting, running };
+  }
+
+  private async run(partnerId: string, release: string, members: readonly string[]): Promise<Admission> {
+    const now = Date.now();
+    const lease = now + QUEUED_MS + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS;
+    const [added, ...admitted] = await this.commands.prsGateAdmit(
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), now, this.config.webhookPartnerConcurrency, lease, release, ...members,
+    );
+    return { added, admitted };
+  }
+
+  private key(partnerId: string, what: 'slots' | 'waiting'): string {
+    return `${this.config.redisPrefix}:webhook-${what}:${partnerId}`;
+  }
+}

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { RedisConnections } from '../../src/common/redis/redis.module';
+import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
+import { testConfig } from '../support/app';
+import { waitFor } from '../support/wait';
+
+/** The per-partner delivery gate on the real Redis, shared by every worker (DESIGN §7 webhook fairness). */
+describe('partner delivery gate', () => {
+  const config = testConfig({ WEBHOOK_PARTNER_CONCURRENCY: '3' });
+  let redis: RedisConnections;
+  let otherRedis: RedisConnections;
+  let gate: PartnerGate;
+  let otherWorker: PartnerGate;
+  const partner = () => `p-${randomUUID()}`;
+  const members = (n: number, tag = 'e') => Array.from({ length: n }, (_, i) => `${tag}${i}-1`);
+
+  beforeAll(async () => {
+    // Two workers: each its own connection, the same Redis and prefix.
+    redis = new RedisConnections(config);
+    otherRedis = new RedisConnections(config);
+    await waitFor(async () => redis.main.status === 'ready' && otherRedis.main.status === 'ready');
+    gate = new PartnerGate(config, redis);
+    otherWorker = new PartnerGate(config, otherRedis);
+  });
+
+  afterAll(async () => {
+    await redis.onApplicationShutdown();
+    await otherRedis.onApplicationShutdown();
+  });
+
+  it('admits at most the limit, oldest first; the rest wait, and each release admits the next', async () => {
+    const p = partner();
+    const first = await gate.admit(p, members(5));
+    expect(first).toEqual({ added: 5, admitted: ['e0-1', 'e1-1', 'e2-1'] });
+    expect(await gate.state(p)).toEqual({ waiting: 2, running: 3 });
+    // Later arrivals queue behind the waiting ones.
+    expect(await otherWorker.admit(p, ['late-1'])).toEqual({ added: 1, admitted: [] });
+    expect(await otherWorker.release(p, 'e1-1')).toEqual({ added: 0, admitted: ['e3-1'] });
+    expect(await gate.release(p, 'e0-1')).toEqual({ added: 0, admitted: ['e4-1'] });
+    expect(await gate.release(p, 'e2-1')).toEqual({ added: 0, admitted: ['late-1'] });
+    expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
+  });
+
+  it('adds nothing twice: a member already waiting or holding a slot is not queued again', async () => {
+    const p = partner();
+    await gate.admit(p, members(4));
+    expect(await otherWorker.admit(p, ['e0-1', 'e3-1'])).toEqual({ added: 0, admitted: [] });
+    expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
+  });
+
+  it('keeps partners apart', async () => {
+    const [a, b] = [partner(), partner()];
+    await gate.admit(a, members(10));
+    expect((await gate.admit(b, members(2, 'b'))).admitted).toEqual(['b0-1', 'b1-1']);
+  });
+
+  it('a slot whose lease ran out (its worker died) is given to the next waiting member at the next admission', async () => {
+    const p = partner();
+    await gate.admit(p, members(4));
+    // The worker holding e0 died: its lease is in the past now.
+    await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${p}`, Date.now() - 1, 'e0-1');
+    expect(await otherWorker.admit(p, [])).toEqual({ added: 0, admitted: ['e3-1'] });
+  });
+
+  it('a running attempt renews its slot past the admission lease', async () => {
+    const p = partner();
+    await gate.admit(p, ['e0-1']);
+    await gate.hold(p, 'e0-1');
+    const score = Number(await redis.main.zscore(`${config.redisPrefix}:webhook-slots:${p}`, 'e0-1'));
+    expect(score).toBeGreaterThan(Date.now() + config.webhookTimeoutMs);
+  });
+
+  it('never admits more than the limit under concurrent admissions from two workers', async () => {
+    const p = partner();
+    const replies = await Promise.all(members(40).map((m, i) => (i % 2 ? gate : otherWorker).admit(p, [m])));
+    expect(replies.flatMap((r) => r.admitted)).toHaveLength(3);
+    expect(await gate.state(p)).toEqual({ waiting: 37, running: 3 });
+  });
+});
