@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
@@ -23,12 +24,15 @@ const RECONNECT_MIN_MS = 200;
 const RECONNECT_MAX_MS = 5000;
 /** How often an instance sends itself a heartbeat through the feed. */
 const PING_MS = 500;
-/** Not live once the newest heartbeat this instance has heard back was sent longer ago than this. */
+/**
+ * Not live once the newest heartbeat this instance has heard back was sent longer ago than this. Measured on
+ * the monotonic clock (performance.now()): a wall clock stepped back would keep a stalled instance live.
+ */
 const STALE_MS = 2000;
 /**
- * How long a change waits for the other instances to confirm it. Longer than STALE_MS (plus a second for
- * clocks): an instance that has not confirmed by then cannot have heard a heartbeat sent after the commit,
- * so it is not live and reads through.
+ * How long a change waits for the other instances to confirm it. Longer than STALE_MS (a second to spare for
+ * timers): an instance that has not confirmed by then cannot have heard a heartbeat sent after the commit, so
+ * it is not live and reads through.
  */
 const CONFIRM_MS = STALE_MS + 1000;
 /** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
@@ -65,11 +69,11 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   private retryMs = RECONNECT_MIN_MS;
   private retryTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
-  /** When the newest heartbeat heard back was sent (this instance's clock); 0 before the first. */
-  private heardPingAt = 0;
+  /** When the newest heartbeat heard back was sent (performance.now()); -Infinity before the first. */
+  private heardPingAt = -Infinity;
   private readonly pingWaiters: Array<{ at: number; done: () => void }> = [];
-  /** Change id → the instances still to confirm it, and what to call when none are left. */
-  private readonly awaiting = new Map<string, { pending: Set<string>; done: () => void }>();
+  /** Change id → the instances that confirmed it so far, and what to call on each confirmation. */
+  private readonly confirmations = new Map<string, { from: Set<string>; heard: () => void }>();
   private changeSeq = 0;
   /** This process's name on the feed. */
   readonly instance = randomBytes(6).toString('hex');
@@ -81,7 +85,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
 
   /** True while notifications reach this instance: only then may a cache answer from memory. */
   get live(): boolean {
-    return this.listening && Date.now() - this.heardPingAt < STALE_MS;
+    return this.listening && performance.now() - this.heardPingAt < STALE_MS;
   }
 
   /** The application_name of this instance's listening connection. */
@@ -117,32 +121,47 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   async change<T>(topic: string, work: (em: EntityManager, announce: (key: string) => Promise<void>) => Promise<T>): Promise<T> {
     const keys: string[] = [];
     const id = `${this.instance}.${++this.changeSeq}`;
-    const result = await this.repository.transaction((em) =>
-      work(em, async (key) => {
-        await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
-        keys.push(key);
-      }),
-    );
-    for (const key of keys) this.handle(topic, key);
-    if (keys.length > 0) await this.confirmed(id);
-    return result;
+    // Collected from before the commit: an instance may confirm before the query naming the listeners answers.
+    const confirmations = { from: new Set<string>(), heard: () => undefined };
+    this.confirmations.set(id, confirmations);
+    try {
+      const result = await this.repository.transaction((em) =>
+        work(em, async (key) => {
+          await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
+          keys.push(key);
+        }),
+      );
+      for (const key of keys) this.handle(topic, key);
+      if (keys.length > 0) await this.confirmed(confirmations);
+      return result;
+    } finally {
+      this.confirmations.delete(id);
+    }
   }
 
-  /** Waits until every other listener has confirmed change `id`, or CONFIRM_MS. */
-  private async confirmed(id: string): Promise<void> {
-    const names = await this.repository.listeners(`${APP_NAME}:`).catch(() => [] as string[]);
-    const pending = new Set(names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance));
-    if (pending.size === 0) return;
+  /** Waits until every other listener has confirmed the change, or CONFIRM_MS. */
+  private async confirmed(confirmations: { from: Set<string>; heard: () => void }): Promise<void> {
+    let names: string[];
+    try {
+      // After the commit: an instance named only later also listened only later, or heard the change first.
+      names = await this.repository.listeners(`${APP_NAME}:`);
+    } catch (e) {
+      // Not knowing who listens, wait until any instance that missed the change can no longer be live.
+      this.logger.warn(`could not list the instances to confirm a change (${(e as Error).message}); waiting ${CONFIRM_MS} ms`);
+      await sleep(CONFIRM_MS);
+      return;
+    }
+    const pending = names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, CONFIRM_MS);
-      function finish(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.awaiting.set(id, { pending, done: finish });
-      // Confirmations that arrived before the listener query answered.
-      this.settle(id);
-    }).finally(() => this.awaiting.delete(id));
+      const timer = setTimeout(resolve, CONFIRM_MS);
+      confirmations.heard = () => {
+        if (pending.every((i) => confirmations.from.has(i))) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      confirmations.heard();
+    });
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -180,7 +199,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   /** Sends a heartbeat on the listening connection; resolves when it is heard back (or the connection is lost). */
   private async ping(client: Client): Promise<void> {
     if (this.client !== client) return;
-    const at = Date.now();
+    const at = performance.now();
     const heard = new Promise<void>((done) => this.pingWaiters.push({ at, done }));
     await this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message));
     await heard;
@@ -200,7 +219,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     this.listening = false;
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
-    this.heardPingAt = 0;
+    this.heardPingAt = -Infinity;
     for (const w of this.pingWaiters.splice(0)) w.done();
     client.end().catch(() => undefined);
     if (this.closed) return;
@@ -222,8 +241,9 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     if (typeof m.ping === 'string' && typeof m.at === 'number') {
       if (m.ping === this.instance) this.heardPing(m.at);
     } else if (typeof m.ack === 'string' && typeof m.from === 'string') {
-      this.awaiting.get(m.ack)?.pending.delete(m.from);
-      this.settle(m.ack);
+      const confirmations = this.confirmations.get(m.ack);
+      confirmations?.from.add(m.from);
+      confirmations?.heard();
     } else if (typeof m.topic === 'string' && typeof m.key === 'string') {
       this.handle(m.topic, m.key);
       if (typeof m.id === 'string' && m.from !== this.instance) this.confirm(m.id);
@@ -235,11 +255,6 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     const client = this.client;
     if (!client || !this.listening) return;
     this.repository.notifyOn(client, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
-  }
-
-  private settle(id: string): void {
-    const waiting = this.awaiting.get(id);
-    if (waiting && waiting.pending.size === 0) waiting.done();
   }
 
   private handle(topic: string, key: string): void {
