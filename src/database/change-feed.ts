@@ -35,6 +35,12 @@ const STALE_MS = 2000;
  * it is not live and reads through.
  */
 const CONFIRM_MS = STALE_MS + 1000;
+/**
+ * A listening connection that has carried no heartbeat back for this long is dropped and opened again: a
+ * half-open TCP link never errors, and would leave the instance reading through (and queueing heartbeats)
+ * for good.
+ */
+const SILENT_MS = 4 * STALE_MS;
 /** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
 const APP_NAME = 'prs-change-feed';
 
@@ -189,10 +195,13 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
       this.lost(client, e as Error);
       return;
     }
-    if (this.client !== client) return; // lost while waiting for the first heartbeat
+    if (this.client !== client || this.closed) return; // lost or shut down while waiting for the first heartbeat
     this.retryMs = RECONNECT_MIN_MS;
     if (this.pingTimer) clearInterval(this.pingTimer);
-    this.pingTimer = setInterval(() => void this.ping(client).catch(() => undefined), PING_MS);
+    this.pingTimer = setInterval(() => {
+      if (performance.now() - this.heardPingAt > SILENT_MS) this.lost(client, new Error(`no heartbeat heard back for ${SILENT_MS} ms`));
+      else void this.ping(client).catch(() => undefined);
+    }, PING_MS);
     this.pingTimer.unref();
   }
 

@@ -85,6 +85,20 @@ describe('change feed', () => {
     await waitFor(async () => seen.includes('after-reconnect'));
   });
 
+  it('drops and reopens a listening connection that carries nothing back any more', async () => {
+    await waitFor(async () => feed.live);
+    const before = resets;
+    // The connection stays open but answers nothing (a half-open link never errors by itself).
+    const stuck = (feed as unknown as { client: Client }).client;
+    const busy = stuck.query('SELECT pg_sleep(30)').catch(() => undefined);
+    await waitFor(async () => !feed.live);
+    await waitFor(async () => feed.live && resets >= before + 2, 20000);
+    expect((feed as unknown as { client: Client }).client).not.toBe(stuck);
+    await feed.publish('keys', 'after-silence');
+    await waitFor(async () => seen.includes('after-silence'));
+    await busy;
+  });
+
   describe('across instances', () => {
     let other: ChangeFeed;
     const otherSeen: string[] = [];
