@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Client } from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 
-/** The Postgres channel every instance listens on; payloads are JSON `{ topic, key }`. */
+/** The Postgres channel every instance listens on; payloads are JSON: changes, confirmations and heartbeats (ChangeFeed). */
 export const CHANGE_CHANNEL = 'prs_changes';
 
 /** The SQL of the change feed: NOTIFY through TypeORM (inside the caller's transaction), LISTEN on a dedicated client. */

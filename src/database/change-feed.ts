@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
@@ -23,23 +24,25 @@ const RECONNECT_MIN_MS = 200;
 const RECONNECT_MAX_MS = 5000;
 /** How often an instance sends itself a heartbeat through the feed. */
 const PING_MS = 500;
-/** Not live once the newest heartbeat this instance has heard back was sent longer ago than this. */
+/**
+ * Not live once the newest heartbeat this instance has heard back was sent longer ago than this. Measured on
+ * the monotonic clock (performance.now()): a wall clock stepped back would keep a stalled instance live.
+ */
 const STALE_MS = 2000;
 /**
- * How long a change waits for the other instances to confirm it. Longer than STALE_MS (plus a second for
- * clocks): an instance that has not confirmed by then cannot have heard a heartbeat sent after the commit,
- * so it is not live and reads through.
+ * How long a change waits for the other instances to confirm it. Longer than STALE_MS (a second to spare for
+ * timers): an instance that has not confirmed by then cannot have heard a heartbeat sent after the commit, so
+ * it is not live and reads through.
  */
 const CONFIRM_MS = STALE_MS + 1000;
+/**
+ * A listening connection that has carried no heartbeat back for this long is dropped and opened again: a
+ * half-open TCP link never errors, and would leave the instance reading through (and queueing heartbeats)
+ * for good.
+ */
+const SILENT_MS = 4 * STALE_MS;
 /** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
 const APP_NAME = 'prs-change-feed';
-
-/** A change of this instance waiting for the others: who confirmed so far, who is still to (once known). */
-interface Confirmations {
-  acked: Set<string>;
-  pending: Set<string> | null;
-  done: (() => void) | null;
-}
 
 /** What travels on the channel: a change (with an id to confirm), a confirmation, or a heartbeat. */
 type Message =
@@ -72,11 +75,11 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   private retryMs = RECONNECT_MIN_MS;
   private retryTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
-  /** When the newest heartbeat heard back was sent (this instance's clock); 0 before the first. */
-  private heardPingAt = 0;
+  /** When the newest heartbeat heard back was sent (performance.now()); -Infinity before the first. */
+  private heardPingAt = -Infinity;
   private readonly pingWaiters: Array<{ at: number; done: () => void }> = [];
-  /** Change id → the instances still to confirm it, and what to call when none are left. */
-  private readonly awaiting = new Map<string, Confirmations>();
+  /** Change id → the instances that confirmed it so far, and what to call on each confirmation. */
+  private readonly confirmations = new Map<string, { from: Set<string>; heard: () => void }>();
   private changeSeq = 0;
   /** This process's name on the feed. */
   readonly instance = randomBytes(6).toString('hex');
@@ -88,7 +91,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
 
   /** True while notifications reach this instance: only then may a cache answer from memory. */
   get live(): boolean {
-    return this.listening && Date.now() - this.heardPingAt < STALE_MS;
+    return this.listening && performance.now() - this.heardPingAt < STALE_MS;
   }
 
   /** The application_name of this instance's listening connection. */
@@ -124,9 +127,9 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   async change<T>(topic: string, work: (em: EntityManager, announce: (key: string) => Promise<void>) => Promise<T>): Promise<T> {
     const keys: string[] = [];
     const id = `${this.instance}.${++this.changeSeq}`;
-    // Registered before the commit: confirmations can arrive before the listeners are known.
-    const confirmations: Confirmations = { acked: new Set(), pending: null, done: null };
-    this.awaiting.set(id, confirmations);
+    // Collected from before the commit: an instance may confirm before the query naming the listeners answers.
+    const confirmations = { from: new Set<string>(), heard: () => undefined };
+    this.confirmations.set(id, confirmations);
     try {
       const result = await this.repository.transaction((em) =>
         work(em, async (key) => {
@@ -138,23 +141,32 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
       if (keys.length > 0) await this.confirmed(confirmations);
       return result;
     } finally {
-      this.awaiting.delete(id);
+      this.confirmations.delete(id);
     }
   }
 
   /** Waits until every other listener has confirmed the change, or CONFIRM_MS. */
-  private async confirmed(c: Confirmations): Promise<void> {
-    const names = await this.repository.listeners(`${APP_NAME}:`).catch(() => [] as string[]);
-    const others = names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance && !c.acked.has(i));
-    c.pending = new Set(others);
-    if (c.pending.size === 0) return;
+  private async confirmed(confirmations: { from: Set<string>; heard: () => void }): Promise<void> {
+    let names: string[];
+    try {
+      // After the commit: an instance named only later also listened only later, or heard the change first.
+      names = await this.repository.listeners(`${APP_NAME}:`);
+    } catch (e) {
+      // Not knowing who listens, wait until any instance that missed the change can no longer be live.
+      this.logger.warn(`could not list the instances to confirm a change (${(e as Error).message}); waiting ${CONFIRM_MS} ms`);
+      await sleep(CONFIRM_MS);
+      return;
+    }
+    const pending = names.map((n) => n.slice(APP_NAME.length + 1)).filter((i) => i !== this.instance);
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, CONFIRM_MS);
-      function finish(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      c.done = finish;
+      const timer = setTimeout(resolve, CONFIRM_MS);
+      confirmations.heard = () => {
+        if (pending.every((i) => confirmations.from.has(i))) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      confirmations.heard();
     });
   }
 
@@ -183,17 +195,20 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
       this.lost(client, e as Error);
       return;
     }
-    if (this.client !== client) return; // lost while waiting for the first heartbeat
+    if (this.client !== client || this.closed) return; // lost or shut down while waiting for the first heartbeat
     this.retryMs = RECONNECT_MIN_MS;
     if (this.pingTimer) clearInterval(this.pingTimer);
-    this.pingTimer = setInterval(() => void this.ping(client).catch(() => undefined), PING_MS);
+    this.pingTimer = setInterval(() => {
+      if (performance.now() - this.heardPingAt > SILENT_MS) this.lost(client, new Error(`no heartbeat heard back for ${SILENT_MS} ms`));
+      else void this.ping(client).catch(() => undefined);
+    }, PING_MS);
     this.pingTimer.unref();
   }
 
   /** Sends a heartbeat on the listening connection; resolves when it is heard back (or the connection is lost). */
   private async ping(client: Client): Promise<void> {
     if (this.client !== client) return;
-    const at = Date.now();
+    const at = performance.now();
     const heard = new Promise<void>((done) => this.pingWaiters.push({ at, done }));
     await this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message));
     await heard;
@@ -213,7 +228,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     this.listening = false;
     if (this.pingTimer) clearInterval(this.pingTimer);
     this.pingTimer = null;
-    this.heardPingAt = 0;
+    this.heardPingAt = -Infinity;
     for (const w of this.pingWaiters.splice(0)) w.done();
     client.end().catch(() => undefined);
     if (this.closed) return;
@@ -235,7 +250,9 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     if (typeof m.ping === 'string' && typeof m.at === 'number') {
       if (m.ping === this.instance) this.heardPing(m.at);
     } else if (typeof m.ack === 'string' && typeof m.from === 'string') {
-      this.confirmedBy(m.ack, m.from);
+      const confirmations = this.confirmations.get(m.ack);
+      confirmations?.from.add(m.from);
+      confirmations?.heard();
     } else if (typeof m.topic === 'string' && typeof m.key === 'string') {
       this.handle(m.topic, m.key);
       if (typeof m.id === 'string' && m.from !== this.instance) this.confirm(m.id);
@@ -248,15 +265,6 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     if (!client || !this.listening) return;
     this.repository.notifyOn(client, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
   }
-
-  private confirmedBy(id: string, from: string): void {
-    const c = this.awaiting.get(id);
-    if (!c) return;
-    c.acked.add(from);
-    c.pending?.delete(from);
-    if (c.pending?.size === 0) c.done?.();
-  }
-
 
   private handle(topic: string, key: string): void {
     for (const h of this.handlers.get(topic) ?? []) h(key);

@@ -71,6 +71,26 @@ describe('merchant cache and the change feed', () => {
     await enableAnnounced();
   });
 
+  it('a change announced with changed() on another instance is evicted here before changed() returns', async () => {
+    const otherFeed = new ChangeFeed(testConfig(), new ChangeFeedRepository(ds));
+    const other = new MerchantDirectory(new MerchantRepository(ds.getRepository(MerchantEntity)), otherFeed);
+    other.onModuleInit();
+    await otherFeed.onModuleInit();
+    try {
+      for (let round = 0; round < 5; round++) {
+        await waitFor(async () => feed.live);
+        expect((await directory.forCreate(merchantId))?.disabled).toBe(false);
+        await setDisabled(true);
+        await other.changed(merchantId);
+        // No waiting: "changed" means no instance answers the old row any more.
+        expect({ round, disabled: (await directory.forCreate(merchantId))?.disabled }).toEqual({ round, disabled: true });
+        await enableAnnounced();
+      }
+    } finally {
+      await otherFeed.onApplicationShutdown();
+    }
+  });
+
   it('reads through to Postgres on every call while the feed is not live, and stores nothing', async () => {
     await waitFor(async () => feed.live);
     expect((await directory.forCreate(merchantId))?.disabled).toBe(false);

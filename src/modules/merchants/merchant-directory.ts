@@ -72,9 +72,8 @@ export class MerchantDirectory implements OnModuleInit {
     });
   }
 
-  /** For a change already committed outside change(): tells every instance now. */
+  /** For a change already committed outside change(): tells every instance now, and returns once they heard. */
   async changed(id: string): Promise<void> {
-    this.cache.delete(id);
-    await this.feed.publish(CHANGE_TOPICS.merchants, id);
+    await this.change(id, async () => undefined);
   }
 }
