@@ -3,8 +3,6 @@ import { DeliveryProcessor } from './delivery.processor';
 import { DeliveryService } from './delivery.service';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { OutboxRedrive } from './outbox-redrive';
-import { RequestFactsPort } from './request-facts.port';
-import { TemporaryRequestFacts } from './request-facts.temporary';
 import { WebhooksCoreModule } from './webhooks-core.module';
 
 /**
@@ -19,8 +17,6 @@ import { WebhooksCoreModule } from './webhooks-core.module';
     DeliveryProcessor,
     OutboxRedrive,
     MaintenanceProcessor,
-    // Removed at merge: the requests module provides RequestFactsPort.
-    { provide: RequestFactsPort, useClass: TemporaryRequestFacts },
   ],
 })
 export class WebhooksWorkerModule {}
