@@ -9,6 +9,7 @@ import { startService, testEnvVars, type TestService } from '../support/app';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { closeSql, sql } from '../support/db';
+import { waitFor } from '../support/wait';
 import { spawnWorker as spawnWorkerProcess } from '../support/worker-process';
 
 /*
@@ -22,6 +23,8 @@ const WEBHOOK_ENV = {
   WEBHOOK_RETRY_DELAYS_MS: '200,400',
   WEBHOOK_MAX_ATTEMPTS: '3',
   WEBHOOK_TIMEOUT_MS: '5000',
+  // One attempt of a partner at a time: its next attempt waits in the gate and runs on in the same job.
+  WEBHOOK_PARTNER_CONCURRENCY: '1',
   // Queues of this file alone, so no other worker takes the job.
   REDIS_PREFIX: `${T.redisPrefix}-whcrash`,
 };
@@ -39,6 +42,7 @@ let svc: TestService;
 /** Direct SQL on the run's database, for arranging and checking stored state. */
 const db = { query: sql };
 let rec: Receiver;
+let rec2: Receiver | undefined;
 let child: ChildProcess | undefined;
 let second: Running | undefined;
 
@@ -52,6 +56,7 @@ afterAll(async () => {
   await second?.close();
   await svc?.close();
   await rec?.close();
+  await rec2?.close();
 });
 
 it('a worker killed with SIGKILL mid-delivery → delivered again with the same delivery_id, recorded as delivered once', async () => {
@@ -94,3 +99,37 @@ it('a worker killed with SIGKILL mid-delivery → delivered again with the same 
   await new Promise((r) => setTimeout(r, 1000));
   expect(rec.calls).toHaveLength(2);
 }, 90_000);
+
+it('a worker killed while running an attempt its slot took over from the gate (no job of its own) → the re-drive sends it again in that slot', async () => {
+  // Only the worker spawned below may run this partner's attempts.
+  await second?.close();
+  second = undefined;
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  rec2 = await Receiver.start();
+  const put = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: rec2.url, enabled: true });
+  expect(put.status).toBe(200);
+  // The first attempt is answered; the second, run on in the first one's slot, is held open.
+  rec2.plan({ status: 200 }, { hang: true }).otherwise({ status: 200 });
+
+  const request = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 4300 });
+  const first = await recordProofEvent(svc, { partnerId: p.id, requestId: request.request_id });
+  const runOn = await recordProofEvent(svc, { partnerId: p.id, requestId: request.request_id, event: 'payment.proof_verified' });
+  child = await spawnWorker();
+  const exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve(signal)));
+  await rec2.waitForCalls(2, 20_000);
+  expect(rec2.calls.map((c) => c.headers['x-service-delivery'])).toEqual([first.id, runOn.id]);
+  child.kill('SIGKILL');
+  expect(await exited).toBe('SIGKILL');
+  const [mid] = await db.query(`SELECT state, attempts FROM webhook_events WHERE id = $1`, [runOn.id]);
+  expect(mid).toEqual({ state: 'delivering', attempts: 0 });
+
+  // No job carries it: the outbox re-drive finds it overdue (past the attempt's deadline) and queues it
+  // again in the slot the dead worker held, which nobody else may take meanwhile.
+  second = await start(loadConfig(workerEnv()), { http: false, worker: true }, { logger: false });
+  await rec2.waitUntil((calls) => calls.filter((c) => c.headers['x-service-delivery'] === runOn.id).length === 2, 60_000);
+  await waitFor(async () => (await db.query(`SELECT state FROM webhook_events WHERE id = $1`, [runOn.id]))[0].state === 'delivered', 10_000);
+  const attempts = await db.query(`SELECT attempt, status_code, outcome FROM webhook_attempts WHERE event_id = $1`, [runOn.id]);
+  expect(attempts).toEqual([{ attempt: 1, status_code: 200, outcome: 'delivered' }]);
+  for (const c of rec2.calls) expect(verifyWebhook(c.rawBody, c.headers['x-service-signature'] as string, put.body.secret).delivery_id).toBe(c.headers['x-service-delivery']);
+}, 120_000);

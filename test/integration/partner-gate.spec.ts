@@ -48,6 +48,13 @@ describe('partner delivery gate', () => {
     expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
   });
 
+  it('readmit hands back a member that holds a slot (its worker died running it), keeping the slot; others as admit', async () => {
+    const p = partner();
+    await gate.admit(p, members(4));
+    expect(await otherWorker.readmit(p, ['e1-1', 'e3-1'])).toEqual({ added: 1, admitted: ['e1-1'] });
+    expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
+  });
+
   it('keeps partners apart', async () => {
     const [a, b] = [partner(), partner()];
     await gate.admit(a, members(10));

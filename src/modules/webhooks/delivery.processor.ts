@@ -5,19 +5,25 @@ import { QUEUES, type WebhookJob } from '../../common/queue/queues';
 import { DeliveryService } from './delivery.service';
 import { DUE_JOB, WebhookDeliveryQueue } from './webhook-delivery.queue';
 
+/** How many of its partner's next attempts one job runs in the slot it holds before handing them to the queue. */
+const MAX_RUN_ON = 1000;
+
 /**
  * The `webhooks` queue. 50 attempts run at once per worker. Every `deliver` job already holds one of its
  * partner's WEBHOOK_PARTNER_CONCURRENCY slots (PartnerGate admitted it), so a worker never picks up an
  * attempt it cannot run: a partner whose endpoint hangs holds its slots for at most WEBHOOK_TIMEOUT_MS each,
  * and its other attempts wait in the gate, spending no attempt and no worker time (DESIGN §7). When an
- * attempt ends its slot admits the partner's next one. A `due` job is a retry's timer: it hands the attempt
- * to the gate. The lock is renewed every 5 s while an attempt runs; a worker that dies leaves a lock that
- * expires within 10 s, and the stalled check (every 5 s) hands the job to another worker, which delivers it
- * again under the same delivery_id.
+ * attempt ends its slot admits the partner's next one, which the same job runs at once (runNext). A `due`
+ * job is a retry's timer: it hands the attempt to the gate. The lock is renewed every 5 s while an attempt
+ * runs; a worker that dies leaves a lock that expires within 10 s, and the stalled check (every 5 s) hands
+ * the job to another worker, which delivers it again under the same delivery_id; attempts it was running on
+ * from the gate are found by the outbox re-drive and queued again in their slots.
  */
 @Processor(QUEUES.webhooks, { concurrency: 50, lockDuration: 10_000, stalledInterval: 5_000 })
 export class DeliveryProcessor extends WorkerHost implements BeforeApplicationShutdown {
   private readonly logger = new Logger('DeliveryProcessor');
+  /** Set at shutdown: attempts admitted from then on are queued for another worker, not run here. */
+  private stopping = false;
 
   constructor(
     private readonly delivery: DeliveryService,
@@ -42,16 +48,40 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
       done = true;
     } finally {
       // A failure BullMQ will retry keeps the slot for the retry (its lease bounds a worker that died).
-      if (done || job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
-        await this.queue.finished(partnerId, eventId, attempt).catch((e: Error) => {
-          // The slot frees itself when its lease runs out; the re-drive admits the waiting ones then.
-          this.logger.warn(`slot of ${eventId}/${attempt} not released: ${e.message}`);
-        });
+      if (!done && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await this.free(partnerId, eventId, attempt, false);
+    }
+    await this.runNext(partnerId, eventId, attempt);
+  }
+
+  /**
+   * The attempt is over: its slot goes to the partner's next waiting attempt, which runs here at once (a busy
+   * partner's slots stay busy without a queue round trip per attempt), up to MAX_RUN_ON attempts per job.
+   * One that fails here (Postgres away) is left to the outbox re-drive, which finds it overdue and queues it.
+   */
+  private async runNext(partnerId: string, eventId: string, attempt: number): Promise<void> {
+    let current = { eventId, attempt };
+    for (let runs = 0; ; runs++) {
+      const next = await this.free(partnerId, current.eventId, current.attempt, runs < MAX_RUN_ON && !this.stopping);
+      if (!next) return;
+      current = next;
+      try {
+        await this.delivery.attempt(current.eventId, current.attempt);
+      } catch (e) {
+        this.logger.warn(`attempt ${current.attempt} of ${current.eventId} failed (${(e as Error).message}); the outbox re-drive sends it again`);
       }
     }
   }
 
+  private async free(partnerId: string, eventId: string, attempt: number, takeNext: boolean): Promise<{ eventId: string; attempt: number } | null> {
+    return this.queue.finished(partnerId, eventId, attempt, takeNext).catch((e: Error) => {
+      // The slot frees itself when its lease runs out; the re-drive admits the waiting ones then.
+      this.logger.warn(`slot of ${eventId}/${attempt} not released: ${e.message}`);
+      return null;
+    });
+  }
+
   async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     // Let running attempts finish before the poster closes its keep-alive sockets (at application shutdown).
     await this.worker.close();
   }

@@ -16,19 +16,25 @@ const WAITING_TTL_MS = 86_400_000;
 
 // KEYS[1]: the partner's slots, a sorted set of members holding a slot, scored by their lease's expiry (ms).
 // KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
-// ARGV: now, limit, lease expiry for members admitted now, a member whose slot to free ('' for none), then
-// the members asking for a slot. Expired leases (a worker that died) are dropped before counting. A member
-// that holds a slot already is not added to the waiting set (a duplicate relay or re-drive). Returns the
-// number of members newly waiting or admitted, then the members admitted.
+// ARGV: now, limit, lease expiry for members admitted now, a member whose slot to free ('' for none), '1' to
+// hand back members that hold a slot already ('0' to leave them: a duplicate relay), then the members asking
+// for a slot. Expired leases (a worker that died) are dropped before counting. Returns the number of members
+// newly waiting or handed back, then the members to queue now (handed back first, then admitted).
 const ADMIT = `
   local now, limit, expiry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
   if ARGV[4] ~= '' then redis.call('ZREM', KEYS[1], ARGV[4]) end
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  local added = 0
-  for i = 5, #ARGV do
-    if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i]) end
+  local added, out = 0, { 0 }
+  for i = 6, #ARGV do
+    if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+      added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
+    elseif ARGV[5] == '1' then
+      redis.call('ZADD', KEYS[1], expiry, ARGV[i])
+      added = added + 1
+      out[#out + 1] = ARGV[i]
+    end
   end
-  local out = { added }
+  out[1] = added
   local free = limit - redis.call('ZCARD', KEYS[1])
   if free > 0 then
     local popped = redis.call('ZPOPMIN', KEYS[2], free)
@@ -82,12 +88,21 @@ export class PartnerGate {
 
   /** Adds `members` to the partner's waiting set (those not waiting or running yet), and admits as many as slots are free. */
   admit(partnerId: string, members: readonly string[]): Promise<Admission> {
-    return this.run(partnerId, '', members);
+    return this.run(partnerId, '', false, members);
+  }
+
+  /**
+   * As admit(), but a member that holds a slot already is handed back to be queued again, keeping its slot:
+   * for the outbox re-drive, which asks only for attempts overdue past any attempt's deadline, so a slot they
+   * hold belonged to a worker that died.
+   */
+  readmit(partnerId: string, members: readonly string[]): Promise<Admission> {
+    return this.run(partnerId, '', true, members);
   }
 
   /** Frees `member`'s slot, and admits the partner's next waiting members into the free slots. */
   release(partnerId: string, member: string): Promise<Admission> {
-    return this.run(partnerId, member, []);
+    return this.run(partnerId, member, false, []);
   }
 
   /** Renews `member`'s slot for a run that starts now: an attempt run again (its worker died, or BullMQ retries it). */
@@ -105,11 +120,11 @@ export class PartnerGate {
     return { waiting, running };
   }
 
-  private async run(partnerId: string, release: string, members: readonly string[]): Promise<Admission> {
+  private async run(partnerId: string, release: string, requeue: boolean, members: readonly string[]): Promise<Admission> {
     const now = Date.now();
     const lease = now + QUEUED_MS + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS;
     const [added, ...admitted] = await this.commands.prsGateAdmit(
-      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), now, this.config.webhookPartnerConcurrency, lease, release, ...members,
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), now, this.config.webhookPartnerConcurrency, lease, release, requeue ? '1' : '0', ...members,
     );
     return { added, admitted };
   }

@@ -55,9 +55,17 @@ export class WebhookDeliveryQueue {
     await this.queue.add(DUE_JOB, { eventId, attempt, partnerId }, { ...DELIVER_OPTIONS, jobId: `${deliveryJobId(eventId, attempt)}-due`, delay: delayMs });
   }
 
-  /** The attempt's slot is free again (it finished, or will never run): the partner's next waiting ones are queued. */
-  async finished(partnerId: string, eventId: string, attempt: number): Promise<void> {
-    await this.queueAdmitted(partnerId, (await this.gate.release(partnerId, deliveryJobId(eventId, attempt))).admitted);
+  /**
+   * The attempt's slot is free again (it finished, or will never run): the partner's next waiting attempts are
+   * admitted into the free slots. With `takeNext`, the first of them is returned for the caller to run at once
+   * in the slot it holds now (no job: if its process dies, the outbox re-drive sends it again); the rest are
+   * queued.
+   */
+  async finished(partnerId: string, eventId: string, attempt: number, takeNext = false): Promise<{ eventId: string; attempt: number } | null> {
+    const { admitted } = await this.gate.release(partnerId, deliveryJobId(eventId, attempt));
+    const next = takeNext && admitted.length > 0 ? admitted.shift()! : null;
+    await this.queueAdmitted(partnerId, admitted);
+    return next ? parseJobId(next) : null;
   }
 
   /** The attempt starts now and keeps its slot for as long as it can take. */
@@ -68,15 +76,16 @@ export class WebhookDeliveryQueue {
   /**
    * Makes sure this attempt is queued or waiting in its partner's gate. A job under the same id that already
    * finished without moving the event on (its worker died, or it exhausted BullMQ's retries) is replaced; a
-   * waiting, delayed or active one is left alone. Asking the gate also admits whatever its free slots allow,
-   * so slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
+   * waiting, delayed or active one is left alone. An attempt that holds a slot but has no job (its worker died
+   * running it) is queued again in that slot. Asking the gate also admits whatever its free slots allow, so
+   * slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
    */
   async ensureJob({ id: eventId, attempt, partnerId }: DueAttempt): Promise<boolean> {
     const jobId = deliveryJobId(eventId, attempt);
     const state = await this.queue.getJobState(jobId);
     if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
     else if (state !== 'unknown') return false;
-    const { added, admitted } = await this.gate.admit(partnerId, [jobId]);
+    const { added, admitted } = await this.gate.readmit(partnerId, [jobId]);
     await this.queueAdmitted(partnerId, admitted);
     return added > 0;
   }
