@@ -5,14 +5,15 @@ import { deployToken, findFreePort, startLocalNode } from '../scripts/chain/loca
 import { type Child, onCleanup, startNode } from './children';
 import { ROOT, SWC } from './database';
 
-export const REDIS_PREFIX = 'prs-bench';
+/** BENCH_REDIS_PREFIX moves the bench's keys aside, to run beside another bench on the same Redis. */
+export const REDIS_PREFIX = process.env.BENCH_REDIS_PREFIX || 'prs-bench';
 
 export function benchRedisUrl(): string {
   return process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 }
 
 /**
- * Deletes the bench's own Redis keys (`prs-bench:*`: rate-limit counters, BullMQ queues with the expiry jobs
+ * Deletes the bench's own Redis keys (`prs-bench:*` by default: rate-limit counters, BullMQ queues with the expiry jobs
  * of earlier runs' requests), which refer to a database that has just been recreated. Returns the count.
  */
 export async function clearRedisPrefix(): Promise<number> {
