@@ -8,8 +8,10 @@ import { closeSql, sql } from '../support/db';
 import { withinOneMinute } from '../support/clock';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
+import { RedisServer } from '../support/redis-server';
+import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
-import { ISO_MS_RE, keysOf, MERCHANT_FIELDS, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
+import { DASHBOARD_ITEM_FIELDS as ITEM_FIELDS, ISO_MS_RE, keysOf, MERCHANT_FIELDS, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
 
 /*
  * DESIGN §5 "Dashboard API" and §8: the signed-in merchant's own requests (created through the partner API's
@@ -23,8 +25,6 @@ let pb: TestPartner;
 let a: DashboardClient; // partner A's merchant, signed in
 let a2: DashboardClient; // another merchant of partner A
 let b: DashboardClient; // partner B's merchant
-
-const ITEM_FIELDS = [...REQUEST_FIELDS, 'source', 'plan_id', 'period_index', 'memo', 'customer_name', 'customer_email', 'customer_phone'].sort();
 
 beforeAll(async () => {
   svc = await startService({ worker: true });
@@ -57,6 +57,8 @@ describe('POST /dashboard/api/requests', () => {
       fiat_amount: 1250, fiat_currency: 'usd', metadata: null, source: 'dashboard', plan_id: null, period_index: null,
       memo: 'Table 4', customer_name: 'Ada', customer_email: 'ada@example.com', customer_phone: '+15550100',
       pay_page_url: `${svc.config.payUrl}/${r.body.request_id}`,
+      // $12.50 at 1 USD a token: 12.5 tokens of 6 decimals, in base units as the partner sees it, and what reads it.
+      amount: '12500000', token: { symbol: 'TUSD', decimals: 6 },
     });
     expect(r.body.created_at).toMatch(ISO_MS_RE);
     expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60_000);
@@ -204,7 +206,7 @@ describe('GET /dashboard/api/requests and /:id', () => {
     const r = await mine.call('GET', `/requests/${ids[1]}`);
     expect(r.status).toBe(200);
     expect(keysOf(r.body)).toEqual([...ITEM_FIELDS, 'notifications'].sort());
-    expect(r.body).toMatchObject({ request_id: ids[1], notifications: [] });
+    expect(r.body).toMatchObject({ request_id: ids[1], notifications: [], amount: '2000000', token: { symbol: 'TUSD', decimals: 6 } });
     for (const other of [a, a2, b]) {
       const x = await other.call('GET', `/requests/${ids[1]}`);
       expect(x.status).toBe(404);
@@ -213,6 +215,31 @@ describe('GET /dashboard/api/requests and /:id', () => {
     }
     expect((await mine.call('GET', '/requests/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await mine.call('GET', '/requests/not-a-uuid')).status).toBe(404);
+  });
+
+  it('a request priced in a token no mode uses now carries that token\'s stored symbol and decimals, or null if never read', async () => {
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    const seed = (await create(c, { fiat_amount_int: 100 })).body;
+    const [retired, unknown] = ['0x' + 'ab'.repeat(20), '0x' + 'cd'.repeat(20)];
+    // What the chain module stored when the retired token was configured (its table, seeded as it would hold it).
+    await sql(`INSERT INTO assets (chain_id, token_address, symbol, decimals) VALUES ($1, $2, 'OLD', 2) ON CONFLICT DO NOTHING`, [testEnv().chainId, retired]);
+    for (const [token, amount, later] of [[retired, '123456', '1 second'], [unknown, '42', '2 seconds']]) {
+      await sql(
+        `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
+           chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source)
+         SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), fiat_amount, fiat_currency, rate, $3,
+                chain_id, $2, recipient, 'pos', NULL, expires_at, claim_until, created_at + $4::interval, 'dashboard'
+           FROM payment_requests WHERE id = $1`,
+        [seed.request_id, token, amount, later],
+      );
+    }
+    const items = (await c.call('GET', '/requests')).body.requests;
+    expect(items.map((x: any) => [x.amount, x.token])).toEqual([
+      ['1000000', { symbol: 'TUSD', decimals: 6 }],
+      ['123456', { symbol: 'OLD', decimals: 2 }],
+      ['42', null],
+    ]);
+    expect((await c.call('GET', `/requests/${items[2].request_id}`)).body.token).toBeNull();
   });
 
   it('the partner\'s list still works and includes the merchant\'s dashboard requests', async () => {
@@ -291,7 +318,11 @@ describe('GET /dashboard/api/requests.csv', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/csv/);
     const rows = parse(r.text);
-    expect(rows[0]).toEqual(['request_id', 'created_at', 'status', 'proof_status', 'fiat_amount', 'fiat_currency', 'amount', 'asset_id', 'tx_hash', 'proof_verified_at', 'source', 'plan_id', 'memo']);
+    // DESIGN §5's columns unchanged and in order (amount in base units), then the amount in tokens and the symbol.
+    expect(rows[0]).toEqual([
+      'request_id', 'created_at', 'status', 'proof_status', 'fiat_amount', 'fiat_currency', 'amount', 'asset_id', 'tx_hash', 'proof_verified_at',
+      'source', 'plan_id', 'memo', 'amount_decimal', 'token_symbol',
+    ]);
     expect(rows).toHaveLength(1 + 522);
     const ids = rows.slice(1).map((x) => x[0]);
     expect(new Set(ids).size).toBe(522);
@@ -299,8 +330,11 @@ describe('GET /dashboard/api/requests.csv', () => {
     expect(ids.slice(0, 100)).toEqual(api.map((x: any) => x.request_id));
     const item = (await c.call('GET', `/requests/${first.body.request_id}`)).body;
     expect(rows[1]).toEqual([
-      item.request_id, item.created_at, 'requested', 'none', '1000', 'usd', item.amount, item.asset_id, '', '', 'dashboard', '', tricky,
+      item.request_id, item.created_at, 'requested', 'none', '1000', 'usd', '10000000', item.asset_id, '', '', 'dashboard', '', tricky, '10', 'TUSD',
     ]);
+    // One of the seeded rows: amount + g base units, exact in tokens (no float, no rounding).
+    const seeded = rows.find((x) => x[6] === '10010007')!;
+    expect(seeded.slice(13)).toEqual(['10.010007', 'TUSD']);
     expect(r.text).toContain('"Say ""hi"", then\r\nnew line"');
     expect(r.text.endsWith('\r\n')).toBe(true);
   });
@@ -353,33 +387,20 @@ describe('CSV hardening', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('x-content-type-options')).toBe('nosniff');
     const lines = r.text.split('\r\n');
-    expect(r.text).toContain(`,"'=HYPERLINK(""http://evil.example"",""x"")"\r\n`);
+    // memo is followed by amount_decimal and token_symbol.
+    expect(r.text).toMatch(/,"'=HYPERLINK\(""http:\/\/evil\.example"",""x""\)",1(\.\d+)?,TUSD\r\n/);
     for (const shown of [",'+1+1", ",'-2+3", ",'@SUM(A1)", ",'\tTab", ',plain =not first']) {
-      expect(lines.some((l) => l.endsWith(shown))).toBe(true);
+      expect(lines.some((l) => l.includes(`${shown},1.`) && l.endsWith(',TUSD'))).toBe(true);
     }
-    expect(r.text).toContain(`,"'\rCR"\r\n`);
+    expect(r.text).toMatch(/,"'\rCR",1\.\d+,TUSD\r\n/);
     // The API itself shows the memo as stored.
     expect((await c.call('GET', '/requests?limit=100')).body.requests.map((x: any) => x.memo)).toEqual(expect.arrayContaining(memos));
   });
 
   it('one export per merchant at a time: a second while the first streams → 429 rate_limited; afterwards it works again', async () => {
     const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
-    const seed = await create(c, { fiat_amount_int: 5 });
-    // Enough rows that an unread response fills the socket and the export waits on back-pressure.
-    await sql(
-      `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
-         chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source, memo)
-       SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), 5, fiat_currency, rate, amount + g,
-              chain_id, token_address, recipient, 'pos', NULL, expires_at, claim_until, created_at + g * interval '1 millisecond', 'dashboard', repeat('m', 400)
-         FROM payment_requests, generate_series(1, 30000) g WHERE id = $1`,
-      [seed.body.request_id],
-    );
-    const first = request(`${svc.publicUrl}/dashboard/api/requests.csv`, { headers: { cookie: c.cookie } });
-    const started = new Promise<IncomingMessage>((resolve, reject) => first.on('response', resolve).on('error', reject));
-    first.end();
-    const res = await started;
-    expect(res.statusCode).toBe(200);
-    res.pause();
+    await seedLongExport(c);
+    const first = await pausedExport(svc.publicUrl, c.cookie);
     try {
       const second = await c.call('GET', '/requests.csv');
       expect(second.status).toBe(429);
@@ -392,7 +413,86 @@ describe('CSV hardening', () => {
     // Polled gently: the export route allows 10 calls a minute per merchant.
     await waitFor(async () => (await c.call('GET', '/requests.csv?status=voided')).status === 200, 15000, 1000);
   });
+
+  it('the rule holds across instances: while one streams the merchant\'s export, another instance answers 429, and 200 once it ends', async () => {
+    // A second API instance on the same Redis (prefix) and Postgres, as in production behind a load balancer.
+    const other = await startService({ env: { REDIS_PREFIX: svc.config.redisPrefix } });
+    try {
+      const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+      await seedLongExport(c);
+      const onOther = (client: DashboardClient, query = '') =>
+        call(other.publicUrl, 'GET', `/dashboard/api/requests.csv${query}`, { headers: { cookie: client.cookie } });
+      const first = await pausedExport(svc.publicUrl, c.cookie);
+      try {
+        const second = await onOther(c);
+        expect(second.status).toBe(429);
+        expect(second.body).toMatchObject({ ok: false, error: 'rate_limited' });
+        expect((await onOther(a2)).status).toBe(200);
+      } finally {
+        first.destroy();
+      }
+      // The first instance released the lease when its export ended: the other instance exports now.
+      await waitFor(async () => (await onOther(c, '?status=voided')).status === 200, 15000, 1000);
+      // And the other way round: an export streaming on the second instance holds the first back.
+      const again = await pausedExport(other.publicUrl, c.cookie);
+      try {
+        expect((await c.call('GET', '/requests.csv')).status).toBe(429);
+      } finally {
+        again.destroy();
+      }
+    } finally {
+      await other.close();
+    }
+  });
 });
+
+describe('CSV export with Redis away', () => {
+  it('fails open to this instance\'s rule: the export streams, a second of the merchant\'s on the same instance is 429', async () => {
+    const redis = await RedisServer.start();
+    const alone = await startService({ env: { REDIS_URL: redis.url } });
+    try {
+      const c = await signInDashboard(alone, (await createOnboardedMerchant(alone, pa.testKey)).wallet);
+      await seedLongExport(c);
+      await redis.down();
+      const first = await pausedExport(alone.publicUrl, c.cookie);
+      try {
+        const second = await c.call('GET', '/requests.csv');
+        expect(second.status).toBe(429);
+        expect(second.body).toMatchObject({ ok: false, error: 'rate_limited' });
+      } finally {
+        first.destroy();
+      }
+      await waitFor(async () => (await c.call('GET', '/requests.csv?status=voided')).status === 200, 15000, 200);
+    } finally {
+      await alone.close();
+      await redis.down();
+    }
+  });
+});
+
+/** Enough rows for merchant `c` that an unread response fills the socket and the export waits on back-pressure. */
+async function seedLongExport(c: DashboardClient): Promise<void> {
+  const seed = await create(c, { fiat_amount_int: 5 });
+  await sql(
+    `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
+       chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source, memo)
+     SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), 5, fiat_currency, rate, amount + g,
+            chain_id, token_address, recipient, 'pos', NULL, expires_at, claim_until, created_at + g * interval '1 millisecond', 'dashboard', repeat('m', 400)
+       FROM payment_requests, generate_series(1, 30000) g WHERE id = $1`,
+    [seed.body.request_id],
+  );
+}
+
+/** An export that has answered 200 and is left unread, so it keeps streaming until the caller destroys it. */
+async function pausedExport(base: string, cookie: string): Promise<IncomingMessage> {
+  const req = request(`${base}/dashboard/api/requests.csv`, { headers: { cookie } });
+  const started = new Promise<IncomingMessage>((resolve, reject) => req.on('response', resolve).on('error', reject));
+  req.end();
+  const res = await started;
+  expect(res.statusCode).toBe(200);
+  res.pause();
+  return res;
+}
 
 describe('rate limit per merchant on the dashboard\'s changes', () => {
   it('past 60 changes a minute on a route → 429 rate_limited, whichever session; reads and other merchants go on', async () => {

@@ -6,7 +6,7 @@ import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
-import { ISO_MS_RE, keysOf, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
+import { DASHBOARD_ITEM_FIELDS as ITEM_FIELDS, ISO_MS_RE, keysOf, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
@@ -28,8 +28,6 @@ const PLAN_FIELDS = [
   'ok', 'plan_id', 'status', 'pause_reason', 'title', 'fiat_amount', 'fiat_currency', 'interval', 'interval_count', 'start_at',
   'next_charge_at', 'charges_created', 'max_charges', 'expiry_minutes', 'payer_name', 'payer_email', 'metadata', 'plan_url', 'created_at',
 ].sort();
-const ITEM_FIELDS = [...REQUEST_FIELDS, 'source', 'plan_id', 'period_index', 'memo', 'customer_name', 'customer_email', 'customer_phone'].sort();
-
 beforeAll(async () => {
   svc = await startService({ worker: true, env: { EXPIRY_SWEEP_INTERVAL_MS: '500', CHAIN_SCAN_INTERVAL_MS: '500', HEAD_POLL_MS: '100', VERIFY_POLL_MS: '200' } });
   receiver = await Receiver.start();

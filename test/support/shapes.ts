@@ -4,6 +4,11 @@ export const REQUEST_FIELDS = [
   'tx_hash', 'amount', 'asset_id', 'fiat_amount', 'fiat_currency', 'account_id', 'metadata',
 ].sort();
 
+/** A dashboard item (DESIGN §5, §8): the request plus its origin, customer fields and token ({symbol, decimals}). */
+export const DASHBOARD_ITEM_FIELDS = [
+  ...REQUEST_FIELDS, 'token', 'source', 'plan_id', 'period_index', 'memo', 'customer_name', 'customer_email', 'customer_phone',
+].sort();
+
 export const MERCHANT_FIELDS = [
   'ok', 'merchant_id', 'email', 'display_name', 'business_name', 'country', 'phone', 'website', 'instagram',
   'industry', 'account_type', 'onboarding_status', 'wallet_address', 'display_currency', 'home_portal', 'disabled',

@@ -14,6 +14,12 @@ export interface Asset {
   assetId: string;
 }
 
+/** What a person needs to read a token amount: "12.34 USDC" from 12340000 base units. */
+export interface TokenInfo {
+  symbol: string;
+  decimals: number;
+}
+
 export type ChainHealth =
   | { state: 'ok' }
   | { state: 'not_configured' }
@@ -59,9 +65,21 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Symbol and decimals of a token as last read from its contract (also for an asset no mode uses now). */
-  async storedAsset(chainId: bigint, token: string): Promise<{ symbol: string; decimals: number } | null> {
+  async storedAsset(chainId: bigint, token: string): Promise<TokenInfo | null> {
     const row = await this.repo.find(chainId, token);
     return row ? { symbol: row.symbol, decimals: row.decimals } : null;
+  }
+
+  /**
+   * Symbol and decimals of the token a request is priced in: a configured mode's asset from memory (the usual
+   * case, no query), else as last stored (an asset no mode uses now); null when it was never read.
+   */
+  async tokenOf(chainId: bigint, token: string): Promise<TokenInfo | null> {
+    const address = token.toLowerCase();
+    for (const a of this.assets.values()) {
+      if (a.chainId === chainId && a.token.toLowerCase() === address) return { symbol: a.symbol, decimals: a.decimals };
+    }
+    return this.storedAsset(chainId, token);
   }
 
   /** The reader of a mode whose chain id checked out; null while verification is off for it. */

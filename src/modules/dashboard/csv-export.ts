@@ -1,27 +1,54 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { AppError } from '../../common/errors';
+import { RedisLeases, type HeldLease } from '../../common/redis/redis-lease';
+
+/** How long an export's lease outlives its holder: a crashed instance blocks the merchant's next export this long at most. */
+const EXPORT_LEASE_MS = 30_000;
 
 /**
  * A CSV download written batch by batch with the socket's back-pressure respected, so an export of any size
- * holds one batch in memory; at most one export per merchant runs in this process at a time (an export reads
- * every matching request, so a merchant could otherwise keep many of them busy).
+ * holds one batch in memory. At most one export per merchant runs at a time across every instance (an export
+ * reads every matching request, so a merchant could otherwise keep many of them busy): a Redis lease per
+ * merchant, renewed while the export streams, released when it ends, lapsing on its own if the process dies.
+ *
+ * With Redis away the export fails open, to this process's own rule (one per merchant per instance): the
+ * export only reads the merchant's own data behind its session, the route's per-minute limit fails open
+ * likewise (RedisConnections), and refusing every merchant's download during an outage would cost more than
+ * the few concurrent exports it could allow (at most one per instance).
  */
 @Injectable()
 export class CsvExports {
   private readonly logger = new Logger('CsvExport');
+  /** This process's exports: refused here without a round trip, and the only rule while Redis is away. */
   private readonly running = new Set<string>();
 
-  /** Another export of the merchant's still running → 429 rate_limited, before anything is written. */
+  constructor(private readonly leases: RedisLeases) {}
+
+  /** Another export of the merchant's still running, here or on another instance → 429 rate_limited, before anything is written. */
   async stream(merchantId: string, res: Response, filename: string, header: string, chunks: AsyncIterable<string>): Promise<void> {
-    if (this.running.has(merchantId)) {
-      throw new AppError('rate_limited', { errors: [{ field: 'export', message: 'another export of yours is still running' }] });
-    }
+    if (this.running.has(merchantId)) throw exportRunning();
     this.running.add(merchantId);
     try {
-      await this.write(res, filename, header, chunks);
+      const lease = await this.lease(merchantId);
+      if (lease === null) throw exportRunning();
+      try {
+        await this.write(res, filename, header, chunks);
+      } finally {
+        await lease?.release();
+      }
     } finally {
       this.running.delete(merchantId);
+    }
+  }
+
+  /** The merchant's lease; null when another instance holds it; undefined when Redis cannot say (fail open). */
+  private async lease(merchantId: string): Promise<HeldLease | null | undefined> {
+    try {
+      return await this.leases.acquire(`csv-export:${merchantId}`, EXPORT_LEASE_MS);
+    } catch (e) {
+      this.logger.warn(`CSV export of merchant ${merchantId} without its lease (Redis: ${(e as Error).message}); one per merchant in this process still holds`);
+      return undefined;
     }
   }
 
@@ -47,6 +74,10 @@ export class CsvExports {
     }
     res.end();
   }
+}
+
+function exportRunning(): AppError {
+  return new AppError('rate_limited', { errors: [{ field: 'export', message: 'another export of yours is still running' }] });
 }
 
 /** Resolves when the socket takes more, or at once when the client is already gone ('close' fired before). */

@@ -14,7 +14,7 @@ import { DashboardAuthService, type DashboardSession } from './dashboard-auth.se
 import { DASHBOARD_CHANGES_PER_MINUTE, DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
 import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
 import { CsvExports } from './csv-export';
-import { CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
+import { CSV_HEADER, csvRows, dashboardItem, dashboardItems, meBody } from './dashboard.mapper';
 import { DashboardService } from './dashboard.service';
 
 /** CSV exports a minute per merchant (each reads every matching request). */
@@ -75,10 +75,9 @@ export class DashboardController {
   @Get('requests')
   async list(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery) {
     const page = await this.dashboard.list(s.merchant, listQuery(q));
-    const now = new Date();
     return {
       ok: true,
-      requests: page.items.map((r) => dashboardItem(r, this.config.payUrl, now)),
+      requests: await dashboardItems(page.items, this.dashboard.tokenLookup(), this.config.payUrl, new Date()),
       has_more: page.hasMore,
       limit: page.limit,
       offset: page.offset,
@@ -91,13 +90,13 @@ export class DashboardController {
   @RateLimit(DASHBOARD_EXPORTS_PER_MINUTE)
   async csv(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery, @Res() res: Response): Promise<void> {
     const batches = this.dashboard.exportAll(s.merchant, { ...listQuery(q), limit: undefined, offset: undefined });
-    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches));
+    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches, this.dashboard.tokenLookup()));
   }
 
   @Get('requests/:id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     const { request, notifications } = await this.dashboard.detail(s.merchant, id);
-    return { ...dashboardItem(request, this.config.payUrl, new Date()), notifications: notifications.map(sentMessageJson) };
+    return { ...(await this.item(request)), notifications: notifications.map(sentMessageJson) };
   }
 
   @Post('requests')
@@ -111,7 +110,7 @@ export class DashboardController {
   ) {
     const { request, created } = await this.dashboard.createRequest(s.merchant, dto, idempotencyKey);
     res.status(created ? 201 : 200);
-    return dashboardItem(request, this.config.payUrl, new Date(), !created);
+    return this.item(request, !created);
   }
 
   @Post('requests/:id/cancel')
@@ -119,7 +118,11 @@ export class DashboardController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
+    const view = (r: PaymentRequest) => this.item(r);
     return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));
+  }
+
+  private async item(r: PaymentRequest, replay = false): Promise<Record<string, unknown>> {
+    return dashboardItem(r, await this.dashboard.tokenLookup()(r), this.config.payUrl, new Date(), replay);
   }
 }

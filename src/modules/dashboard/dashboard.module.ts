@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { RedisLeases } from '../../common/redis/redis-lease';
 import { PartnersModule } from '../admin/partners.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { RequestsModule } from '../requests/requests.module';
@@ -24,7 +25,7 @@ import { HandlePageService } from './handle-page.service';
 @Module({
   imports: [TypeOrmModule.forFeature([DashboardNonceEntity, DashboardSessionEntity]), PartnersModule, MerchantsModule, RequestsModule],
   controllers: [DashboardAuthController, DashboardController, HandlePageController],
-  providers: [CsvExports, DashboardNonceRepository, DashboardSessionRepository, DashboardAuthService, DashboardSessionGuard, DashboardService, HandlePageService],
+  providers: [CsvExports, RedisLeases, DashboardNonceRepository, DashboardSessionRepository, DashboardAuthService, DashboardSessionGuard, DashboardService, HandlePageService],
   exports: [DashboardAuthService, DashboardSessionGuard, DashboardService],
 })
 export class DashboardModule {}

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnersService } from '../admin/partners.service';
+import { AssetRegistry, type TokenInfo } from '../chain/asset-registry';
 import type { Merchant } from '../merchants/merchant';
 import { NotificationsService, type SentMessage } from '../notifications/notifications.service';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
@@ -37,6 +38,7 @@ export class DashboardService {
     private readonly partners: PartnersService,
     private readonly requests: RequestsService,
     private readonly notifications: NotificationsService,
+    private readonly assets: AssetRegistry,
   ) {}
 
   async settings(m: Merchant): Promise<MerchantSettings> {
@@ -122,5 +124,20 @@ export class DashboardService {
 
   cancel(m: Merchant, id: string): Promise<PaymentRequest> {
     return this.requests.cancel(merchantScope(m), id);
+  }
+
+  /**
+   * The symbol and decimals of each request's token, from the chain module (which owns the assets). One
+   * lookup per distinct asset for the life of the returned function, so a list or an export of requests
+   * priced in an asset no mode uses any more queries it once, not once a row.
+   */
+  tokenLookup(): (r: PaymentRequest) => Promise<TokenInfo | null> {
+    const known = new Map<string, Promise<TokenInfo | null>>();
+    return (r) => {
+      const key = `${r.chainId}:${r.tokenAddress.toLowerCase()}`;
+      let token = known.get(key);
+      if (!token) known.set(key, (token = this.assets.tokenOf(r.chainId, r.tokenAddress)));
+      return token;
+    };
   }
 }

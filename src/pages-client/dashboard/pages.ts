@@ -4,7 +4,7 @@ import { byId, say } from '../lib/dom';
 import { siweMessage } from '../lib/siwe';
 import { injectedWallet, requestAccount, signText, walletChainId } from '../lib/wallet';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './forms';
-import { el, fillDetails, money, requestItem, stateBadge, when } from './render';
+import { el, fillDetails, money, requestItem, stateBadge, tokenAmount, when } from './render';
 import { afterSignIn, dash, rememberCsrf } from './session';
 import type { DashboardRequest, Me, RequestPage } from './types';
 import { explain, SOURCE_NAMES, STATUS_NAMES } from './words';
@@ -194,7 +194,8 @@ function showRequest(r: DashboardRequest): void {
     ['Status', STATUS_NAMES[r.status] ?? r.status],
     ['Payment', r.proof_status === 'verified' ? `Paid ${when(r.proof_verified_at)}` : r.proof_status === 'attached' ? 'Being checked' : 'Not paid'],
     ['Transaction', r.tx_hash ? el('code', {}, r.tx_hash) : null],
-    ['Amount in tokens', `${r.amount} base units (${r.asset_id})`],
+    ['Amount in tokens', el('span', { id: 'request-token-amount' }, tokenAmount(r))],
+    ['Token', el('code', {}, r.asset_id)],
     ['Created', when(r.created_at)],
     ['Expires', when(r.expires_at)],
     ['Created by', SOURCE_NAMES[r.source] ?? r.source],

@@ -1,4 +1,4 @@
-import { formatFiat } from '../../modules/pages/format';
+import { formatFiat, formatTokenUnits } from '../../modules/pages/format';
 import { SOURCE_NAMES, stateWords } from './words';
 import type { DashboardRequest } from './types';
 
@@ -23,6 +23,14 @@ export function when(iso: string | null): string {
 
 export function money(r: { fiat_amount: number; fiat_currency: string }): string {
   return formatFiat(r.fiat_amount, r.fiat_currency);
+}
+
+/**
+ * The token amount as a merchant reads it, "12.34 USDC", with bigint and string math only (exact, never
+ * rounded). Without the token's decimals, base units are the only exact statement.
+ */
+export function tokenAmount(r: Pick<DashboardRequest, 'amount' | 'token'>): string {
+  return r.token ? `${formatTokenUnits(r.amount, r.token.decimals)} ${r.token.symbol}` : `${r.amount} base units`;
 }
 
 export function stateBadge(r: DashboardRequest): HTMLElement {

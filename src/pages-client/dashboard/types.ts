@@ -37,8 +37,10 @@ export interface DashboardRequest {
   created_at: string;
   proof_verified_at: string | null;
   tx_hash: string | null;
+  /** Base units of the token, as the partner sees it; `token` says how to read it (null: never read). */
   amount: string;
   asset_id: string;
+  token: { symbol: string; decimals: number } | null;
   fiat_amount: number;
   fiat_currency: string;
   source: string;

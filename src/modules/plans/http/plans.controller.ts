@@ -6,7 +6,8 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import type { DashboardSession } from '../../dashboard/dashboard-auth.service';
 import { DASHBOARD_CHANGES_PER_MINUTE, DashboardSessionGuard, SignedIn } from '../../dashboard/dashboard-session.guard';
-import { dashboardItem } from '../../dashboard/dashboard.mapper';
+import { dashboardItems } from '../../dashboard/dashboard.mapper';
+import { DashboardService } from '../../dashboard/dashboard.service';
 import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
 import { CreatePlanDto, ListPlansQuery } from './plans.dto';
@@ -16,7 +17,11 @@ import { planJson } from './plans.mapper';
 @Controller('dashboard/api/plans')
 @UseGuards(DashboardSessionGuard, BodyCheckGuard)
 export class PlansController {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly plans: PlansService) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly plans: PlansService,
+    private readonly dashboard: DashboardService,
+  ) {}
 
   @Post()
   @UseGuards(RateLimitGuard)
@@ -52,8 +57,8 @@ export class PlansController {
   @Get(':id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     const p = await this.plans.get(s.merchant, id);
-    const now = new Date();
-    return { ...this.body(p), charges: (await this.plans.chargesOf(p)).map((r) => dashboardItem(r, this.config.payUrl, now)) };
+    const charges = await dashboardItems(await this.plans.chargesOf(p), this.dashboard.tokenLookup(), this.config.payUrl, new Date());
+    return { ...this.body(p), charges };
   }
 
   @Post(':id/pause')
