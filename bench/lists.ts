@@ -9,9 +9,13 @@
  * The rows are seeded in SQL (INSERT … SELECT generate_series, triggers and foreign-key checks off for the
  * session, then ANALYZE), growing one table from size to size, in the dedicated database prs_bench_lists
  * (BENCH_LISTS_DATABASE_URL), dropped and migrated at the start and dropped at the end (BENCH_LISTS_KEEP=1
- * keeps it). BENCH_LIST_SIZES limits the sizes, e.g. 10k,1m. The service is spawned as bench/service.ts does
- * (API role, local Hardhat chain); the partner, its key and its merchant come through the real APIs, the
- * dashboard session through the real SIWE sign-in. Result: .tmp/bench-lists.json.
+ * keeps it). BENCH_LISTS_REUSE=1 keeps it too and, when it already holds a seeded table, starts from that
+ * table instead: pending migrations only, the partner, key, merchant wallet and plan read back from
+ * bench_lists_seed, and no seeding up to the rows it holds (seeding 10 M takes a long while on 2 cores; a size
+ * below the rows held is refused; the seeded open requests stay open for 30 days). BENCH_LIST_SIZES limits the
+ * sizes, e.g. 10k,1m. The service is spawned as bench/service.ts does (API role, local Hardhat chain); the
+ * partner, its key and its merchant come through the real APIs, the dashboard session through the real SIWE
+ * sign-in. Result: .tmp/bench-lists.json.
  *
  * The seeded mix: rows older than the newest 5000 are settled, per 1000: 620 expired/none, 300 opened/verified,
  * 40 voided/none, 20 requested/verified, 20 expired/attached. The newest 5000 (open requests are bounded by the
@@ -26,6 +30,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import { Wallet } from 'ethers';
 import { SiweMessage } from 'siwe';
 import { RequestsRepository, type ListFilter } from '../src/modules/requests/infrastructure/requests.repository';
 import { cleanup } from './children';
@@ -268,29 +273,88 @@ function table(rows: Row[], sizeNames: string[]): string {
   return lines.map((l) => l.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')).join('\n');
 }
 
+/** What a reused database needs besides its rows: who owns them (bench_lists_seed, one row). */
+interface Stored {
+  s: Seeded;
+  planId: string;
+  seeded: number;
+}
+
+async function databaseExists(url: string): Promise<boolean> {
+  const admin = new URL(url);
+  const name = decodeURIComponent(admin.pathname.replace(/^\//, ''));
+  admin.pathname = '/postgres';
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    return (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+  } finally {
+    await client.end();
+  }
+}
+
+async function readStored(db: Client): Promise<Stored | null> {
+  if (!(await db.query(`SELECT to_regclass('bench_lists_seed') IS NOT NULL AS present`)).rows[0].present) return null;
+  const r = await db.query<{ partner_id: string; api_key: string; merchant_id: string; wallet_key: string; plan_id: string; seeded: string }>(
+    'SELECT * FROM bench_lists_seed',
+  );
+  if (r.rowCount !== 1) return null;
+  const row = r.rows[0];
+  const s = { partnerId: row.partner_id, apiKey: row.api_key, merchantId: row.merchant_id, wallet: new Wallet(row.wallet_key) };
+  return { s, planId: row.plan_id, seeded: Number(row.seeded) };
+}
+
+async function writeStored(db: Client, st: Stored, walletKey: string): Promise<void> {
+  await db.query(`CREATE TABLE IF NOT EXISTS bench_lists_seed (partner_id uuid, api_key text, merchant_id uuid,
+    wallet_key text, plan_id uuid, seeded bigint)`);
+  await db.query('DELETE FROM bench_lists_seed');
+  await db.query('INSERT INTO bench_lists_seed VALUES ($1, $2, $3, $4, $5, $6)', [
+    st.s.partnerId, st.s.apiKey, st.s.merchantId, walletKey, st.planId, st.seeded,
+  ]);
+}
+
 async function main(): Promise<void> {
   const sizeNames = sizes();
   const n = requestsPerFilter();
   const url = process.env.BENCH_LISTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_lists';
+  const reuse = process.env.BENCH_LISTS_REUSE === '1';
   log(`database ${url}, sizes ${sizeNames.join(', ')}, ${n} requests per filter (machine load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
-  await dropDatabase(url);
+  let stored: Stored | null = null;
+  if (reuse && (await databaseExists(url))) {
+    const probe = new Client({ connectionString: url });
+    await probe.connect();
+    stored = await readStored(probe).finally(() => probe.end());
+  }
+  if (stored) {
+    const below = sizeNames.filter((z) => SIZES[z] < stored!.seeded);
+    if (below.length) throw new Error(`BENCH_LISTS_REUSE: the database holds ${stored.seeded} rows, more than ${below.join(', ')}`);
+    log(`reusing ${stored.seeded} seeded rows`);
+  } else {
+    await dropDatabase(url);
+  }
   await migrate(url);
   const chain = await startChain();
   const svc = await startService({ databaseUrl: url, chain });
-  const s = await seed(svc);
+  const fresh = stored ? null : await seed(svc);
+  const s: Seeded = stored?.s ?? fresh!;
   const cookie = await signIn(svc, s);
-  const db = new Client({ connectionString: url, options: '-c jit=off' }); // as the service connects
+  const db = new Client({ connectionString: url, options: '-c jit=off -c max_parallel_workers_per_gather=0' }); // as the service connects
   await db.connect();
   const rows: Row[] = [];
   try {
-    const planId = await insertPlan(db, s);
+    const planId = stored?.planId ?? (await insertPlan(db, s));
     const recipient = s.wallet.address.toLowerCase();
-    let seeded = 0;
+    let seeded = stored?.seeded ?? 0;
+    const storing = reuse || process.env.BENCH_LISTS_KEEP === '1';
+    if (!stored && storing) await writeStored(db, { s, planId, seeded }, (fresh!.wallet as Wallet).privateKey);
     for (const z of sizeNames) {
-      const t = Date.now();
-      await grow(db, s, planId, recipient, chain.token.toLowerCase(), seeded, SIZES[z]);
-      seeded = SIZES[z];
-      log(`${z}: seeded to ${seeded} rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      if (SIZES[z] > seeded) {
+        const t = Date.now();
+        await grow(db, s, planId, recipient, chain.token.toLowerCase(), seeded, SIZES[z]);
+        seeded = SIZES[z];
+        if (storing) await db.query('UPDATE bench_lists_seed SET seeded = $1', [seeded]);
+        log(`${z}: seeded to ${seeded} rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      }
       for (const c of cases(s, planId, seeded)) {
         const h = await timeCase(svc, s, cookie, c, n);
         const srv = await serverMs(db, s, c.filter);
@@ -314,7 +378,7 @@ async function main(): Promise<void> {
   writeFileSync(RESULT_FILE, `${JSON.stringify({ at: new Date().toISOString(), loadavg: os.loadavg(), requestsPerFilter: n, rows }, null, 2)}\n`);
   log(`result written to ${path.relative(process.cwd(), RESULT_FILE)}`);
   await svc.child.stop();
-  if (process.env.BENCH_LISTS_KEEP !== '1') await dropDatabase(url);
+  if (process.env.BENCH_LISTS_KEEP !== '1' && !reuse) await dropDatabase(url);
 }
 
 let interrupted = false;

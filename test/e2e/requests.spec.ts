@@ -850,6 +850,28 @@ describe('GET /api/v1/requests: every state filter reads the shown state (lapsed
     const later = await list(q.testKey, `?status=expired&since=${encodeURIComponent(since)}`);
     expect(later.body.requests.map((x: any) => x.request_id)).toEqual(expired.slice(3));
   });
+
+  it('status=expired shows a lapsed request in its own partner and mode only', async () => {
+    // The lapsed rows are looked up by partner alone (not by mode, see stateBranches): the other mode's and
+    // another partner's lapsed requests, one of each lapsing proof state, must still stay out.
+    const ownLive = await mustCreateRequest(svc, q.liveKey, { account_id: (await createOnboardedMerchant(svc, q.liveKey)).id, fiat_amount_int: 700 });
+    const stranger = await createPartner(svc);
+    const strangers = await mustCreateRequest(svc, stranger.testKey, {
+      account_id: (await createOnboardedMerchant(svc, stranger.testKey)).id,
+      fiat_amount_int: 700,
+    });
+    await sql(
+      `UPDATE payment_requests SET status = 'opened', proof_status = 'attached', tx_hash = $2,
+         expires_at = now() - interval '2 hours', claim_until = now() - interval '1 hour' WHERE id = $1`,
+      [ownLive.request_id, `0x${'cd'.repeat(32)}`],
+    );
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 minute' WHERE id = $1`, [strangers.request_id]);
+    const ids = (r: Reply) => r.body.requests.map((x: any) => x.request_id);
+    expect((await list(q.testKey, '?status=expired&limit=100')).body.requests).toEqual(full.filter((x) => x.status === 'expired'));
+    expect(ids(await list(q.liveKey, '?status=expired'))).toEqual([ownLive.request_id]);
+    expect(ids(await list(stranger.testKey, '?status=expired'))).toEqual([strangers.request_id]);
+    expect(ids(await list(stranger.testKey, '?status=requested'))).toEqual([]);
+  });
 });
 
 describe('POST /api/v1/requests/:id/cancel', () => {

@@ -28,7 +28,9 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
 @Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient'], {
   where: `((proof_status <> 'verified'::text) AND amount_locked)`,
 })
-@Index('payment_requests_expiring', ['expiresAt'], {
+// The sweep's lapsed requests by deadline; partner, status and id let status=expired read a partner's own from
+// the index alone (issue 14).
+@Index('payment_requests_expiring', ['expiresAt', 'partnerId', 'status', 'id'], {
   where: `((status = ANY (ARRAY['requested'::text, 'opened'::text])) AND (proof_status = 'none'::text))`,
 })
 // The finality job's selection: verified claims not yet settled nor lost (DESIGN §7).
@@ -36,7 +38,7 @@ import type { ProofStatus, RequestStatus } from '../domain/transitions';
   where: `((proof_status = 'verified'::text) AND (claim_settled_at IS NULL) AND (claim_lost_at IS NULL))`,
 })
 // An attached proof that has not verified lapses when the claim window closes (DESIGN §7).
-@Index('payment_requests_attached_expiring', ['claimUntil'], {
+@Index('payment_requests_attached_expiring', ['claimUntil', 'partnerId', 'status', 'id'], {
   where: `((status = ANY (ARRAY['requested'::text, 'opened'::text])) AND (proof_status = 'attached'::text))`,
 })
 export class PaymentRequestEntity {

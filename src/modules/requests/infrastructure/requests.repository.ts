@@ -253,7 +253,7 @@ export class RequestsRepository {
     } else {
       const take = page(f.limit + f.offset + 1, 0);
       // A lapsed-only branch is read whole, by id, and sorted (see stateBranches).
-      const branches = stateBranches(f.status, f.proofStatus).map(
+      const branches = stateBranches(f.status, f.proofStatus, 'partner_id = $1').map(
         (b) => `(SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE ${[...where, b.sql].join(' AND ')}${b.lapsedOnly ? '' : ` ${take}`})`,
       );
       sql = `SELECT * FROM (${branches.join(' UNION ALL ')}) r ${page(f.limit + 1, f.offset)}`;
@@ -462,14 +462,18 @@ export class RequestsRepository {
   }
 }
 
-/** A status filter as shown to partners: a lapsed request with no proof reads as expired. */
 /**
  * The list's state filter as disjoint conditions, one per stored (status, proof_status) pair that may show as
  * the asked status and proof: a pair that lapses (EXPIRING) shows as itself before its deadline and as expired
  * from it, so status=requested/opened keeps it with "deadline > now()", status=expired takes it with
- * "deadline <= now()" (the expiring indexes hold exactly those rows), no status filter takes it whole.
+ * "deadline <= now()" (the expiring indexes hold exactly those rows), no status
+ * filter takes it whole. `scope` is the list's partner condition.
  */
-function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | undefined): Array<{ sql: string; lapsedOnly: boolean }> {
+function stateBranches(
+  status: RequestStatus | undefined,
+  proof: ProofStatus | undefined,
+  scope: string,
+): Array<{ sql: string; lapsedOnly: boolean }> {
   const branches: Array<{ sql: string; lapsedOnly: boolean }> = [];
   for (const s of REQUEST_STATUSES) {
     for (const p of PROOF_STATUSES) {
@@ -487,17 +491,24 @@ function stateBranches(status: RequestStatus | undefined, proof: ProofStatus | u
       // IS TRUE keeps it a filter: as an index condition the planner would range over the expiring index and sort.
       else if (showsAsItself) branches.push({ sql: `${pair} AND (${deadline} > now()) IS TRUE`, lapsedOnly: false });
       // The lapsed rows the sweep has not reached yet are few, and only the expiring indexes know which they
-      // are: the partner-free subquery can use nothing else (table-wide, the deadline looks almost always past,
-      // so given the pair the planner would walk all its live rows).
+      // are (by deadline, not in list order): the subquery reads the partner's own ids there, index-only (the
+      // key holds partner, status and id), and the outer query fetches them by id, applies the list's other
+      // filters and sorts. The subquery names the partner but not the mode, on purpose: with test_mode the
+      // pair is a tight range of state_list, and the planner, which sees the deadline as almost always past
+      // (table-wide it is), walks all the pair's live rows there instead. An ordered branch has the same fault.
       else if (showsAsExpired) {
         const lapsed = `${pair} AND ${deadline} <= now()`;
-        branches.push({ sql: `${lapsed} AND id = ANY(ARRAY(SELECT id FROM payment_requests WHERE ${lapsed}))`, lapsedOnly: true });
+        branches.push({
+          sql: `${lapsed} AND id = ANY(ARRAY(SELECT id FROM payment_requests WHERE ${scope} AND ${lapsed}))`,
+          lapsedOnly: true,
+        });
       }
     }
   }
   return branches;
 }
 
+/** A status filter as shown to partners: a lapsed request reads as expired (one condition, no branches). */
 function statusCondition(status: RequestStatus): string {
   switch (status) {
     case 'expired':
