@@ -68,6 +68,11 @@ export class WebhookDeliveryQueue {
     return next ? parseJobId(next) : null;
   }
 
+  /** An attempt run on in a slot failed (Postgres away): it becomes a job in that slot, retried with backoff. */
+  async retryInSlot(partnerId: string, eventId: string, attempt: number): Promise<void> {
+    await this.queueAdmitted(partnerId, [deliveryJobId(eventId, attempt)]);
+  }
+
   /** The attempt starts now and keeps its slot for as long as it can take. */
   async starting(partnerId: string, eventId: string, attempt: number): Promise<void> {
     await this.gate.hold(partnerId, deliveryJobId(eventId, attempt));
