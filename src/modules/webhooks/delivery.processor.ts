@@ -7,6 +7,13 @@ import { DUE_JOB, WebhookDeliveryQueue } from './webhook-delivery.queue';
 
 /** How many of its partner's next attempts one job runs in the slot it holds before handing them to the queue. */
 const MAX_RUN_ON = 1000;
+/**
+ * And for how long: a job that runs on holds one of the worker's 50 places, so partners whose attempts are
+ * slow (a hanging endpoint takes WEBHOOK_TIMEOUT_MS each) would keep every place for up to MAX_RUN_ON attempts
+ * and starve every other partner's queued attempts. Past this budget the next attempt goes to the back of
+ * the queue like any other; a fast partner still runs hundreds of attempts per queue round trip.
+ */
+const RUN_ON_BUDGET_MS = 1000;
 
 /**
  * The `webhooks` queue. 50 attempts run at once per worker. Every `deliver` job already holds one of its
@@ -42,6 +49,7 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
     if (!job.data.admitted) return this.delivery.attempt(eventId, attempt);
     // A run after the first (the worker died, or BullMQ retries a failure) renews the slot's lease.
     if (job.attemptsStarted > 1) await this.queue.starting(partnerId, eventId, attempt);
+    const startedAt = Date.now();
     let done = false;
     try {
       await this.delivery.attempt(eventId, attempt);
@@ -50,24 +58,31 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
       // A failure BullMQ will retry keeps the slot for the retry (its lease bounds a worker that died).
       if (!done && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await this.free(partnerId, eventId, attempt, false);
     }
-    await this.runNext(partnerId, eventId, attempt);
+    await this.runNext(partnerId, eventId, attempt, startedAt);
   }
 
   /**
    * The attempt is over: its slot goes to the partner's next waiting attempt, which runs here at once (a busy
    * partner's slots stay busy without a queue round trip per attempt), up to MAX_RUN_ON attempts per job.
-   * One that fails here (Postgres away) is left to the outbox re-drive, which finds it overdue and queues it.
+   * One that fails here (Postgres away) stops the run-on: it becomes a job of its own in the slot it holds,
+   * retried with BullMQ's backoff, rather than this loop taking and failing every waiting attempt at once.
    */
-  private async runNext(partnerId: string, eventId: string, attempt: number): Promise<void> {
+  private async runNext(partnerId: string, eventId: string, attempt: number, startedAt: number): Promise<void> {
     let current = { eventId, attempt };
     for (let runs = 0; ; runs++) {
-      const next = await this.free(partnerId, current.eventId, current.attempt, runs < MAX_RUN_ON && !this.stopping);
+      const runOn = runs < MAX_RUN_ON && Date.now() - startedAt < RUN_ON_BUDGET_MS && !this.stopping;
+      const next = await this.free(partnerId, current.eventId, current.attempt, runOn);
       if (!next) return;
       current = next;
       try {
         await this.delivery.attempt(current.eventId, current.attempt);
       } catch (e) {
-        this.logger.warn(`attempt ${current.attempt} of ${current.eventId} failed (${(e as Error).message}); the outbox re-drive sends it again`);
+        this.logger.warn(`attempt ${current.attempt} of ${current.eventId} failed (${(e as Error).message}); queued to be retried`);
+        // If even that fails, its slot's lease runs out and the outbox re-drive sends it again.
+        await this.queue.retryInSlot(partnerId, current.eventId, current.attempt).catch((err: Error) => {
+          this.logger.warn(`attempt ${current.attempt} of ${current.eventId} not queued (${err.message}); the outbox re-drive sends it again`);
+        });
+        return;
       }
     }
   }

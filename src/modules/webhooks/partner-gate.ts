@@ -93,8 +93,9 @@ export class PartnerGate {
 
   /**
    * As admit(), but a member that holds a slot already is handed back to be queued again, keeping its slot:
-   * for the outbox re-drive, which asks only for attempts overdue past any attempt's deadline, so a slot they
-   * hold belonged to a worker that died.
+   * for the outbox re-drive, for attempts claimed longer ago than any attempt takes, so a slot they hold
+   * belonged to a worker that died. Never for an attempt merely overdue: it may hold a slot because a live
+   * job took it to run on (DeliveryProcessor.runNext) and has not claimed it yet.
    */
   readmit(partnerId: string, members: readonly string[]): Promise<Admission> {
     return this.run(partnerId, '', true, members);

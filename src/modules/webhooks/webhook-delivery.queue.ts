@@ -30,6 +30,12 @@ export interface DueAttempt {
   id: string;
   attempt: number;
   partnerId: string;
+  /**
+   * From the outbox re-drive: the attempt was claimed longer ago than any attempt takes, so whoever ran it has
+   * died. Only then may a slot its member holds be taken over: a member holding a slot without a job is
+   * otherwise an attempt that a live job is running on (or is about to), and queueing it again sends it twice.
+   */
+  stalled?: boolean;
 }
 
 /**
@@ -68,6 +74,11 @@ export class WebhookDeliveryQueue {
     return next ? parseJobId(next) : null;
   }
 
+  /** An attempt run on in a slot failed (Postgres away): it becomes a job in that slot, retried with backoff. */
+  async retryInSlot(partnerId: string, eventId: string, attempt: number): Promise<void> {
+    await this.queueAdmitted(partnerId, [deliveryJobId(eventId, attempt)]);
+  }
+
   /** The attempt starts now and keeps its slot for as long as it can take. */
   async starting(partnerId: string, eventId: string, attempt: number): Promise<void> {
     await this.gate.hold(partnerId, deliveryJobId(eventId, attempt));
@@ -76,16 +87,17 @@ export class WebhookDeliveryQueue {
   /**
    * Makes sure this attempt is queued or waiting in its partner's gate. A job under the same id that already
    * finished without moving the event on (its worker died, or it exhausted BullMQ's retries) is replaced; a
-   * waiting, delayed or active one is left alone. An attempt that holds a slot but has no job (its worker died
-   * running it) is queued again in that slot. Asking the gate also admits whatever its free slots allow, so
-   * slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
+   * waiting, delayed or active one is left alone. A stalled attempt that holds a slot but has no job (its
+   * worker died running it) is queued again in that slot; one that is not stalled and holds a slot is left to
+   * whoever holds it, until the slot's lease runs out. Asking the gate also admits whatever its free slots
+   * allow, so slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
    */
-  async ensureJob({ id: eventId, attempt, partnerId }: DueAttempt): Promise<boolean> {
+  async ensureJob({ id: eventId, attempt, partnerId, stalled }: DueAttempt): Promise<boolean> {
     const jobId = deliveryJobId(eventId, attempt);
     const state = await this.queue.getJobState(jobId);
     if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
     else if (state !== 'unknown') return false;
-    const { added, admitted } = await this.gate.readmit(partnerId, [jobId]);
+    const { added, admitted } = stalled ? await this.gate.readmit(partnerId, [jobId]) : await this.gate.admit(partnerId, [jobId]);
     await this.queueAdmitted(partnerId, admitted);
     return added > 0;
   }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { Brackets, DataSource, type EntityManager, type Repository } from 'typeorm';
+import { DataSource, type EntityManager, type Repository } from 'typeorm';
 import type { PostOutcome } from './webhook-poster';
 import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
@@ -204,25 +204,25 @@ export class WebhookEventsRepository {
 
   /**
    * Events that should have a job by now but may have lost it: pending and due for longer than graceMs, or
-   * 'delivering' for longer than an attempt can take (its worker may have died).
+   * 'delivering' for longer than an attempt can take (its worker may have died: `stalled`). Most of a busy
+   * partner's overdue events are merely waiting in its gate, so the batch takes each partner's oldest in
+   * turn (every partner's first, then every partner's second, …): a partner with more than `limit` waiting
+   * never hides another partner's lost event from the re-drive.
    */
   async overdue(graceMs: number, attemptMaxMs: number, limit: number): Promise<DueAttempt[]> {
-    return this.events
-      .createQueryBuilder('e')
-      .select('e.id', 'id')
-      .addSelect('e.attempts + 1', 'attempt')
-      .addSelect('e.partner_id', 'partnerId')
-      .where('e.deliver')
-      .andWhere(
-        new Brackets((q) =>
-          q
-            .where(`e.state = 'pending' AND COALESCE(e.next_attempt_at, e.recorded_at) < now() - CAST(:graceMs AS int) * interval '1 millisecond'`, { graceMs })
-            .orWhere(`e.state = 'delivering' AND e.last_attempt_at < now() - CAST(:attemptMaxMs AS int) * interval '1 millisecond'`, { attemptMaxMs }),
-        ),
-      )
-      .orderBy('COALESCE(e.next_attempt_at, e.recorded_at)')
-      .limit(limit)
-      .getRawMany<DueAttempt>();
+    return this.dataSource.manager.query<DueAttempt[]>(
+      `SELECT id, attempt, "partnerId", stalled
+         FROM (SELECT e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId", e.state = 'delivering' AS stalled,
+                      COALESCE(e.next_attempt_at, e.recorded_at) AS due,
+                      row_number() OVER (PARTITION BY e.partner_id ORDER BY COALESCE(e.next_attempt_at, e.recorded_at), e.id) AS turn
+                 FROM webhook_events e
+                WHERE e.deliver AND e.state IN ('pending','delivering')
+                  AND ((e.state = 'pending' AND COALESCE(e.next_attempt_at, e.recorded_at) < now() - $1 * interval '1 millisecond')
+                    OR (e.state = 'delivering' AND e.last_attempt_at < now() - $2 * interval '1 millisecond'))) o
+        ORDER BY turn, due, id
+        LIMIT $3`,
+      [graceMs, attemptMaxMs, limit],
+    );
   }
 
   /** Newest first. */
