@@ -69,12 +69,28 @@ describe('partner delivery gate', () => {
     expect(await otherWorker.admit(p, [])).toEqual({ added: 0, admitted: ['e3-1'] });
   });
 
-  it('a running attempt renews its slot past the admission lease', async () => {
+  it('a job that starts renews its slot past the admission lease', async () => {
     const p = partner();
     await gate.admit(p, ['e0-1']);
-    await gate.hold(p, 'e0-1');
+    expect(await gate.start(p, 'e0-1')).toBe(true);
     const score = Number(await redis.main.zscore(`${config.redisPrefix}:webhook-slots:${p}`, 'e0-1'));
     expect(score).toBeGreaterThan(Date.now() + config.webhookTimeoutMs);
+  });
+
+  it('a job whose lease ran out while it waited runs only in a free slot; else it goes back to the front of the line', async () => {
+    const p = partner();
+    expect((await gate.admit(p, members(3))).admitted).toEqual(['e0-1', 'e1-1', 'e2-1']);
+    // e0's job waited in the queue past its lease (every worker down): the next admission gave its slot away.
+    await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${p}`, Date.now() - 1, 'e0-1');
+    expect((await gate.admit(p, ['late-1'])).admitted).toEqual(['late-1']);
+    expect(await otherWorker.start(p, 'e0-1')).toBe(false);
+    expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
+    // First in line when a slot frees, ahead of anything that asked before it was sent back.
+    await gate.admit(p, ['after-1']);
+    expect((await gate.release(p, 'e1-1')).admitted).toEqual(['e0-1']);
+    // A free slot lets a lapsed job run at once.
+    await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${p}`, Date.now() - 1, 'e2-1');
+    expect(await gate.start(p, 'e2-1')).toBe(true);
   });
 
   it('never admits more than the limit under concurrent admissions from two workers', async () => {

@@ -47,8 +47,9 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
     if (job.name === DUE_JOB) return this.queue.addNow([{ id: eventId, attempt, partnerId }]);
     // Jobs queued before the gate existed carry no slot: they run as they come.
     if (!job.data.admitted) return this.delivery.attempt(eventId, attempt);
-    // A run after the first (the worker died, or BullMQ retries a failure) renews the slot's lease.
-    if (job.attemptsStarted > 1) await this.queue.starting(partnerId, eventId, attempt);
+    // Renews the slot for the run; a job whose lease ran out while it waited, with every slot taken since,
+    // goes back to the gate's line instead (the limit holds even after the workers were down a long while).
+    if (!(await this.queue.starting(partnerId, eventId, attempt))) return;
     const startedAt = Date.now();
     let done = false;
     try {

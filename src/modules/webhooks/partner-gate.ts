@@ -48,13 +48,22 @@ const ADMIT = `
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return out`;
 
-// KEYS[1]: the partner's slots. ARGV: the member, its new lease expiry. Held again even if the lease had run out
-// (a stalled job picked up by another worker): briefly one over the limit rather than an attempt without a slot.
-const HOLD = `
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[1], newest[2])
-  return 1`;
+// KEYS[1]: the partner's slots, KEYS[2]: its waiting members. ARGV: now, limit, the member, its running lease's
+// expiry. A job about to run its attempt: it runs if its member still holds a slot (renewed for the run), or if
+// a slot is free (its admission lease ran out while it waited in the queue, say with every worker down);
+// otherwise the member goes back to the front of the waiting line and the job ends without running, so the
+// limit holds however long jobs wait. Returns 1 to run, 0 not to.
+const START = `
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+  if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+    local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIREAT', KEYS[1], newest[2])
+    return 1
+  end
+  redis.call('ZADD', KEYS[2], 0, ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
+  return 0`;
 
 /** What admit() and release() answer: members that now hold a slot (queue their attempt), and how many were new. */
 export interface Admission {
@@ -73,7 +82,7 @@ export interface Admission {
 export class PartnerGate {
   private readonly commands: Redis & {
     prsGateAdmit(slots: string, waiting: string, ...args: Array<string | number>): Promise<[number, ...string[]]>;
-    prsGateHold(slots: string, member: string, expiry: number): Promise<number>;
+    prsGateStart(slots: string, waiting: string, now: number, limit: number, member: string, expiry: number): Promise<number>;
   };
 
   constructor(
@@ -82,7 +91,7 @@ export class PartnerGate {
   ) {
     // EVALSHA of scripts loaded once, not the script's text on every call.
     redis.main.defineCommand('prsGateAdmit', { numberOfKeys: 2, lua: ADMIT });
-    redis.main.defineCommand('prsGateHold', { numberOfKeys: 1, lua: HOLD });
+    redis.main.defineCommand('prsGateStart', { numberOfKeys: 2, lua: START });
     this.commands = redis.main as typeof this.commands;
   }
 
@@ -106,9 +115,18 @@ export class PartnerGate {
     return this.run(partnerId, member, false, []);
   }
 
-  /** Renews `member`'s slot for a run that starts now: an attempt run again (its worker died, or BullMQ retries it). */
-  async hold(partnerId: string, member: string): Promise<void> {
-    await this.commands.prsGateHold(this.key(partnerId, 'slots'), member, Date.now() + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS);
+  /**
+   * For a job about to run `member`'s attempt: true when it holds a slot for the run (its own, renewed, or a
+   * free one); false when its lease ran out and the partner's slots are all taken: it is back at the front of
+   * the waiting line, and the job must not run it.
+   */
+  async start(partnerId: string, member: string): Promise<boolean> {
+    const now = Date.now();
+    const reply = await this.commands.prsGateStart(
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'),
+      now, this.config.webhookPartnerConcurrency, member, now + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS,
+    );
+    return reply === 1;
   }
 
   /** The partner's members waiting for a slot, and those holding one (for operators and tests). */

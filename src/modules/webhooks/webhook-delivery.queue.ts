@@ -79,9 +79,9 @@ export class WebhookDeliveryQueue {
     await this.queueAdmitted(partnerId, [deliveryJobId(eventId, attempt)]);
   }
 
-  /** The attempt starts now and keeps its slot for as long as it can take. */
-  async starting(partnerId: string, eventId: string, attempt: number): Promise<void> {
-    await this.gate.hold(partnerId, deliveryJobId(eventId, attempt));
+  /** The attempt's job starts: true when it holds its slot for the run; false when it is back in the gate's line. */
+  starting(partnerId: string, eventId: string, attempt: number): Promise<boolean> {
+    return this.gate.start(partnerId, deliveryJobId(eventId, attempt));
   }
 
   /**
