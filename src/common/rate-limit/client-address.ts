@@ -16,6 +16,8 @@ function ipv6Groups(address: string): number[] | null {
   return [...head, ...Array<string>(missing).fill('0'), ...tail].map((g) => parseInt(g, 16));
 }
 
+const MAPPED_DOTTED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+
 /**
  * The bucket a per-address limit counts a client in: an IPv4 address as itself (IPv4-mapped IPv6 included,
  * as a dual-stack listener reports IPv4 clients), an IPv6 address by its /64 — one subscriber or host usually
@@ -24,6 +26,10 @@ function ipv6Groups(address: string): number[] | null {
 export function addressBucket(ip: string | undefined): string {
   if (!ip) return 'unknown';
   if (isIPv4(ip)) return ip;
+  // Every call of the partner API asks (auth comes first): an IPv4 client of a dual-stack listener arrives
+  // as ::ffff:a.b.c.d, which the general path below would parse group by group to the same answer.
+  const mapped = MAPPED_DOTTED.exec(ip);
+  if (mapped && isIPv4(mapped[1])) return mapped[1];
   if (!isIPv6(ip)) return ip;
   const g = ipv6Groups(ip);
   if (!g) return ip;
