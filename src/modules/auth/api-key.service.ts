@@ -5,7 +5,7 @@ import { isUuid } from '../../common/ids';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { FeedCache } from '../../database/feed-cache';
 import { PartnersService } from '../admin/partners.service';
-import { generateApiKey, hashApiKey, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';
+import { generateApiKey, hashApiKeyHex, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';
 import { ApiKeyRepository } from './api-key.repository';
 import { SCOPES, type Scope } from './scopes';
 
@@ -52,14 +52,13 @@ export class ApiKeyService implements OnModuleInit {
     const mode = modeOfKey(this.config.keyPrefix, raw);
     if (!mode || raw.length > 200) return null;
     // Keyed by the key's hash: the process never keeps a key itself.
-    const hash = hashApiKey(raw);
-    const cacheKey = hash.toString('hex');
+    const cacheKey = hashApiKeyHex(raw);
     const hit = this.cache.get(cacheKey);
     if (hit) return hit;
     if (this.negative.get(cacheKey)) return null;
     await beforeLookup?.();
     const marks = [this.cache.mark(), this.negative.mark()] as const;
-    const principal = await this.load(hash, mode);
+    const principal = await this.load(Buffer.from(cacheKey, 'hex'), mode);
     if (principal) this.cache.set(cacheKey, principal, marks[0]);
     else this.negative.set(cacheKey, true, marks[1]);
     return principal;
