@@ -28,13 +28,17 @@ interface ListenerTagged extends IncomingMessage {
   adminListener?: boolean;
 }
 
+const PARTNER_API = /^\/api\//i;
+const PUBLIC_ONLY = ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/', '/plan/'];
+
 /** Paths each listener serves: /admin only on ADMIN_PORT; pages only on PORT; the partner API on both. */
 function listenerGate(req: Request & ListenerTagged, res: Response, next: NextFunction): void {
+  // The partner API (served on both listeners) is neither admin-only nor public-only: no more to look at.
+  if (PARTNER_API.test(req.path)) return next();
   // Express matches routes case-insensitively and ignores a trailing slash: so must the gate.
   const path = req.path.toLowerCase().replace(/\/+$/, '') || '/';
   const adminOnly = path === '/admin' || path.startsWith('/admin/') || path === '/metrics';
-  const publicOnly =
-    ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/', '/plan/'].some((p) => path.startsWith(p)) || path === '/m' || path === '/plan';
+  const publicOnly = PUBLIC_ONLY.some((p) => path.startsWith(p)) || path === '/m' || path === '/plan';
   if ((adminOnly && !req.adminListener) || (publicOnly && req.adminListener)) {
     res.status(404).json({ ok: false, error: 'not_found' });
     return;
