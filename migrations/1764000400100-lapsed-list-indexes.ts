@@ -12,26 +12,34 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  */
 export class LapsedListIndexes1764000400100 implements MigrationInterface {
   name = 'LapsedListIndexes1764000400100';
+  /**
+   * Outside a transaction, so each index is built CONCURRENTLY beside the one it replaces: a plain DROP INDEX
+   * takes an ACCESS EXCLUSIVE lock on payment_requests, held in a transaction until both builds ended, and every
+   * read and write of the table (create, get, list, the pay page, the sweep) would wait for them. Safe to run
+   * again after a failure at any step (an interrupted concurrent build leaves an invalid index, dropped first).
+   */
+  transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX payment_requests_expiring`);
-    await q.query(`
-      CREATE INDEX payment_requests_expiring ON payment_requests (expires_at, partner_id, status, id)
-        WHERE status IN ('requested', 'opened') AND proof_status = 'none'`);
-    await q.query(`DROP INDEX payment_requests_attached_expiring`);
-    await q.query(`
-      CREATE INDEX payment_requests_attached_expiring ON payment_requests (claim_until, partner_id, status, id)
-        WHERE status IN ('requested', 'opened') AND proof_status = 'attached'`);
+    await replaceIndex(q, 'payment_requests_expiring', `(expires_at, partner_id, status, id)
+      WHERE status IN ('requested', 'opened') AND proof_status = 'none'`);
+    await replaceIndex(q, 'payment_requests_attached_expiring', `(claim_until, partner_id, status, id)
+      WHERE status IN ('requested', 'opened') AND proof_status = 'attached'`);
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX payment_requests_attached_expiring`);
-    await q.query(`
-      CREATE INDEX payment_requests_attached_expiring ON payment_requests (claim_until)
-        WHERE status IN ('requested', 'opened') AND proof_status = 'attached'`);
-    await q.query(`DROP INDEX payment_requests_expiring`);
-    await q.query(`
-      CREATE INDEX payment_requests_expiring ON payment_requests (expires_at)
-        WHERE status IN ('requested', 'opened') AND proof_status = 'none'`);
+    await replaceIndex(q, 'payment_requests_attached_expiring', `(claim_until)
+      WHERE status IN ('requested', 'opened') AND proof_status = 'attached'`);
+    await replaceIndex(q, 'payment_requests_expiring', `(expires_at)
+      WHERE status IN ('requested', 'opened') AND proof_status = 'none'`);
   }
+}
+
+/** Builds `name` anew on payment_requests with `definition` (columns and predicate), never locking the table's reads or writes. */
+async function replaceIndex(q: QueryRunner, name: string, definition: string): Promise<void> {
+  const next = `${name}_next`;
+  await q.query(`DROP INDEX CONCURRENTLY IF EXISTS ${next}`);
+  await q.query(`CREATE INDEX CONCURRENTLY ${next} ON payment_requests ${definition}`);
+  await q.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
+  await q.query(`ALTER INDEX ${next} RENAME TO ${name}`);
 }
