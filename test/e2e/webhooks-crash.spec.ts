@@ -124,12 +124,12 @@ it('a worker killed while running an attempt its slot took over from the gate (n
   const [mid] = await db.query(`SELECT state, attempts FROM webhook_events WHERE id = $1`, [runOn.id]);
   expect(mid).toEqual({ state: 'delivering', attempts: 0 });
 
-  // No job carries it: the outbox re-drive finds it overdue (past the attempt's deadline) and queues it
-  // again in the slot the dead worker held, which nobody else may take meanwhile.
+  // No job carries it: the outbox re-drive finds it stalled (claimed longer ago than the attempt's deadline
+  // plus 30 s) and queues it again in the slot the dead worker held, which nobody else may take meanwhile.
   second = await start(loadConfig(workerEnv()), { http: false, worker: true }, { logger: false });
-  await rec2.waitUntil((calls) => calls.filter((c) => c.headers['x-service-delivery'] === runOn.id).length === 2, 60_000);
+  await rec2.waitUntil((calls) => calls.filter((c) => c.headers['x-service-delivery'] === runOn.id).length === 2, 90_000);
   await waitFor(async () => (await db.query(`SELECT state FROM webhook_events WHERE id = $1`, [runOn.id]))[0].state === 'delivered', 10_000);
   const attempts = await db.query(`SELECT attempt, status_code, outcome FROM webhook_attempts WHERE event_id = $1`, [runOn.id]);
   expect(attempts).toEqual([{ attempt: 1, status_code: 200, outcome: 'delivered' }]);
   for (const c of rec2.calls) expect(verifyWebhook(c.rawBody, c.headers['x-service-signature'] as string, put.body.secret).delivery_id).toBe(c.headers['x-service-delivery']);
-}, 120_000);
+}, 150_000);

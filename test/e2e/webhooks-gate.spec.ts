@@ -97,7 +97,8 @@ it('partners whose endpoints hang keep no worker busy beyond their turn: a healt
   await healthy.receiver.waitForCalls(5, 30_000);
   // One hanging attempt takes TIMEOUT_MS; a worker that ran each hanging partner's next attempts on in the
   // same job would serve the healthy partner only once those 600 events had each had their attempt.
-  expect(Date.now() - queuedAt).toBeLessThan(4000);
+  // Before the run-on budget: 15.6 s. The bound leaves room for a loaded machine.
+  expect(Date.now() - queuedAt).toBeLessThan(8000);
 }, 90_000);
 
 it('the outbox re-drive running while a busy partner runs on admits nothing twice: each event sent once, never over the limit', async () => {

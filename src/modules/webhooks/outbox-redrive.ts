@@ -10,6 +10,12 @@ import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 export const REDRIVE_EVERY_MS = 15_000;
 // A due event gets this long to be picked up before its job is looked for.
 const REDRIVE_GRACE_MS = 5_000;
+/**
+ * An attempt claimed longer ago than the poster's deadline plus this is taken for stalled (its worker died)
+ * and sent again in its slot. The same margin the gate leases a running attempt for: a live attempt run on from
+ * the gate has no job to show it is alive, and a slow claim, payload read or record must not get it sent twice.
+ */
+const ATTEMPT_MARGIN_MS = 30_000;
 const REDRIVE_BATCH = 1000;
 
 /**
@@ -30,7 +36,7 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   async run(): Promise<number> {
-    const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + REDRIVE_GRACE_MS, REDRIVE_BATCH);
+    const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + ATTEMPT_MARGIN_MS, REDRIVE_BATCH);
     const added = await Promise.all(overdue.map((due) => this.deliveries.ensureJob(due)));
     const n = added.filter(Boolean).length;
     if (n > 0) this.logger.warn(`re-queued ${n} webhook deliveries whose job was missing`);
