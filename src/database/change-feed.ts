@@ -184,6 +184,9 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));
     this.client = client;
+    // A link that goes silent before the first heartbeat is dropped too (the silence check starts only after it),
+    // so neither start-up nor a reconnect can hang on it.
+    const deadline = setTimeout(() => this.lost(client, new Error(`not listening ${SILENT_MS} ms after connecting`)), SILENT_MS);
     try {
       await client.connect();
       await this.repository.listen(client, this.connectionName);
@@ -194,6 +197,8 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     } catch (e) {
       this.lost(client, e as Error);
       return;
+    } finally {
+      clearTimeout(deadline);
     }
     if (this.client !== client || this.closed) return; // lost or shut down while waiting for the first heartbeat
     this.retryMs = RECONNECT_MIN_MS;
@@ -210,8 +215,8 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     if (this.client !== client) return;
     const at = performance.now();
     const heard = new Promise<void>((done) => this.pingWaiters.push({ at, done }));
-    await this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message));
-    await heard;
+    // Resolved by lost() as well: a send stuck on a half-open link does not hold the caller.
+    await Promise.race([this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message)).then(() => heard), heard]);
   }
 
   private heardPing(at: number): void {

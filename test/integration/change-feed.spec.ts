@@ -187,4 +187,26 @@ describe('change feed', () => {
       await waitFor(async () => other.live);
     });
   });
+
+  it('a link that stays silent before its first heartbeat is dropped and opened again (start-up does not hang)', async () => {
+    // The first heartbeat is sent into a link that never answers; everything else is the real database.
+    let stall = true;
+    class StallingFirstPing extends ChangeFeedRepository {
+      override async notifyOn(client: Client, payload: string): Promise<void> {
+        if (stall && payload.includes('"ping"')) {
+          stall = false;
+          return new Promise<void>(() => undefined);
+        }
+        return super.notifyOn(client, payload);
+      }
+    }
+    const late = new ChangeFeed(testConfig(), new StallingFirstPing(ds));
+    try {
+      await late.onModuleInit();
+      expect(late.live).toBe(false);
+      await waitFor(async () => late.live, 15_000);
+    } finally {
+      await late.onApplicationShutdown();
+    }
+  }, 40_000);
 });
