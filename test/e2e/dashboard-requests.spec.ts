@@ -57,8 +57,8 @@ describe('POST /dashboard/api/requests', () => {
       fiat_amount: 1250, fiat_currency: 'usd', metadata: null, source: 'dashboard', plan_id: null, period_index: null,
       memo: 'Table 4', customer_name: 'Ada', customer_email: 'ada@example.com', customer_phone: '+15550100',
       pay_page_url: `${svc.config.payUrl}/${r.body.request_id}`,
-      // $12.50 at 1 USD a token: 12.5 tokens of 6 decimals, in base units as the partner sees it, and what reads it.
-      amount: '12500000', token: { symbol: 'TUSD', decimals: 6 },
+      // $12.50 at 1 USD a token: 12.5 tokens of 6 decimals, in base units as the partner sees it.
+      amount: '12500000',
     });
     expect(r.body.created_at).toMatch(ISO_MS_RE);
     expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60_000);
@@ -206,7 +206,7 @@ describe('GET /dashboard/api/requests and /:id', () => {
     const r = await mine.call('GET', `/requests/${ids[1]}`);
     expect(r.status).toBe(200);
     expect(keysOf(r.body)).toEqual([...ITEM_FIELDS, 'notifications'].sort());
-    expect(r.body).toMatchObject({ request_id: ids[1], notifications: [], amount: '2000000', token: { symbol: 'TUSD', decimals: 6 } });
+    expect(r.body).toMatchObject({ request_id: ids[1], notifications: [], amount: '2000000' });
     for (const other of [a, a2, b]) {
       const x = await other.call('GET', `/requests/${ids[1]}`);
       expect(x.status).toBe(404);
@@ -217,29 +217,53 @@ describe('GET /dashboard/api/requests and /:id', () => {
     expect((await mine.call('GET', '/requests/not-a-uuid')).status).toBe(404);
   });
 
-  it('a request priced in a token no mode uses now carries that token\'s stored symbol and decimals, or null if never read', async () => {
+  it('GET /assets reads amounts: the mode\'s token, plus a request\'s asset_id the chain module stored (an asset no mode uses now)', async () => {
     const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
     const seed = (await create(c, { fiat_amount_int: 100 })).body;
+    const current = { asset_id: seed.asset_id, symbol: 'TUSD', decimals: 6 };
+    const r = await c.call('GET', '/assets');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(r.body).toEqual({ ok: true, assets: [current] });
+    // Asking for the mode's own asset (any case of its address) lists it once.
+    expect((await c.call('GET', `/assets?asset_id=${encodeURIComponent(seed.asset_id.replace(/0x([0-9a-f]+)$/, (_: string, hex: string) => `0x${hex.toUpperCase()}`))}`)).body)
+      .toEqual({ ok: true, assets: [current] });
+
     const [retired, unknown] = ['0x' + 'ab'.repeat(20), '0x' + 'cd'.repeat(20)];
     // What the chain module stored when the retired token was configured (its table, seeded as it would hold it).
     await sql(`INSERT INTO assets (chain_id, token_address, symbol, decimals) VALUES ($1, $2, 'OLD', 2) ON CONFLICT DO NOTHING`, [testEnv().chainId, retired]);
-    for (const [token, amount, later] of [[retired, '123456', '1 second'], [unknown, '42', '2 seconds']]) {
-      await sql(
-        `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
-           chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source)
-         SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), fiat_amount, fiat_currency, rate, $3,
-                chain_id, $2, recipient, 'pos', NULL, expires_at, claim_until, created_at + $4::interval, 'dashboard'
-           FROM payment_requests WHERE id = $1`,
-        [seed.request_id, token, amount, later],
-      );
-    }
+    await sql(
+      `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
+         chain_id, token_address, recipient, payment_mode, metadata, expires_at, claim_until, created_at, source)
+       SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, '~' || gen_random_uuid(), fiat_amount, fiat_currency, rate, '123456',
+              chain_id, $2, recipient, 'pos', NULL, expires_at, claim_until, created_at + interval '1 second', 'dashboard'
+         FROM payment_requests WHERE id = $1`,
+      [seed.request_id, retired],
+    );
+    // The items stay DESIGN's: no token field; the asset_id names the retired token.
     const items = (await c.call('GET', '/requests')).body.requests;
-    expect(items.map((x: any) => [x.amount, x.token])).toEqual([
-      ['1000000', { symbol: 'TUSD', decimals: 6 }],
-      ['123456', { symbol: 'OLD', decimals: 2 }],
-      ['42', null],
-    ]);
-    expect((await c.call('GET', `/requests/${items[2].request_id}`)).body.token).toBeNull();
+    expect(items.map((x: any) => x.amount)).toEqual(['1000000', '123456']);
+    for (const x of items) expect(keysOf(x)).toEqual(ITEM_FIELDS);
+    const old = items[1];
+    expect(old.asset_id).toBe(`eip155:${testEnv().chainId}/erc20:${retired}`);
+    expect((await c.call('GET', `/assets?asset_id=${encodeURIComponent(old.asset_id)}`)).body)
+      .toEqual({ ok: true, assets: [current, { asset_id: old.asset_id, symbol: 'OLD', decimals: 2 }] });
+    // Never read, or on a chain id past what any stored asset can have: not listed (the page shows base units).
+    for (const never of [`eip155:${testEnv().chainId}/erc20:${unknown}`, `eip155:99999999999999999999/erc20:${retired}`]) {
+      expect((await c.call('GET', `/assets?asset_id=${encodeURIComponent(never)}`)).body).toEqual({ ok: true, assets: [current] });
+    }
+  });
+
+  it.each(['asset_id=usdc', 'asset_id=eip155:1/erc20:0x12', 'asset_id=a&asset_id=b', 'colour=red'])('GET /assets with a bad query (%s) is 400 invalid_request', async (query) => {
+    const r = await a.call('GET', `/assets?${query}`);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('invalid_request');
+  });
+
+  it('GET /assets needs the session like every dashboard call: 401 unauthorized signed out', async () => {
+    const r = await call(svc.publicUrl, 'GET', '/dashboard/api/assets');
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ ok: false, error: 'unauthorized' });
   });
 
   it('the partner\'s list still works and includes the merchant\'s dashboard requests', async () => {
@@ -318,11 +342,9 @@ describe('GET /dashboard/api/requests.csv', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/csv/);
     const rows = parse(r.text);
-    // DESIGN §5's columns unchanged and in order (amount in base units), then the amount in tokens and the symbol.
-    expect(rows[0]).toEqual([
-      'request_id', 'created_at', 'status', 'proof_status', 'fiat_amount', 'fiat_currency', 'amount', 'asset_id', 'tx_hash', 'proof_verified_at',
-      'source', 'plan_id', 'memo', 'amount_decimal', 'token_symbol',
-    ]);
+    // Exactly DESIGN §5's columns, in order (amount in base units, as the API).
+    expect(rows[0]).toEqual(['request_id', 'created_at', 'status', 'proof_status', 'fiat_amount', 'fiat_currency', 'amount', 'asset_id', 'tx_hash', 'proof_verified_at', 'source', 'plan_id', 'memo']);
+    expect(r.text.startsWith('request_id,created_at,status,proof_status,fiat_amount,fiat_currency,amount,asset_id,tx_hash,proof_verified_at,source,plan_id,memo\r\n')).toBe(true);
     expect(rows).toHaveLength(1 + 522);
     const ids = rows.slice(1).map((x) => x[0]);
     expect(new Set(ids).size).toBe(522);
@@ -330,11 +352,9 @@ describe('GET /dashboard/api/requests.csv', () => {
     expect(ids.slice(0, 100)).toEqual(api.map((x: any) => x.request_id));
     const item = (await c.call('GET', `/requests/${first.body.request_id}`)).body;
     expect(rows[1]).toEqual([
-      item.request_id, item.created_at, 'requested', 'none', '1000', 'usd', '10000000', item.asset_id, '', '', 'dashboard', '', tricky, '10', 'TUSD',
+      item.request_id, item.created_at, 'requested', 'none', '1000', 'usd', '10000000', item.asset_id, '', '', 'dashboard', '', tricky,
     ]);
-    // One of the seeded rows: amount + g base units, exact in tokens (no float, no rounding).
-    const seeded = rows.find((x) => x[6] === '10010007')!;
-    expect(seeded.slice(13)).toEqual(['10.010007', 'TUSD']);
+    expect(rows.every((x) => x.length === 13)).toBe(true);
     expect(r.text).toContain('"Say ""hi"", then\r\nnew line"');
     expect(r.text.endsWith('\r\n')).toBe(true);
   });
@@ -387,12 +407,11 @@ describe('CSV hardening', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('x-content-type-options')).toBe('nosniff');
     const lines = r.text.split('\r\n');
-    // memo is followed by amount_decimal and token_symbol.
-    expect(r.text).toMatch(/,"'=HYPERLINK\(""http:\/\/evil\.example"",""x""\)",1(\.\d+)?,TUSD\r\n/);
+    expect(r.text).toContain(`,"'=HYPERLINK(""http://evil.example"",""x"")"\r\n`);
     for (const shown of [",'+1+1", ",'-2+3", ",'@SUM(A1)", ",'\tTab", ',plain =not first']) {
-      expect(lines.some((l) => l.includes(`${shown},1.`) && l.endsWith(',TUSD'))).toBe(true);
+      expect(lines.some((l) => l.endsWith(shown))).toBe(true);
     }
-    expect(r.text).toMatch(/,"'\rCR",1\.\d+,TUSD\r\n/);
+    expect(r.text).toContain(`,"'\rCR"\r\n`);
     // The API itself shows the memo as stored.
     expect((await c.call('GET', '/requests?limit=100')).body.requests.map((x: any) => x.memo)).toEqual(expect.arrayContaining(memos));
   });

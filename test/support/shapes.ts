@@ -4,9 +4,9 @@ export const REQUEST_FIELDS = [
   'tx_hash', 'amount', 'asset_id', 'fiat_amount', 'fiat_currency', 'account_id', 'metadata',
 ].sort();
 
-/** A dashboard item (DESIGN §5, §8): the request plus its origin, customer fields and token ({symbol, decimals}). */
+/** A dashboard item (DESIGN §5, §8): the request plus its origin and customer fields, exactly. */
 export const DASHBOARD_ITEM_FIELDS = [
-  ...REQUEST_FIELDS, 'token', 'source', 'plan_id', 'period_index', 'memo', 'customer_name', 'customer_email', 'customer_phone',
+  ...REQUEST_FIELDS, 'source', 'plan_id', 'period_index', 'memo', 'customer_name', 'customer_email', 'customer_phone',
 ].sort();
 
 export const MERCHANT_FIELDS = [

@@ -12,9 +12,9 @@ import type { PaymentRequest } from '../requests/domain/payment-request';
 import { listQuery } from '../requests/http/request.dto';
 import { DashboardAuthService, type DashboardSession } from './dashboard-auth.service';
 import { DASHBOARD_CHANGES_PER_MINUTE, DASHBOARD_COOKIE, DashboardSessionGuard, SignedIn } from './dashboard-session.guard';
-import { ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
+import { AssetsQuery, ClaimHandleDto, CreateDashboardRequestDto, DashboardListQuery, IdempotencyKeyHeader, UpdateMeDto } from './dashboard.dto';
 import { CsvExports } from './csv-export';
-import { CSV_HEADER, csvRows, dashboardItem, dashboardItems, meBody } from './dashboard.mapper';
+import { assetsBody, CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
 import { DashboardService } from './dashboard.service';
 
 /** CSV exports a minute per merchant (each reads every matching request). */
@@ -72,12 +72,23 @@ export class DashboardController {
     return { ok: true, handle, handle_url: handleUrl };
   }
 
+  /**
+   * How to read a request's `amount` (base units): symbol and decimals of the merchant's mode's asset, and of
+   * the `asset_id` asked for when the chain module knows it (an asset no mode uses now). Items stay as DESIGN
+   * §8 has them; the page reads the token from here.
+   */
+  @Get('assets')
+  async assets(@SignedIn() s: DashboardSession, @Query() q: AssetsQuery) {
+    return assetsBody(await this.dashboard.assets(s.merchant, q.asset_id));
+  }
+
   @Get('requests')
   async list(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery) {
     const page = await this.dashboard.list(s.merchant, listQuery(q));
+    const now = new Date();
     return {
       ok: true,
-      requests: await dashboardItems(page.items, this.dashboard.tokenLookup(), this.config.payUrl, new Date()),
+      requests: page.items.map((r) => dashboardItem(r, this.config.payUrl, now)),
       has_more: page.hasMore,
       limit: page.limit,
       offset: page.offset,
@@ -90,13 +101,13 @@ export class DashboardController {
   @RateLimit(DASHBOARD_EXPORTS_PER_MINUTE)
   async csv(@SignedIn() s: DashboardSession, @Query() q: DashboardListQuery, @Res() res: Response): Promise<void> {
     const batches = this.dashboard.exportAll(s.merchant, { ...listQuery(q), limit: undefined, offset: undefined });
-    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches, this.dashboard.tokenLookup()));
+    await this.exports.stream(s.merchant.id, res, 'requests.csv', CSV_HEADER, csvRows(batches));
   }
 
   @Get('requests/:id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     const { request, notifications } = await this.dashboard.detail(s.merchant, id);
-    return { ...(await this.item(request)), notifications: notifications.map(sentMessageJson) };
+    return { ...dashboardItem(request, this.config.payUrl, new Date()), notifications: notifications.map(sentMessageJson) };
   }
 
   @Post('requests')
@@ -110,7 +121,7 @@ export class DashboardController {
   ) {
     const { request, created } = await this.dashboard.createRequest(s.merchant, dto, idempotencyKey);
     res.status(created ? 201 : 200);
-    return this.item(request, !created);
+    return dashboardItem(request, this.config.payUrl, new Date(), !created);
   }
 
   @Post('requests/:id/cancel')
@@ -118,11 +129,7 @@ export class DashboardController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
-    const view = (r: PaymentRequest) => this.item(r);
+    const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
     return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));
-  }
-
-  private async item(r: PaymentRequest, replay = false): Promise<Record<string, unknown>> {
-    return dashboardItem(r, await this.dashboard.tokenLookup()(r), this.config.payUrl, new Date(), replay);
   }
 }

@@ -2,6 +2,7 @@ import { IsEmail, IsEmpty, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, M
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppError, type ErrorCode } from '../../common/errors';
+import { ASSET_ID_RE } from '../chain/asset-id';
 import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
 import { ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
@@ -34,6 +35,14 @@ export class DashboardListQuery extends ListRequestsQuery {
   @IsEmpty({ message: 'account_id is not a filter of the dashboard' }) declare account_id?: string;
   @IsOptional() @IsIn(REQUEST_SOURCES as readonly string[] as string[]) source?: RequestSource;
   @IsOptional() @IsUUID('all', { message: 'plan_id must be a UUID' }) plan_id?: string;
+}
+
+/** GET /dashboard/api/assets: an asset to look up besides the mode's (a request's `asset_id`). */
+export class AssetsQuery {
+  @IsOptional() @IsString({ message: 'asset_id must be one string' }) @Matches(ASSET_ID_RE, {
+    message: 'asset_id must be an asset id as requests show it (eip155:<chain id>/erc20:<token address>)',
+  })
+  asset_id?: string;
 }
 
 /** DESIGN §5 dashboard create: spec §4.1's rules where they fit; metadata is an unknown field here (§8). */

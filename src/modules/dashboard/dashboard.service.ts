@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnersService } from '../admin/partners.service';
-import { AssetRegistry, type TokenInfo } from '../chain/asset-registry';
+import { assetId, parseAssetId } from '../chain/asset-id';
+import { AssetRegistry } from '../chain/asset-registry';
 import type { Merchant } from '../merchants/merchant';
 import { NotificationsService, type SentMessage } from '../notifications/notifications.service';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
@@ -11,6 +12,7 @@ import {
   RequestsService, type RequestCreator, type RequestListQuery, type RequestPage, type RequestScope,
 } from '../requests/application/requests.service';
 import type { CreateDashboardRequestDto, UpdateMeDto } from './dashboard.dto';
+import type { DashboardAsset } from './dashboard.mapper';
 
 export interface MerchantSettings {
   merchant: Merchant;
@@ -38,7 +40,7 @@ export class DashboardService {
     private readonly partners: PartnersService,
     private readonly requests: RequestsService,
     private readonly notifications: NotificationsService,
-    private readonly assets: AssetRegistry,
+    private readonly registry: AssetRegistry,
   ) {}
 
   async settings(m: Merchant): Promise<MerchantSettings> {
@@ -127,17 +129,18 @@ export class DashboardService {
   }
 
   /**
-   * The symbol and decimals of each request's token, from the chain module (which owns the assets). One
-   * lookup per distinct asset for the life of the returned function, so a list or an export of requests
-   * priced in an asset no mode uses any more queries it once, not once a row.
+   * The tokens the merchant's amounts are read in (the chain module owns them): its mode's configured asset,
+   * which prices every new request (from memory), and `wanted` (a request's asset_id, perhaps an asset no mode
+   * uses now) when the chain module read it once. Token metadata is public, so a lookup reveals nothing.
    */
-  tokenLookup(): (r: PaymentRequest) => Promise<TokenInfo | null> {
-    const known = new Map<string, Promise<TokenInfo | null>>();
-    return (r) => {
-      const key = `${r.chainId}:${r.tokenAddress.toLowerCase()}`;
-      let token = known.get(key);
-      if (!token) known.set(key, (token = this.assets.tokenOf(r.chainId, r.tokenAddress)));
-      return token;
-    };
+  async assets(m: Merchant, wanted?: string): Promise<DashboardAsset[]> {
+    const current = this.registry.asset(m.testMode ? 'test' : 'live');
+    const list: DashboardAsset[] = current ? [{ assetId: current.assetId, symbol: current.symbol, decimals: current.decimals }] : [];
+    const asked = wanted === undefined ? null : parseAssetId(wanted);
+    if (asked && !list.some((a) => a.assetId.toLowerCase() === wanted!.toLowerCase())) {
+      const token = await this.registry.tokenOf(asked.chainId, asked.token);
+      if (token) list.push({ assetId: assetId(asked.chainId, asked.token), symbol: token.symbol, decimals: token.decimals });
+    }
+    return list;
   }
 }

@@ -6,7 +6,7 @@ import { injectedWallet, requestAccount, signText, walletChainId } from '../lib/
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './forms';
 import { el, fillDetails, money, requestItem, stateBadge, tokenAmount, when } from './render';
 import { afterSignIn, dash, rememberCsrf } from './session';
-import type { DashboardRequest, Me, RequestPage } from './types';
+import type { DashboardRequest, Me, RequestPage, TokenAsset } from './types';
 import { explain, SOURCE_NAMES, STATUS_NAMES } from './words';
 
 export interface PageContext {
@@ -184,7 +184,7 @@ export async function requestsPage(ctx: PageContext): Promise<void> {
 
 // ---- request detail -------------------------------------------------------------------------------------
 
-function showRequest(r: DashboardRequest): void {
+function showRequest(r: DashboardRequest, assets: readonly TokenAsset[]): void {
   byId('request-amount').textContent = money(r);
   byId('request-state').replaceWith(Object.assign(stateBadge(r), { id: 'request-state' }));
   const pay = el('a', { href: r.pay_page_url, id: 'request-pay-link' }, r.pay_page_url);
@@ -194,7 +194,7 @@ function showRequest(r: DashboardRequest): void {
     ['Status', STATUS_NAMES[r.status] ?? r.status],
     ['Payment', r.proof_status === 'verified' ? `Paid ${when(r.proof_verified_at)}` : r.proof_status === 'attached' ? 'Being checked' : 'Not paid'],
     ['Transaction', r.tx_hash ? el('code', {}, r.tx_hash) : null],
-    ['Amount in tokens', el('span', { id: 'request-token-amount' }, tokenAmount(r))],
+    ['Amount in tokens', el('span', { id: 'request-token-amount' }, tokenAmount(r, assets))],
     ['Token', el('code', {}, r.asset_id)],
     ['Created', when(r.created_at)],
     ['Expires', when(r.expires_at)],
@@ -217,18 +217,24 @@ function showRequest(r: DashboardRequest): void {
 
 export async function requestPage(ctx: PageContext): Promise<void> {
   const id = ctx.root.dataset.requestId!;
-  showRequest(await dash<DashboardRequest>('GET', `/requests/${encodeURIComponent(id)}`));
+  const request = await dash<DashboardRequest>('GET', `/requests/${encodeURIComponent(id)}`);
+  // Read once: a request's token never changes, so a cancel's answer is shown with the same list. Without it
+  // the amount still reads exactly, in base units, and the rest of the page is worth showing.
+  const assets = await dash<{ assets: TokenAsset[] }>('GET', `/assets?${new URLSearchParams({ asset_id: request.asset_id })}`)
+    .then((a) => a.assets)
+    .catch(() => []);
+  showRequest(request, assets);
   const cancel = byId<HTMLButtonElement>('cancel-button');
   cancel.addEventListener('click', async () => {
     if (!window.confirm('Cancel this request? The customer can no longer pay it.')) return;
     cancel.disabled = true;
     say(ctx.problem, '');
     try {
-      showRequest(await dash<DashboardRequest>('POST', `/requests/${encodeURIComponent(id)}/cancel`));
+      showRequest(await dash<DashboardRequest>('POST', `/requests/${encodeURIComponent(id)}/cancel`), assets);
       say(ctx.progress, 'The request was cancelled.');
     } catch (e) {
       // cannot_cancel carries the current request: show what it is now.
-      if (e instanceof ApiError && e.code === 'cannot_cancel' && e.body.request_id) showRequest(e.body as DashboardRequest);
+      if (e instanceof ApiError && e.code === 'cannot_cancel' && e.body.request_id) showRequest(e.body as DashboardRequest, assets);
       fail(ctx, e);
     } finally {
       cancel.disabled = false;

@@ -12,6 +12,14 @@ describe('tokenAmount (the request detail\'s "Amount in tokens")', () => {
     ['42', { symbol: 'WHOLE', decimals: 0 }, '42 WHOLE'],
     ['12340000', null, '12340000 base units'],
   ] as const)('%s with %j → %s', (amount, token, shown) => {
-    expect(tokenAmount({ amount, token })).toBe(shown);
+    const asset_id = 'eip155:31337/erc20:0x5fbdb2315678afecb367f032d93f642f64180aa3';
+    const assets = token ? [{ asset_id: 'eip155:1/erc20:0x' + '11'.repeat(20), symbol: 'OTHER', decimals: 2 }, { asset_id, ...token }] : [];
+    expect(tokenAmount({ amount, asset_id }, assets)).toBe(shown);
+  });
+
+  it('matches the asset id whatever the case of its address, and shows base units for an asset the list lacks', () => {
+    const assets = [{ asset_id: 'eip155:1/erc20:0x' + 'ab'.repeat(20), symbol: 'USDC', decimals: 6 }];
+    expect(tokenAmount({ amount: '12340000', asset_id: 'eip155:1/erc20:0x' + 'AB'.repeat(20) }, assets)).toBe('12.34 USDC');
+    expect(tokenAmount({ amount: '12340000', asset_id: 'eip155:2/erc20:0x' + 'ab'.repeat(20) }, assets)).toBe('12340000 base units');
   });
 });

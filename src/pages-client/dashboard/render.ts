@@ -1,6 +1,6 @@
 import { formatFiat, formatTokenUnits } from '../../modules/pages/format';
 import { SOURCE_NAMES, stateWords } from './words';
-import type { DashboardRequest } from './types';
+import type { DashboardRequest, TokenAsset } from './types';
 
 /** DOM building with text nodes only: nothing from the API is ever parsed as markup. */
 export function el<K extends keyof HTMLElementTagNameMap>(
@@ -27,10 +27,13 @@ export function money(r: { fiat_amount: number; fiat_currency: string }): string
 
 /**
  * The token amount as a merchant reads it, "12.34 USDC", with bigint and string math only (exact, never
- * rounded). Without the token's decimals, base units are the only exact statement.
+ * rounded), the token found among `assets` (GET /dashboard/api/assets) by the request's asset_id. Without
+ * the token's decimals, base units are the only exact statement.
  */
-export function tokenAmount(r: Pick<DashboardRequest, 'amount' | 'token'>): string {
-  return r.token ? `${formatTokenUnits(r.amount, r.token.decimals)} ${r.token.symbol}` : `${r.amount} base units`;
+export function tokenAmount(r: Pick<DashboardRequest, 'amount' | 'asset_id'>, assets: readonly TokenAsset[]): string {
+  const id = r.asset_id.toLowerCase();
+  const token = assets.find((a) => a.asset_id.toLowerCase() === id);
+  return token ? `${formatTokenUnits(r.amount, token.decimals)} ${token.symbol}` : `${r.amount} base units`;
 }
 
 export function stateBadge(r: DashboardRequest): HTMLElement {

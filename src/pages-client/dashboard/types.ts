@@ -37,10 +37,9 @@ export interface DashboardRequest {
   created_at: string;
   proof_verified_at: string | null;
   tx_hash: string | null;
-  /** Base units of the token, as the partner sees it; `token` says how to read it (null: never read). */
+  /** Base units of the token, as the partner sees it; GET /dashboard/api/assets says how to read it. */
   amount: string;
   asset_id: string;
-  token: { symbol: string; decimals: number } | null;
   fiat_amount: number;
   fiat_currency: string;
   source: string;
@@ -51,6 +50,13 @@ export interface DashboardRequest {
   customer_email: string | null;
   customer_phone: string | null;
   notifications?: Notification[];
+}
+
+/** One token of GET /dashboard/api/assets. */
+export interface TokenAsset {
+  asset_id: string;
+  symbol: string;
+  decimals: number;
 }
 
 export interface RequestPage {

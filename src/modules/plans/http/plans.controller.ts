@@ -6,8 +6,7 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import type { DashboardSession } from '../../dashboard/dashboard-auth.service';
 import { DASHBOARD_CHANGES_PER_MINUTE, DashboardSessionGuard, SignedIn } from '../../dashboard/dashboard-session.guard';
-import { dashboardItems } from '../../dashboard/dashboard.mapper';
-import { DashboardService } from '../../dashboard/dashboard.service';
+import { dashboardItem } from '../../dashboard/dashboard.mapper';
 import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
 import { CreatePlanDto, ListPlansQuery } from './plans.dto';
@@ -17,11 +16,7 @@ import { planJson } from './plans.mapper';
 @Controller('dashboard/api/plans')
 @UseGuards(DashboardSessionGuard, BodyCheckGuard)
 export class PlansController {
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly plans: PlansService,
-    private readonly dashboard: DashboardService,
-  ) {}
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly plans: PlansService) {}
 
   @Post()
   @UseGuards(RateLimitGuard)
@@ -57,8 +52,8 @@ export class PlansController {
   @Get(':id')
   async get(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
     const p = await this.plans.get(s.merchant, id);
-    const charges = await dashboardItems(await this.plans.chargesOf(p), this.dashboard.tokenLookup(), this.config.payUrl, new Date());
-    return { ...this.body(p), charges };
+    const now = new Date();
+    return { ...this.body(p), charges: (await this.plans.chargesOf(p)).map((r) => dashboardItem(r, this.config.payUrl, now)) };
   }
 
   @Post(':id/pause')

@@ -268,13 +268,11 @@ export class CannotCancel extends AppError {
 
 /**
  * For a cancel's rejection: CannotCancel becomes the 409 with the caller's view of the request beside the
- * error (the partner's object, the dashboard's item, which may need a lookup); any other error passes unchanged.
+ * error (the partner's object, the dashboard's item); any other error passes unchanged.
  */
-export function cannotCancelWith(
-  view: (r: PaymentRequest) => Record<string, unknown> | Promise<Record<string, unknown>>,
-): (e: unknown) => Promise<never> {
-  return async (e) => {
-    if (e instanceof CannotCancel) throw new AppError('cannot_cancel', { ...(await view(e.request)), ok: false, error: 'cannot_cancel' });
+export function cannotCancelWith(view: (r: PaymentRequest) => Record<string, unknown>): (e: unknown) => never {
+  return (e) => {
+    if (e instanceof CannotCancel) throw new AppError('cannot_cancel', { ...view(e.request), ok: false, error: 'cannot_cancel' });
     throw e;
   };
 }
