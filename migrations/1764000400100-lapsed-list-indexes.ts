@@ -17,6 +17,7 @@ export class LapsedListIndexes1764000400100 implements MigrationInterface {
    * takes an ACCESS EXCLUSIVE lock on payment_requests, held in a transaction until both builds ended, and every
    * read and write of the table (create, get, list, the pay page, the sweep) would wait for them. Safe to run
    * again after a failure at any step (an interrupted concurrent build leaves an invalid index, dropped first).
+   * TypeORM's revert ignores this flag: revert it with `--transaction none` (typeorm migration:revert).
    */
   transaction = false;
 

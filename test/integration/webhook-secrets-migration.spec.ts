@@ -40,7 +40,9 @@ beforeAll(async () => {
   // versions wrote.
   for (;;) {
     const [last] = await ds.query(`SELECT name FROM migrations ORDER BY id DESC LIMIT 1`);
-    await ds.undoLastMigration({ transaction: 'each' });
+    // TypeORM's undo ignores a migration's own `transaction = false` (one that builds indexes CONCURRENTLY).
+    const own = ds.migrations.find((m) => m.name === last.name)?.transaction;
+    await ds.undoLastMigration({ transaction: own === false ? 'none' : 'each' });
     if (last.name === SEALING) break;
   }
 });
