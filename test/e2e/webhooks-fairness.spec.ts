@@ -1,16 +1,13 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
-import { DataSource } from 'typeorm';
 import { QUEUES } from '../../src/common/queue/queues';
-import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
 import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
 import { deliveryJobId } from '../../src/modules/webhooks/webhook-delivery.queue';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { verifyWebhook } from '../../sdk/webhook-verify/src/index';
-import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
-import { Receiver } from '../support/receiver';
+import type { Receiver } from '../support/receiver';
 import { waitFor } from '../support/wait';
 import { closeSql, sql } from '../support/db';
 
@@ -44,24 +41,10 @@ afterAll(async () => {
 });
 
 async function partnerWithEvents(n: number, answer: 'hang' | 'ok') {
-  const partner = await createPartner(svc);
-  partners.push(partner.id);
-  const m = await createOnboardedMerchant(svc, partner.testKey);
-  const receiver = await Receiver.start();
-  receivers.push(receiver);
-  if (answer === 'hang') receiver.otherwise({ hang: true });
-  const put = await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });
-  expect(put.status).toBe(200);
-  const request = await mustCreateRequest(svc, partner.testKey, { account_id: m.id, fiat_amount_int: 1234 });
-  const outbox = svc.app.get(EventOutbox);
-  const ids = await svc.app.get(DataSource).transaction(async (em) => {
-    const out: string[] = [];
-    for (let i = 0; i < n; i++) {
-      out.push((await outbox.record(em, { partnerId: partner.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true })).id);
-    }
-    return out;
-  });
-  return { partnerId: partner.id, secret: put.body.secret as string, receiver, ids };
+  const made = await recordPartnerEvents(svc, n, answer);
+  partners.push(made.partnerId);
+  receivers.push(made.receiver);
+  return made;
 }
 
 it('a hanging partner holds at most its slots; a healthy partner queued behind it is delivered within seconds', async () => {

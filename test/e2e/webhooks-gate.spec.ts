@@ -1,13 +1,10 @@
-import { DataSource } from 'typeorm';
-import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
 import { OutboxRedrive } from '../../src/modules/webhooks/outbox-redrive';
 import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
-import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
-import { Receiver, type ReceivedCall } from '../support/receiver';
+import type { Receiver, ReceivedCall } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
@@ -43,30 +40,15 @@ afterAll(async () => {
 });
 
 async function partnerWithEvents(n: number, answer: 'hang' | 'ok' | { delayMs: number }, opts: { slots?: number } = {}) {
-  const partner = await createPartner(svc);
-  partners.push(partner.id);
-  const m = await createOnboardedMerchant(svc, partner.testKey);
-  const receiver = await Receiver.start();
-  receivers.push(receiver);
-  if (answer === 'hang') receiver.otherwise({ hang: true });
-  else if (answer !== 'ok') receiver.otherwise({ status: 200, delayMs: answer.delayMs });
-  const put = await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });
-  expect(put.status).toBe(200);
-  if (opts.slots !== undefined) {
+  const made = await recordPartnerEvents(svc, n, answer, async (partnerId) => {
+    if (opts.slots === undefined) return;
     // Slots held by no job: the partner runs at most `slots` attempts at once until these leases run out.
     const fillers = Array.from({ length: LIMIT - opts.slots }, (_, i) => `filler${i}-1`);
-    expect((await svc.app.get(PartnerGate).admit(partner.id, fillers)).admitted).toHaveLength(fillers.length);
-  }
-  const request = await mustCreateRequest(svc, partner.testKey, { account_id: m.id, fiat_amount_int: 1234 });
-  const outbox = svc.app.get(EventOutbox);
-  const ids = await svc.app.get(DataSource).transaction(async (em) => {
-    const out: string[] = [];
-    for (let i = 0; i < n; i++) {
-      out.push((await outbox.record(em, { partnerId: partner.id, requestId: request.request_id, event: 'payment.proof_attached', testMode: true })).id);
-    }
-    return out;
+    expect((await svc.app.get(PartnerGate).admit(partnerId, fillers)).admitted).toHaveLength(fillers.length);
   });
-  return { partnerId: partner.id, receiver, ids, requestId: request.request_id };
+  partners.push(made.partnerId);
+  receivers.push(made.receiver);
+  return made;
 }
 
 /** The most calls the receiver had open at one moment (a call is open from its arrival to its answer). */
