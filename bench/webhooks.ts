@@ -12,9 +12,13 @@
  * over that many partners, all pointing at the receiver.
  *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
  * BENCH_WEBHOOKS_DATABASE_URL and BENCH_WEBHOOKS_REDIS_PREFIX move it aside, to run beside a bench.
+ * BENCH_WEBHOOK_PROFILE=<file.cpuprofile> writes a V8 CPU profile of the service runs alone (not the bare loop);
+ * summarise it with bench/profile.ts.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
@@ -155,13 +159,43 @@ function receivedCount(receiver: Child): Promise<number> {
  * resuming to the last delivery recorded as delivered. Progress is watched at the receiver (cheap), so the
  * watching does not load the database the worker is using; the last step checks the stored state.
  */
-async function serviceRun(running: Running, client: Client, receiver: Child, fs: Fixture[], n: number): Promise<number> {
+interface Run {
+  /** Per second. */
+  rate: number;
+  /** This process's CPU time (user + system) per delivery or POST, in ms: the worker's, or the bare loop's. */
+  cpuMs: number;
+  /** The whole machine's busy CPU time per delivery or POST, in ms (Postgres, Redis and the receiver too). */
+  machineCpuMs: number;
+}
+
+/** Busy CPU time of the whole machine so far, in ms (from /proc/stat; NaN where there is none). */
+function machineBusyMs(): number {
+  try {
+    const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).map(Number);
+    const idle = ticks[3] + ticks[4];
+    return ((ticks.reduce((a, b) => a + b, 0) - idle) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
+}
+
+function meter(): (n: number, seconds: number) => Run {
+  const cpu0 = process.cpuUsage();
+  const busy0 = machineBusyMs();
+  return (n, seconds) => {
+    const d = process.cpuUsage(cpu0);
+    return { rate: n / seconds, cpuMs: (d.user + d.system) / 1000 / n, machineCpuMs: (machineBusyMs() - busy0) / n };
+  };
+}
+
+async function serviceRun(running: Running, client: Client, receiver: Child, fs: Fixture[], n: number): Promise<Run> {
   const queue = running.app.get<Queue>(getQueueToken(QUEUES.webhooks));
   const relay = running.app.get(WebhookRelay);
   const ids = await recordEvents(client, fs, n);
   await queue.pause();
   for (let i = 0; i < ids.length; i += 1000) await relay.enqueue(ids.slice(i, i + 1000));
   const before = await receivedCount(receiver);
+  const measured = meter();
   const t0 = performance.now();
   await queue.resume();
   const overdue = () => {
@@ -175,11 +209,11 @@ async function serviceRun(running: Running, client: Client, receiver: Child, fs:
     overdue();
     await new Promise((r) => setTimeout(r, 5));
   }
-  return n / ((performance.now() - t0) / 1000);
+  return measured(n, (performance.now() - t0) / 1000);
 }
 
 /** The same number of signed POSTs from a bare loop: http.request, keep-alive agent, IN_FLIGHT at a time. */
-async function bareRun(url: string, f: Fixture, n: number): Promise<number> {
+async function bareRun(url: string, f: Fixture, n: number): Promise<Run> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   const target = new URL(url);
   let next = 0;
@@ -210,16 +244,17 @@ async function bareRun(url: string, f: Fixture, n: number): Promise<number> {
       });
       req.end(body);
     });
+  const measured = meter();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
       while (next < n) await one(next++);
     }),
   );
-  const rate = n / ((performance.now() - t0) / 1000);
+  const run = measured(n, (performance.now() - t0) / 1000);
   agent.destroy();
   if (failures) throw new Error(`bare loop: ${failures} failed POSTs`);
-  return rate;
+  return run;
 }
 
 export interface WebhookBenchResult {
@@ -232,7 +267,10 @@ export interface WebhookBenchResult {
   events: number;
   /** Partners the events are spread over (each with WEBHOOK_PARTNER_CONCURRENCY slots). */
   partners: number;
-  reps: Array<{ service: number; bare: number; ratio: number }>;
+  reps: Array<{
+    service: number; bare: number; ratio: number;
+    serviceCpuMs: number; bareCpuMs: number; serviceMachineCpuMs: number; bareMachineCpuMs: number;
+  }>;
 }
 
 export async function benchWebhooks(context: { reps?: number } = {}): Promise<WebhookBenchResult> {
@@ -270,12 +308,26 @@ export async function benchWebhooks(context: { reps?: number } = {}): Promise<We
     await serviceRun(running, client, receiver.child, fs, Math.min(events, 500));
     await bareRun(receiver.url, f, Math.min(events, 500));
     const results: WebhookBenchResult['reps'] = [];
+    const profiler = process.env.BENCH_WEBHOOK_PROFILE ? new Session() : undefined;
+    profiler?.connect();
+    await profiler?.post('Profiler.enable');
     for (let i = 0; i < reps; i++) {
+      await profiler?.post('Profiler.start');
       const service = await serviceRun(running, client, receiver.child, fs, events);
+      if (profiler) {
+        const { profile } = await profiler.post('Profiler.stop');
+        writeFileSync(process.env.BENCH_WEBHOOK_PROFILE!.replace(/(\.cpuprofile)?$/, `.${i + 1}.cpuprofile`), JSON.stringify(profile));
+      }
       // The bare loop is an order of magnitude faster: more POSTs keep its timing out of the noise.
       const bare = await bareRun(receiver.url, f, events * BARE_FACTOR);
-      results.push({ service: Math.round(service), bare: Math.round(bare), ratio: Number((service / bare).toFixed(3)) });
-      log(`rep ${i + 1}: service ${service.toFixed(0)}/s, bare ${bare.toFixed(0)}/s, ratio ${(service / bare).toFixed(2)}`);
+      const ratio = service.rate / bare.rate;
+      results.push({
+        service: Math.round(service.rate), bare: Math.round(bare.rate), ratio: Number(ratio.toFixed(3)),
+        serviceCpuMs: +service.cpuMs.toFixed(3), bareCpuMs: +bare.cpuMs.toFixed(3),
+        serviceMachineCpuMs: +service.machineCpuMs.toFixed(3), bareMachineCpuMs: +bare.machineCpuMs.toFixed(3),
+      });
+      const cpu = (r: Run) => `${r.cpuMs.toFixed(3)} ms CPU each, machine ${r.machineCpuMs.toFixed(3)}`;
+      log(`rep ${i + 1}: service ${service.rate.toFixed(0)}/s (${cpu(service)}), bare ${bare.rate.toFixed(0)}/s (${cpu(bare)}), ratio ${ratio.toFixed(2)}`);
     }
     return {
       service: Math.round(median(results.map((r) => r.service))),
