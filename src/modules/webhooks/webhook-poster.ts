@@ -44,6 +44,7 @@ const FORBIDDEN_CODE = 'ERR_WEBHOOK_FORBIDDEN_ADDRESS';
 // but only when this is non-zero.
 const FREE_SOCKET_TIMEOUT_MS = 4000;
 const MAX_REDIRECT_LOCATION_CHARS = 200;
+const PARSED_URLS_MAX = 10_000;
 
 export class ForbiddenAddressError extends Error {
   readonly code = FORBIDDEN_CODE;
@@ -136,6 +137,7 @@ export class WebhookPoster {
   private readonly maxResponseBytes: number;
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  private readonly parsedUrls = new Map<string, URL>();
 
   constructor(opts: WebhookPosterOptions) {
     this.allowPrivate = opts.allowPrivate;
@@ -169,7 +171,7 @@ export class WebhookPoster {
     const elapsed = () => Math.round(performance.now() - started);
     let parsed: URL;
     try {
-      parsed = parseWebhookUrl(url, { allowPrivate: this.allowPrivate });
+      parsed = this.parse(url);
     } catch (e) {
       const message = e instanceof WebhookUrlRejectedError ? e.reason : describe(e);
       return { statusCode: null, durationMs: elapsed(), errorClass: 'forbidden_address', errorMessage: message };
@@ -180,6 +182,20 @@ export class WebhookPoster {
       // send() resolves on every path it knows of; this is a last resort so that post() never rejects.
       return { statusCode: null, durationMs: elapsed(), errorClass: 'network', errorMessage: describe(e) };
     }
+  }
+
+  /**
+   * parseWebhookUrl, remembered per URL: partners' URLs are few and every attempt posts to one. Only URLs that
+   * pass are kept (a rejected one is judged again each time), and the URL objects are never modified.
+   */
+  private parse(url: string): URL {
+    let parsed = this.parsedUrls.get(url);
+    if (!parsed) {
+      parsed = parseWebhookUrl(url, { allowPrivate: this.allowPrivate });
+      if (this.parsedUrls.size >= PARSED_URLS_MAX) this.parsedUrls.delete(this.parsedUrls.keys().next().value!);
+      this.parsedUrls.set(url, parsed);
+    }
+    return parsed;
   }
 
   private send(url: URL, body: string, headers: Record<string, string>, started: number): Promise<PostOutcome> {
