@@ -71,9 +71,4 @@ export class MerchantDirectory implements OnModuleInit {
       return result;
     });
   }
-
-  /** For a change already committed outside change(): tells every instance now, and returns once they heard. */
-  async changed(id: string): Promise<void> {
-    await this.change(id, async () => undefined);
-  }
 }

@@ -116,11 +116,6 @@ export class MerchantsService {
     return this.directory.change(id, work);
   }
 
-  /** For such a change already committed outside change(): tells every instance now. */
-  changed(id: string): Promise<void> {
-    return this.directory.changed(id);
-  }
-
   /** Admin: disable or enable any merchant. */
   async setDisabled(id: string, disabled: boolean): Promise<Merchant> {
     if (!(await this.change(id, (em) => this.repo.setDisabled(em, id, disabled)))) throw AppError.notFound();
