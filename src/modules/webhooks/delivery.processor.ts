@@ -72,7 +72,13 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
     let current = { eventId, attempt };
     for (let runs = 0; ; runs++) {
       const runOn = runs < MAX_RUN_ON && Date.now() - startedAt < RUN_ON_BUDGET_MS && !this.stopping;
-      const next = await this.free(partnerId, current.eventId, current.attempt, runOn);
+      // The job's own slot: a failure to free it fails the job, and BullMQ's retry finds the attempt recorded
+      // (the claim ignores it) and frees the slot then. A slot taken over by the run-on is no longer the job's
+      // to retry: its failure is logged, and its lease frees it.
+      const next =
+        runs === 0
+          ? await this.queue.finished(partnerId, current.eventId, current.attempt, runOn)
+          : await this.free(partnerId, current.eventId, current.attempt, runOn);
       if (!next) return;
       current = next;
       try {
