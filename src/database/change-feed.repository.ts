@@ -2,8 +2,16 @@ import { Injectable } from '@nestjs/common';
 import type { Client } from 'pg';
 import { DataSource, type EntityManager } from 'typeorm';
 
-/** The Postgres channel every instance listens on; payloads are JSON: changes, confirmations and heartbeats (ChangeFeed). */
+/** The Postgres channel every instance listens on; payloads are JSON changes (ChangeFeed). */
 export const CHANGE_CHANNEL = 'prs_changes';
+
+/**
+ * The channel only `instance` listens on, besides CHANGE_CHANNEL: its own heartbeats and the confirmations of
+ * its changes travel there, so no instance hears the others' (traffic grows with the number of instances,
+ * not with its square). Notifications of every channel reach a listener in commit order (Postgres keeps one
+ * queue), which is what a heartbeat heard back proves.
+ */
+export const replyChannel = (instance: string) => `${CHANGE_CHANNEL}_${instance}`;
 
 /** The SQL of the change feed: NOTIFY through TypeORM (inside the caller's transaction), LISTEN on a dedicated client. */
 @Injectable()
@@ -20,15 +28,15 @@ export class ChangeFeedRepository {
     return this.dataSource.transaction(work);
   }
 
-  /** Listens on `client`, then names its connection so other instances can find it (listeners()). */
-  async listen(client: Client, name: string): Promise<void> {
-    await client.query(`LISTEN ${CHANGE_CHANNEL}`);
+  /** Listens on `client` to `channels`, then names its connection so other instances can find it (listeners()). */
+  async listen(client: Client, name: string, channels: string[]): Promise<void> {
+    for (const channel of channels) await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
     await client.query('SELECT set_config($1, $2, false)', ['application_name', name]);
   }
 
   /** A notification sent on the listening connection itself (heartbeats and confirmations). */
-  async notifyOn(client: Client, payload: string): Promise<void> {
-    await client.query('SELECT pg_notify($1, $2)', [CHANGE_CHANNEL, payload]);
+  async notifyOn(client: Client, channel: string, payload: string): Promise<void> {
+    await client.query('SELECT pg_notify($1, $2)', [channel, payload]);
   }
 
   /** The application_names, starting with `prefix`, of the connections listening on this database now. */

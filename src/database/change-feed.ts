@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
-import { CHANGE_CHANNEL, ChangeFeedRepository } from './change-feed.repository';
+import { CHANGE_CHANNEL, ChangeFeedRepository, replyChannel } from './change-feed.repository';
 
 type Handler = (key: string) => void;
 
@@ -44,9 +44,13 @@ const SILENT_MS = 4 * STALE_MS;
 /** Listeners name their connection `prs-change-feed:<instance>` once they are listening. */
 const APP_NAME = 'prs-change-feed';
 
-/** What travels on the channel: a change (with an id to confirm), a confirmation, or a heartbeat. */
+/**
+ * What travels: on CHANGE_CHANNEL a change (with an id to confirm); on an instance's replyChannel a confirmation
+ * or its heartbeat. `direct` marks a change whose maker listens on its replyChannel; an instance of a version
+ * before replyChannel omitted it, and is confirmed on CHANGE_CHANNEL as it expects (a rolling deploy).
+ */
 type Message =
-  | { topic: string; key: string; id?: string; from?: string }
+  | { topic: string; key: string; id?: string; from?: string; direct?: true }
   | { ack: string; from: string }
   | { ping: string; at: number };
 
@@ -83,6 +87,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   private changeSeq = 0;
   /** This process's name on the feed. */
   readonly instance = randomBytes(6).toString('hex');
+  private readonly ownChannel = replyChannel(this.instance);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -133,7 +138,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     try {
       const result = await this.repository.transaction((em) =>
         work(em, async (key) => {
-          await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance } satisfies Message), em);
+          await this.repository.notify(JSON.stringify({ topic, key, id, from: this.instance, direct: true } satisfies Message), em);
           keys.push(key);
         }),
       );
@@ -180,7 +185,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
 
   private async connect(): Promise<void> {
     const client = new Client({ connectionString: this.config.databaseUrl, application_name: APP_NAME });
-    client.on('notification', (n) => n.channel === CHANGE_CHANNEL && n.payload && this.deliver(n.payload));
+    client.on('notification', (n) => (n.channel === CHANGE_CHANNEL || n.channel === this.ownChannel) && n.payload && this.deliver(n.payload));
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));
     this.client = client;
@@ -189,7 +194,7 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     const deadline = setTimeout(() => this.lost(client, new Error(`not listening ${SILENT_MS} ms after connecting`)), SILENT_MS);
     try {
       await client.connect();
-      await this.repository.listen(client, this.connectionName);
+      await this.repository.listen(client, this.connectionName, [CHANGE_CHANNEL, this.ownChannel]);
       this.listening = true;
       this.reset();
       // Live once the first heartbeat comes back.
@@ -216,7 +221,8 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
     const at = performance.now();
     const heard = new Promise<void>((done) => this.pingWaiters.push({ at, done }));
     // Resolved by lost() as well: a send stuck on a half-open link does not hold the caller.
-    await Promise.race([this.repository.notifyOn(client, JSON.stringify({ ping: this.instance, at } satisfies Message)).then(() => heard), heard]);
+    const sent = this.repository.notifyOn(client, this.ownChannel, JSON.stringify({ ping: this.instance, at } satisfies Message));
+    await Promise.race([sent.then(() => heard), heard]);
   }
 
   private heardPing(at: number): void {
@@ -260,15 +266,16 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
       confirmations?.heard();
     } else if (typeof m.topic === 'string' && typeof m.key === 'string') {
       this.handle(m.topic, m.key);
-      if (typeof m.id === 'string' && m.from !== this.instance) this.confirm(m.id);
+      if (typeof m.id === 'string' && typeof m.from === 'string' && m.from !== this.instance) this.confirm(m.id, m.direct === true ? m.from : null);
     }
   }
 
-  /** Tells the instance that made change `id` that this one has handled it. */
-  private confirm(id: string): void {
+  /** Tells the instance that made change `id` that this one has handled it: on its replyChannel (null: on CHANGE_CHANNEL). */
+  private confirm(id: string, maker: string | null): void {
     const client = this.client;
     if (!client || !this.listening) return;
-    this.repository.notifyOn(client, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
+    const channel = maker === null ? CHANGE_CHANNEL : replyChannel(maker);
+    this.repository.notifyOn(client, channel, JSON.stringify({ ack: id, from: this.instance } satisfies Message)).catch(() => undefined);
   }
 
   private handle(topic: string, key: string): void {

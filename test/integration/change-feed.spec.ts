@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { ChangeFeed } from '../../src/database/change-feed';
-import { ChangeFeedRepository } from '../../src/database/change-feed.repository';
+import { CHANGE_CHANNEL, ChangeFeedRepository, replyChannel } from '../../src/database/change-feed.repository';
 import { FeedCache } from '../../src/database/feed-cache';
 import { createDataSource } from '../../src/database/data-source';
 import { testConfig } from '../support/app';
@@ -125,6 +125,51 @@ describe('change feed', () => {
       }
     });
 
+    it('heartbeats and confirmations go only to the instance they are for: nothing but changes on the shared channel', async () => {
+      // A third listener, as any other instance is: it hears the shared channel and nothing of feed's own.
+      const watcher = new Client({ connectionString: testConfig().databaseUrl });
+      const heard: Array<{ channel: string; payload: string }> = [];
+      watcher.on('notification', (n) => heard.push({ channel: n.channel, payload: n.payload ?? '' }));
+      await watcher.connect();
+      try {
+        await watcher.query(`LISTEN ${CHANGE_CHANNEL}`);
+        await watcher.query(`LISTEN ${watcher.escapeIdentifier(replyChannel(feed.instance))}`);
+        await waitFor(async () => feed.live && other.live);
+        await feed.change('keys', async (_em, announce) => announce('routed'));
+        expect(otherSeen).toContain('routed');
+        // Both instances heartbeat every 0.5 s: wait for three of feed's on its own channel, and other's
+        // confirmation there, then nothing else may have come through the shared channel.
+        await waitFor(async () => heard.filter((h) => h.channel === replyChannel(feed.instance) && h.payload.includes('"ping"')).length >= 3);
+        const own = heard.filter((h) => h.channel === replyChannel(feed.instance));
+        expect(own.filter((h) => JSON.parse(h.payload).ack !== undefined)).toEqual([
+          { channel: replyChannel(feed.instance), payload: expect.stringContaining(`"from":"${other.instance}"`) },
+        ]);
+        const shared = heard.filter((h) => h.channel === CHANGE_CHANNEL).map((h) => JSON.parse(h.payload) as Record<string, unknown>);
+        expect(shared).toEqual([expect.objectContaining({ topic: 'keys', key: 'routed', from: feed.instance })]);
+      } finally {
+        await watcher.end();
+      }
+    });
+
+    it('confirms on the shared channel a change from an instance that does not listen on its own (a rolling deploy)', async () => {
+      await waitFor(async () => feed.live && other.live);
+      const watcher = new Client({ connectionString: testConfig().databaseUrl });
+      const acks: string[] = [];
+      watcher.on('notification', (n) => n.payload?.includes('"ack"') && acks.push(n.payload));
+      await watcher.connect();
+      try {
+        await watcher.query(`LISTEN ${CHANGE_CHANNEL}`);
+        // What an instance of the earlier version sends: no `direct`.
+        await new ChangeFeedRepository(ds).notify(JSON.stringify({ topic: 'keys', key: 'old-maker', id: 'old.1', from: 'oldinstance' }));
+        await waitFor(async () => acks.length >= 2);
+        expect(acks.map((a) => JSON.parse(a) as Record<string, unknown>)).toEqual(
+          expect.arrayContaining([{ ack: 'old.1', from: feed.instance }, { ack: 'old.1', from: other.instance }]),
+        );
+      } finally {
+        await watcher.end();
+      }
+    });
+
     it('a stalled instance whose wall clock steps back does not answer from a stale entry once a change returned', async () => {
       const cache = new FeedCache<string>(other, { ttlMs: 60000, maxEntries: 10 });
       other.subscribe('keys', (key) => cache.delete(key));
@@ -192,12 +237,12 @@ describe('change feed', () => {
     // The first heartbeat is sent into a link that never answers; everything else is the real database.
     let stall = true;
     class StallingFirstPing extends ChangeFeedRepository {
-      override async notifyOn(client: Client, payload: string): Promise<void> {
+      override async notifyOn(client: Client, channel: string, payload: string): Promise<void> {
         if (stall && payload.includes('"ping"')) {
           stall = false;
           return new Promise<void>(() => undefined);
         }
-        return super.notifyOn(client, payload);
+        return super.notifyOn(client, channel, payload);
       }
     }
     const late = new ChangeFeed(testConfig(), new StallingFirstPing(ds));
