@@ -15,7 +15,9 @@
  *
  * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profile of the spawned
  * service, summarised at the end), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
- * create,get,webhooks), BENCH_AMOUNTS (random, or sequential to avoid amount collisions). The children's
+ * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
+ * partner is held to 10 attempts in flight, ten fill the worker's 50 as the bare loop has 50 in flight),
+ * BENCH_AMOUNTS (random, or sequential to avoid amount collisions). The children's
  * output goes to .tmp/bench-logs/, the result to .tmp/bench-result.json. Exit code 1 when a measured window
  * saw errors or non-2xx responses.
  */
@@ -37,6 +39,10 @@ const RESULT_FILE = path.join(ROOT, '.tmp', 'bench-result.json');
 function intEnv(name: string, fallback: number, min = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
+  return intEnvValue(name, raw, min);
+}
+
+function intEnvValue(name: string, raw: string, min: number): number {
   if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}, got "${raw}"`);
   return Number(raw);
 }
@@ -238,7 +244,13 @@ async function main(): Promise<void> {
     partnerId: seeded.partnerId, merchantId: seeded.merchantId, databaseUrl, chain, duration, reps,
     connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS,
   };
-  const webhooks: WebhookOutcome = wanted.includes('webhooks') ? await maybeBenchWebhooks(webhookContext) : { ran: false };
+  // One partner is held to WEBHOOK_PARTNER_CONCURRENCY (10) attempts in flight by the fairness rule (DESIGN
+  // §7); ten partners let the worker run its 50 at once, as many as the bare loop: both are printed.
+  const webhookPartners = (process.env.BENCH_WEBHOOK_PARTNERS || '1,10').split(',').map((p) => intEnvValue('BENCH_WEBHOOK_PARTNERS', p.trim(), 1));
+  const webhooks: Array<{ partners: number; outcome: WebhookOutcome }> = [];
+  if (wanted.includes('webhooks')) {
+    for (const partners of webhookPartners) webhooks.push({ partners, outcome: await maybeBenchWebhooks({ ...webhookContext, partners }) });
+  }
 
   const counts = external ? null : await rowCounts(databaseUrl).catch(() => null);
 
@@ -263,11 +275,14 @@ async function main(): Promise<void> {
       `${f.cpuBound === null ? '' : `   cpu-cost ratio ${f.cpuBound.toFixed(2)}`}` +
       `   (floor / bare ${f.floorOfBare.toFixed(2)}${f.floorCpuOfBare === null ? '' : `, cpu-cost ${f.floorCpuOfBare.toFixed(2)}`})`);
   }
-  if (webhooks.ran) {
-    if (webhooks.error) console.log(`webhooks              FAILED: ${webhooks.error}`);
-    else console.log(`webhooks              ratio ${webhooks.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(webhooks.result)}`);
-  } else if (webhooks.error) {
-    console.log(`webhooks              skipped: ${webhooks.error}`);
+  for (const { partners, outcome } of webhooks) {
+    const name = pad(`webhooks × ${partners} partner${partners === 1 ? '' : 's'}`, 22, true);
+    if (outcome.ran) {
+      if (outcome.error) console.log(`${name}FAILED: ${outcome.error}`);
+      else console.log(`${name}ratio ${outcome.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(outcome.result)}`);
+    } else if (outcome.error) {
+      console.log(`${name}skipped: ${outcome.error}`);
+    }
   }
   if (counts) console.log(`rows at the end: payment_requests ${counts.service}, bench_bare_requests ${counts.bare}, bench_floor_requests ${counts.floor ?? '-'}`);
   console.log(line);

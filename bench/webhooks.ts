@@ -273,10 +273,10 @@ export interface WebhookBenchResult {
   }>;
 }
 
-export async function benchWebhooks(context: { reps?: number } = {}): Promise<WebhookBenchResult> {
+export async function benchWebhooks(context: { reps?: number; partners?: number } = {}): Promise<WebhookBenchResult> {
   const reps = context.reps ?? Number(process.env.BENCH_REPS ?? 3);
   const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000);
-  const partners = Number(process.env.BENCH_WEBHOOK_PARTNERS ?? 1);
+  const partners = context.partners ?? Number(process.env.BENCH_WEBHOOK_PARTNERS ?? 1);
   log(`database ${DATABASE_URL}: recreating and migrating`);
   await dropDatabase(DATABASE_URL);
   await migrate(DATABASE_URL);
