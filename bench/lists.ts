@@ -1,39 +1,46 @@
 /**
  * `npm run bench:lists` (issue 14): the list endpoints at 10 k, 1 M and 10 M requests of one partner. Every
  * filter of spec §4.3 and its combinations, and the dashboard's list filters (source, plan_id), timed through
- * HTTP against a started service (BENCH_LIST_REQUESTS sequential requests per filter, default 200, after 20
- * warm-up ones), with p50/p99 per filter and size, and the server-side time: the EXPLAIN ANALYZE execution time
- * (median of 5) of the exact SQL the repository builds for that filter. Goal: p99 at 10 M within 2× of p99 at
- * 10 k for every filter, server side under 20 ms.
+ * HTTP with p50/p99 per filter and size, and the server-side time: the EXPLAIN ANALYZE execution time (median
+ * of 5) of the exact SQL the repository builds for that filter. Goal: p99 at 10 M within 2× of p99 at 10 k for
+ * every filter, server side under 20 ms.
  *
- * The rows are seeded in SQL (INSERT … SELECT generate_series, triggers and foreign-key checks off for the
- * session, then ANALYZE), growing one table from size to size, in the dedicated database prs_bench_lists
- * (BENCH_LISTS_DATABASE_URL), dropped and migrated at the start and dropped at the end (BENCH_LISTS_KEEP=1
- * keeps it). BENCH_LISTS_REUSE=1 keeps it too and, when it already holds a seeded table, starts from that
- * table instead: pending migrations only, the partner, key, merchant wallet and plan read back from
- * bench_lists_seed, and no seeding up to the rows it holds (seeding 10 M takes a long while on 2 cores; a size
- * below the rows held is refused; the seeded open requests stay open for 30 days). BENCH_LIST_SIZES limits the
- * sizes, e.g. 10k,1m. The service is spawned as bench/service.ts does (API role, local Hardhat chain); the
- * partner, its key and its merchant come through the real APIs, the dashboard session through the real SIWE
- * sign-in. Result: .tmp/bench-lists.json.
+ * The sizes are measured interleaved, so that the machine's load drift (2 shared cores) hits every size alike:
+ * each size has its own database and its own started service, all running at once, and for each filter the
+ * requests go round-robin over the sizes (10k, 1M, 10M, 10k, 1M, 10M, …, one in flight at a time), 20 warm-up
+ * rounds then BENCH_LIST_REQUESTS measured ones (default 200). Each size's p99 thus comes from the same
+ * seconds as the others'; the p99 ratio 10M / 10k is printed per filter.
+ *
+ * Each size's rows are seeded in SQL (INSERT … SELECT generate_series, triggers and foreign-key checks off for
+ * the session, then VACUUM ANALYZE), one database after the other, before any timing. The databases are named
+ * by BENCH_LISTS_DATABASE_URL: `{size}` in it is replaced by the size (10k, 1m, 10m), else `_<size>` is
+ * appended to its database name (default prs_bench_lists_10k, _1m, _10m). They are dropped and migrated at the
+ * start and dropped at the end, also on failure (BENCH_LISTS_KEEP=1 keeps them). BENCH_LISTS_REUSE=1 keeps
+ * them too and starts from each one that already holds a seeded table: pending migrations only, the partner,
+ * key, merchant wallet and plan read back from bench_lists_seed, and seeding only up to the size if it holds
+ * fewer rows (seeding 10 M takes minutes on 2 cores; more rows than the size is refused; the seeded open
+ * requests stay open for 30 days). BENCH_LIST_SIZES limits the sizes, e.g. 10k,1m. The services are spawned
+ * as bench/service.ts does (API role, one local Hardhat chain shared by all); each database's partner, key
+ * and merchant come through the real APIs, its dashboard session through the real SIWE sign-in. Result:
+ * .tmp/bench-lists.json.
  *
  * The seeded mix: rows older than the newest 5000 are settled, per 1000: 620 expired/none, 300 opened/verified,
  * 40 voided/none, 20 requested/verified, 20 expired/attached. The newest 5000 (open requests are bounded by the
  * expiry windows, not by the table's size), per 100: 29 requested/none and 30 opened/none open, 9 opened/attached
  * and 5 requested/attached in their claim window, 20 opened/verified, 5 voided/none, and 2 lapsed that the
  * expiry sweep has not reached yet (requested/none past expires_at, opened/attached past claim_until). Growing
- * to the next size first expires the previous window, as the sweep would. Sources: 70 % partner, 10 %
- * dashboard, 20 % handle, and one plan's charges (1 in 100 000 rows). All rows are the one merchant's:
+ * a kept database to more rows first expires its previous window, as the sweep would. Sources: 70 % partner,
+ * 10 % dashboard, 20 % handle, and one plan's charges (1 in 100 000 rows). All rows are the one merchant's:
  * account_id and the dashboard read the worst case, the partner's whole table.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { Wallet } from 'ethers';
 import { SiweMessage } from 'siwe';
 import { RequestsRepository, type ListFilter } from '../src/modules/requests/infrastructure/requests.repository';
-import { cleanup } from './children';
+import { cleanup, onCleanup } from './children';
 import { dropDatabase, migrate, ROOT } from './database';
 import { call, seed, type Seeded } from './seed';
 import { type SpawnedService, startChain, startService } from './service';
@@ -238,29 +245,62 @@ interface Row {
   serverMs: number;
 }
 
-async function timeCase(svc: SpawnedService, s: Seeded, cookie: string, c: Case, n: number): Promise<{ p50: number; p99: number; returned: number }> {
-  const url = c.dashboard ? `${svc.publicUrl}/dashboard/api/requests?${query(c)}` : `${svc.publicUrl}/api/v1/requests?${query(c)}`;
-  const headers: Record<string, string> = c.dashboard ? { cookie } : { authorization: `Bearer ${s.apiKey}` };
-  const times: number[] = [];
-  let returned = 0;
+/** One size under test: its database, its service and what was seeded in it. */
+interface Target {
+  name: string;
+  rows: number;
+  url: string;
+  svc: SpawnedService;
+  s: Seeded;
+  planId: string;
+  cookie: string;
+  /** For seeding and EXPLAIN, connected as the service connects. */
+  db: Client;
+}
+
+interface Timed {
+  p50: number;
+  p99: number;
+  returned: number;
+}
+
+/**
+ * Times one filter (perTarget: its case on each target) on every size at once: WARMUP then n rounds, each round one request to each size in turn
+ * (smallest first), one in flight at a time, so a burst of load on the machine lands on every size alike.
+ */
+async function timeInterleaved(targets: Target[], perTarget: Case[], n: number): Promise<Timed[]> {
+  const plans = targets.map((t, i) => {
+    const c = perTarget[i];
+    return {
+      name: c.name,
+      url: c.dashboard ? `${t.svc.publicUrl}/dashboard/api/requests?${query(c)}` : `${t.svc.publicUrl}/api/v1/requests?${query(c)}`,
+      headers: (c.dashboard ? { cookie: t.cookie } : { authorization: `Bearer ${t.s.apiKey}` }) as Record<string, string>,
+      times: [] as number[],
+      returned: 0,
+    };
+  });
   for (let i = 0; i < WARMUP + n; i++) {
-    const t = process.hrtime.bigint();
-    const res = await fetch(url, { headers });
-    const body = (await res.json()) as { requests?: unknown[] };
-    const ms = Number(process.hrtime.bigint() - t) / 1e6;
-    if (res.status !== 200) throw new Error(`${c.name}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
-    returned = body.requests?.length ?? 0;
-    if (i >= WARMUP) times.push(ms);
+    for (const p of plans) {
+      const t = process.hrtime.bigint();
+      const res = await fetch(p.url, { headers: p.headers });
+      const body = (await res.json()) as { requests?: unknown[] };
+      const ms = Number(process.hrtime.bigint() - t) / 1e6;
+      if (res.status !== 200) throw new Error(`${p.name}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+      p.returned = body.requests?.length ?? 0;
+      if (i >= WARMUP) p.times.push(ms);
+    }
   }
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99), returned };
+  return plans.map((p) => {
+    const sorted = p.times.sort((x, y) => x - y);
+    return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), returned: p.returned };
+  });
 }
 
 const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
 
 function table(rows: Row[], sizeNames: string[]): string {
   const names = [...new Set(rows.map((r) => r.filter))];
-  const head = ['filter', ...sizeNames.flatMap((z) => [`${z} p50`, `${z} p99`, `${z} srv`]), ...(sizeNames.length > 1 ? ['p99 ratio'] : [])];
+  const head = ['filter', ...sizeNames.flatMap((z) => [`${z} p50`, `${z} p99`, `${z} srv`]), ...(sizeNames.length > 1 ? [`p99 ${sizeNames[sizeNames.length - 1]}/${sizeNames[0]}`] : [])];
   const lines = [head];
   for (const name of names) {
     const cells = [name];
@@ -313,12 +353,30 @@ async function writeStored(db: Client, st: Stored, walletKey: string): Promise<v
   ]);
 }
 
-async function main(): Promise<void> {
-  const sizeNames = sizes();
-  const n = requestsPerFilter();
-  const url = process.env.BENCH_LISTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_lists';
-  const reuse = process.env.BENCH_LISTS_REUSE === '1';
-  log(`database ${url}, sizes ${sizeNames.join(', ')}, ${n} requests per filter (machine load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+/** Size z's database: `{size}` in the URL replaced, else `_<size>` appended to the database name. */
+function databaseUrl(base: string, z: string): string {
+  if (base.includes('{size}')) return base.split('{size}').join(z);
+  const u = new URL(base);
+  u.pathname = `${u.pathname.replace(/\/$/, '')}_${z}`;
+  return u.toString();
+}
+
+const databaseNameOf = (url: string) => decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+
+/** Resident memory of a process in MB (Linux /proc), for the log: several services and a chain share the box. */
+function rssMb(pid: number | undefined): string {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return `${Math.round(kb / 1024)} MB`;
+  } catch {
+    return '?';
+  }
+}
+
+const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+
+/** Readies size z's database: reused as it is (BENCH_LISTS_REUSE=1 and seeded before), else dropped; migrated. */
+async function prepare(z: string, url: string, reuse: boolean): Promise<Stored | null> {
   let stored: Stored | null = null;
   if (reuse && (await databaseExists(url))) {
     const probe = new Client({ connectionString: url });
@@ -326,46 +384,82 @@ async function main(): Promise<void> {
     stored = await readStored(probe).finally(() => probe.end());
   }
   if (stored) {
-    const below = sizeNames.filter((z) => SIZES[z] < stored!.seeded);
-    if (below.length) throw new Error(`BENCH_LISTS_REUSE: the database holds ${stored.seeded} rows, more than ${below.join(', ')}`);
-    log(`reusing ${stored.seeded} seeded rows`);
+    if (stored.seeded > SIZES[z]) throw new Error(`BENCH_LISTS_REUSE: ${databaseNameOf(url)} holds ${stored.seeded} rows, more than ${z}`);
+    log(`${z}: reusing ${databaseNameOf(url)}, ${stored.seeded} seeded rows`);
   } else {
     await dropDatabase(url);
   }
   await migrate(url);
+  return stored;
+}
+
+async function main(): Promise<void> {
+  const sizeNames = sizes();
+  const n = requestsPerFilter();
+  const base = process.env.BENCH_LISTS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_lists_{size}';
+  const urls = new Map(sizeNames.map((z) => [z, databaseUrl(base, z)] as const));
+  if (new Set(urls.values()).size !== urls.size) throw new Error('BENCH_LISTS_DATABASE_URL gives two sizes the same database');
+  const reuse = process.env.BENCH_LISTS_REUSE === '1';
+  const storing = reuse || process.env.BENCH_LISTS_KEEP === '1';
+  log(`databases ${[...urls.values()].map(databaseNameOf).join(', ')}, ${n} requests per filter and size, interleaved (machine load ${load()})`);
+  // Registered first, so it runs last: after every service has stopped, on success, failure or Ctrl-C alike.
+  if (!storing) onCleanup('bench databases', async () => { for (const url of urls.values()) await dropDatabase(url); });
+
+  const stored = new Map<string, Stored | null>();
+  for (const z of sizeNames) stored.set(z, await prepare(z, urls.get(z)!, reuse));
   const chain = await startChain();
-  const svc = await startService({ databaseUrl: url, chain });
-  const fresh = stored ? null : await seed(svc);
-  const s: Seeded = stored?.s ?? fresh!;
-  const cookie = await signIn(svc, s);
-  const db = new Client({ connectionString: url, options: '-c jit=off -c max_parallel_workers_per_gather=0' }); // as the service connects
-  await db.connect();
-  const rows: Row[] = [];
+  const services = await Promise.all(sizeNames.map((z) => startService({ databaseUrl: urls.get(z)!, chain, name: `service-${z}` })));
+  log(`services up: ${sizeNames.map((z, i) => `${z} ${rssMb(services[i].child.proc.pid)}`).join(', ')}; ${Math.round(os.freemem() / 2 ** 20)} MB free`);
+
+  const targets: Target[] = [];
   try {
-    const planId = stored?.planId ?? (await insertPlan(db, s));
-    const recipient = s.wallet.address.toLowerCase();
-    let seeded = stored?.seeded ?? 0;
-    const storing = reuse || process.env.BENCH_LISTS_KEEP === '1';
-    if (!stored && storing) await writeStored(db, { s, planId, seeded }, (fresh!.wallet as Wallet).privateKey);
-    for (const z of sizeNames) {
+    for (const [i, z] of sizeNames.entries()) {
+      const url = urls.get(z)!;
+      const svc = services[i];
+      const st = stored.get(z) ?? null;
+      const db = new Client({ connectionString: url, options: '-c jit=off -c max_parallel_workers_per_gather=0' }); // as the service connects
+      await db.connect();
+      const fresh = st ? null : await seed(svc);
+      const s: Seeded = st?.s ?? fresh!;
+      const planId = st?.planId ?? (await insertPlan(db, s));
+      targets.push({ name: z, rows: SIZES[z], url, svc, s, planId, cookie: await signIn(svc, s), db });
+      let seeded = st?.seeded ?? 0;
+      if (!st && storing) await writeStored(db, { s, planId, seeded }, (fresh!.wallet as Wallet).privateKey);
       if (SIZES[z] > seeded) {
         const t = Date.now();
-        await grow(db, s, planId, recipient, chain.token.toLowerCase(), seeded, SIZES[z]);
+        await grow(db, s, planId, s.wallet.address.toLowerCase(), chain.token.toLowerCase(), seeded, SIZES[z]);
         seeded = SIZES[z];
         if (storing) await db.query('UPDATE bench_lists_seed SET seeded = $1', [seeded]);
-        log(`${z}: seeded to ${seeded} rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-      }
-      for (const c of cases(s, planId, seeded)) {
-        const h = await timeCase(svc, s, cookie, c, n);
-        const srv = await serverMs(db, s, c.filter);
-        rows.push({ filter: c.name, size: z, returned: h.returned, p50: h.p50, p99: h.p99, serverMs: srv });
-        log(`${z} ${c.name}: p50 ${fmt(h.p50)} ms, p99 ${fmt(h.p99)} ms, server ${fmt(srv)} ms, ${h.returned} rows`);
+        log(`${z}: seeded ${databaseNameOf(url)} to ${seeded} rows in ${((Date.now() - t) / 1000).toFixed(1)} s`);
       }
     }
-  } finally {
-    await db.end();
+  } catch (e) {
+    await Promise.all(targets.map((t) => t.db.end()));
+    throw e;
   }
-  console.log(`\nHTTP ms (p50, p99) and server-side EXPLAIN ANALYZE execution ms, page of 50:\n${table(rows, sizeNames)}`);
+
+  const rows: Row[] = [];
+  const loads: number[] = [os.loadavg()[0]];
+  log(`timing, interleaved over ${sizeNames.join(', ')} (machine load ${load()})`);
+  try {
+    const byTarget = targets.map((t) => cases(t.s, t.planId, t.rows));
+    for (const [k, c] of byTarget[0].entries()) {
+      const timed = await timeInterleaved(targets, byTarget.map((cs) => cs[k]), n);
+      const parts: string[] = [];
+      for (const [i, t] of targets.entries()) {
+        const srv = await serverMs(t.db, t.s, byTarget[i][k].filter);
+        rows.push({ filter: c.name, size: t.name, returned: timed[i].returned, p50: timed[i].p50, p99: timed[i].p99, serverMs: srv });
+        parts.push(`${t.name} ${fmt(timed[i].p50)} / ${fmt(timed[i].p99)} ms (server ${fmt(srv)}, ${timed[i].returned} rows)`);
+      }
+      loads.push(os.loadavg()[0]);
+      log(`${c.name}: p50 / p99 ${parts.join('; ')}`);
+    }
+  } finally {
+    await Promise.all(targets.map((t) => t.db.end()));
+  }
+  const loadRange = `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`;
+  log(`timing done; 1-minute load average during it ${loadRange} (now ${load()}); memory: ${sizeNames.map((z, i) => `${z} ${rssMb(services[i].child.proc.pid)}`).join(', ')}, ${Math.round(os.freemem() / 2 ** 20)} MB free`);
+  console.log(`\nHTTP ms (p50, p99; sizes interleaved) and server-side EXPLAIN ANALYZE execution ms, page of 50:\n${table(rows, sizeNames)}`);
   const first = sizeNames[0];
   const last = sizeNames[sizeNames.length - 1];
   const misses = [...new Set(rows.map((r) => r.filter))].filter((name) => {
@@ -375,10 +469,11 @@ async function main(): Promise<void> {
   });
   log(misses.length ? `goal missed (p99 ${last} > 2× p99 ${first}, or server ≥ 20 ms): ${misses.join('; ')}` : 'goal met for every filter');
   mkdirSync(path.dirname(RESULT_FILE), { recursive: true });
-  writeFileSync(RESULT_FILE, `${JSON.stringify({ at: new Date().toISOString(), loadavg: os.loadavg(), requestsPerFilter: n, rows }, null, 2)}\n`);
+  const result = { at: new Date().toISOString(), method: 'interleaved', loadavg: os.loadavg(), load1During: loads, requestsPerFilter: n, databases: Object.fromEntries([...urls].map(([z, u]) => [z, databaseNameOf(u)])), rows };
+  writeFileSync(RESULT_FILE, `${JSON.stringify(result, null, 2)}\n`);
   log(`result written to ${path.relative(process.cwd(), RESULT_FILE)}`);
-  await svc.child.stop();
-  if (process.env.BENCH_LISTS_KEEP !== '1' && !reuse) await dropDatabase(url);
+  await Promise.all(services.map((svc) => svc.child.stop()));
+  if (storing) log(`kept ${[...urls.values()].map(databaseNameOf).join(', ')} (BENCH_LISTS_REUSE=1 starts from them)`);
 }
 
 let interrupted = false;

@@ -61,6 +61,8 @@ export interface ServiceOptions {
   chain: Chain;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeFlags?: string[];
+  /** The child's name (its log file, .tmp/bench-logs/<name>.log) when several run at once; default "service". */
+  name?: string;
 }
 
 /**
@@ -96,7 +98,7 @@ export async function startService(opts: ServiceOptions): Promise<SpawnedService
     RATES: 'usd:1',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   };
-  const child = startNode('service', args, {
+  const child = startNode(opts.name ?? 'service', args, {
     cwd: ROOT,
     env,
     killAfterMs: 15_000,
