@@ -110,17 +110,32 @@ it('the outbox re-drive running while a busy partner runs on admits nothing twic
   expect(maxInFlight(p.receiver.calls)).toBeLessThanOrEqual(2);
 }, 90_000);
 
-it('a partner with more than a re-drive batch of events waiting in its gate does not keep the re-drive from another partner’s lost event', async () => {
-  // 1100 events wait behind slots that stay taken: all overdue, all older than the healthy partner's event.
+it('a partner with more than a re-drive batch of events waiting in its gate does not keep the re-drive from other partners’ lost events', async () => {
+  // 1100 events wait behind slots that stay taken: all overdue, all older than the other partners' events.
   const busy = await partnerWithEvents(1100, 'ok', { slots: 0 });
   await svc.app.get(WebhookRelay).enqueue(busy.ids);
   await db.query(`UPDATE webhook_events SET next_attempt_at = now() - interval '1 minute' WHERE partner_id = $1`, [busy.partnerId]);
   expect(await svc.app.get(PartnerGate).state(busy.partnerId)).toEqual({ waiting: 1100, running: LIMIT });
-  // The healthy partner's event was committed but its relay failed (never relayed): only the re-drive sends it.
-  const healthy = await partnerWithEvents(1, 'ok');
-  await db.query(`UPDATE webhook_events SET recorded_at = now() - interval '10 seconds' WHERE id = $1`, [healthy.ids[0]]);
+  // Each lost in its own way; only the re-drive sends them. Committed but never relayed (next_attempt_at null):
+  const unrelayed = await partnerWithEvents(1, 'ok');
+  await db.query(`UPDATE webhook_events SET recorded_at = now() - interval '10 seconds' WHERE id = $1`, [unrelayed.ids[0]]);
+  // Relayed, then its job lost (Redis lost its data):
+  const jobLost = await partnerWithEvents(1, 'ok');
+  await db.query(`UPDATE webhook_events SET relayed_at = now() - interval '10 seconds', next_attempt_at = now() - interval '10 seconds' WHERE id = $1`, [jobLost.ids[0]]);
+  // Claimed, then its worker died mid attempt: once relayed, and once from a re-drive before any relay.
+  const stalled = await partnerWithEvents(1, 'ok');
+  await db.query(
+    `UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '10 minutes', relayed_at = now() - interval '11 minutes',
+            next_attempt_at = now() - interval '11 minutes' WHERE id = $1`,
+    [stalled.ids[0]],
+  );
+  const stalledUnrelayed = await partnerWithEvents(1, 'ok');
+  await db.query(
+    `UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '10 minutes', recorded_at = now() - interval '11 minutes' WHERE id = $1`,
+    [stalledUnrelayed.ids[0]],
+  );
   await svc.app.get(OutboxRedrive).run();
-  await healthy.receiver.waitForCalls(1, 5000);
+  await Promise.all([unrelayed, jobLost, stalled, stalledUnrelayed].map((p) => p.receiver.waitForCalls(1, 5000)));
   expect(busy.receiver.calls).toHaveLength(0);
 }, 90_000);
 
