@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
+import { EndpointLimiter } from './endpoint-limiter';
 import { PartnerLimiter } from './partner-limiter';
 import { RateLimitGuard } from './rate-limit.guard';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
@@ -11,6 +12,7 @@ class StorageModule {}
 @Global()
 @Module({
   imports: [
+    StorageModule,
     ThrottlerModule.forRootAsync({
       imports: [StorageModule],
       inject: [RedisThrottlerStorage],
@@ -21,7 +23,7 @@ class StorageModule {}
       }),
     }),
   ],
-  providers: [RateLimitGuard, PartnerLimiter],
-  exports: [ThrottlerModule, RateLimitGuard, PartnerLimiter],
+  providers: [RateLimitGuard, PartnerLimiter, EndpointLimiter],
+  exports: [ThrottlerModule, RateLimitGuard, PartnerLimiter, EndpointLimiter],
 })
 export class RateLimitModule {}

@@ -4,6 +4,11 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 
 export const REDIS = Symbol('REDIS');
 
+interface PendingHits {
+  expireAtMs: number;
+  waiters: Array<{ resolve: (n: number) => void; reject: (e: unknown) => void }>;
+}
+
 /**
  * The connection to Redis for counters. It fails fast when Redis is away (no offline queue), so the rate
  * limiter can fail open and the API keeps serving. Cache invalidations between instances do not use Redis:
@@ -23,19 +28,53 @@ export class RedisConnections implements OnApplicationShutdown {
       // Commands issued in one event-loop turn (rate-limit hits of concurrent calls) go out in one write.
       enableAutoPipelining: true,
     });
+    // INCRBY the hits of one turn; the window's end is set by whichever call created the key.
     this.main.defineCommand('prsHit', {
       numberOfKeys: 1,
-      lua: `local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return n`,
+      lua: `local n = redis.call('INCRBY', KEYS[1], ARGV[2]) if n == tonumber(ARGV[2]) then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return n`,
     });
     this.main.on('error', (e) => this.logger.warn(`redis: ${e.message}`));
   }
 
+  /** Hits counted during this turn of the event loop, by key: sent together once the turn's I/O is handled. */
+  private pendingHits = new Map<string, PendingHits>();
+
   /**
-   * Counts one hit in a fixed window: INCR, and on the first hit PEXPIREAT the window's end. One command
-   * (EVALSHA of a script ioredis loads once), so the hot path pays one round trip and one reply to parse.
+   * Counts one hit in a fixed window and answers the count including it: INCRBY, and PEXPIREAT the window's
+   * end when the key is new. The hits of one event-loop turn on the same key (a partner's concurrent calls
+   * to one endpoint) are one command, INCRBY n, and its callers get the counts n sequential INCRs would have
+   * answered, in call order; all of the turn's keys go out in one pipeline. One EVALSHA (a script ioredis
+   * loads once) per key and turn instead of one per call: one reply to parse, one promise to settle.
    */
   hitWindow(key: string, expireAtMs: number): Promise<number> {
-    return (this.main as Redis & { prsHit(key: string, at: number): Promise<number> }).prsHit(key, expireAtMs);
+    return new Promise<number>((resolve, reject) => {
+      let pending = this.pendingHits.get(key);
+      if (!pending) {
+        if (this.pendingHits.size === 0) setImmediate(() => this.sendHits());
+        pending = { expireAtMs, waiters: [] };
+        this.pendingHits.set(key, pending);
+      }
+      pending.waiters.push({ resolve, reject });
+    });
+  }
+
+  private sendHits(): void {
+    const batch = this.pendingHits;
+    this.pendingHits = new Map();
+    const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, at: number, by: number): unknown };
+    for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, expireAtMs, waiters.length);
+    pipeline.exec().then(
+      (replies) => {
+        let i = 0;
+        for (const { waiters } of batch.values()) {
+          const [err, total] = replies?.[i++] ?? [new Error('redis: no reply')];
+          waiters.forEach((w, j) => (err ? w.reject(err) : w.resolve(Number(total) - waiters.length + 1 + j)));
+        }
+      },
+      (e: unknown) => {
+        for (const { waiters } of batch.values()) for (const w of waiters) w.reject(e);
+      },
+    );
   }
 
   channel(name: string): string {

@@ -4,5 +4,5 @@ export const SCOPES = ['requests:read', 'requests:write', 'merchants:read', 'mer
 export type Scope = (typeof SCOPES)[number];
 
 export const REQUIRED_SCOPE = 'required_scope';
-/** The scope an endpoint needs (spec §4); enforced by ApiKeyGuard. */
+/** The scope an endpoint needs (spec §4); enforced by PartnerApiGuard. */
 export const RequireScope = (scope: Scope) => SetMetadata(REQUIRED_SCOPE, scope);

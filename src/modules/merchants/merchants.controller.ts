@@ -1,10 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
-import { BodyCheckGuard } from '../../common/http/body';
 import type { Response } from 'express';
 import { RateLimit } from '../../common/rate-limit/rate-limit';
-import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
-import type { AuthedRequest } from '../auth/api-key.guard';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { PartnerApiGuard, type AuthedRequest } from '../auth/partner-api.guard';
 import { RequireScope } from '../auth/scopes';
 import { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { merchantBody, merchantListBody } from './merchant.mapper';
@@ -13,7 +10,7 @@ import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** Spec §4.5–4.8; the accounts paths are the same three operations (and share their rate-limit buckets). */
 @Controller(['api/v1/merchants', 'api/v1/accounts'])
-@UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
+@UseGuards(PartnerApiGuard)
 export class MerchantsController {
   constructor(private readonly merchants: MerchantsService) {}
 

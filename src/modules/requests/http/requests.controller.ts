@@ -1,11 +1,9 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
-import { BodyCheckGuard } from '../../../common/http/body';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { RateLimit } from '../../../common/rate-limit/rate-limit';
-import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
-import { ApiKeyGuard, type AuthedRequest } from '../../auth/api-key.guard';
+import { PartnerApiGuard, type AuthedRequest } from '../../auth/partner-api.guard';
 import { RequireScope } from '../../auth/scopes';
 import { cannotCancelWith, partnerScope, RequestsService } from '../application/requests.service';
 import type { PaymentRequest } from '../domain/payment-request';
@@ -13,7 +11,7 @@ import { CreateRequestDto, createInput, listQuery, ListRequestsQuery } from './r
 import { toRequestList, toRequestResponse } from './request.mapper';
 
 @Controller('api/v1/requests')
-@UseGuards(ApiKeyGuard, RateLimitGuard, BodyCheckGuard)
+@UseGuards(PartnerApiGuard)
 export class RequestsController {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly requests: RequestsService) {}
 
