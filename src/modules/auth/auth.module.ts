@@ -5,11 +5,15 @@ import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyRepository } from './api-key.repository';
 import { ApiKeyService } from './api-key.service';
 import { AuthFailureLimiter } from './auth-failure.limiter';
-import { PartnerApiGuard } from './partner-api.guard';
 
+/**
+ * API keys and the failed-auth limiter, for both roles (the worker imports it through MerchantsCoreModule).
+ * PartnerApiGuard is not provided here: it also needs the HTTP role's RateLimitModule (EndpointLimiter), so
+ * Nest builds it in the module of each controller that uses it.
+ */
 @Module({
   imports: [TypeOrmModule.forFeature([ApiKeyEntity]), PartnersModule],
-  providers: [ApiKeyRepository, ApiKeyService, PartnerApiGuard, AuthFailureLimiter],
-  exports: [ApiKeyService, PartnerApiGuard, AuthFailureLimiter],
+  providers: [ApiKeyRepository, ApiKeyService, AuthFailureLimiter],
+  exports: [ApiKeyService, AuthFailureLimiter],
 })
 export class AuthModule {}
