@@ -7,9 +7,10 @@ export const CHANGE_CHANNEL = 'prs_changes';
 
 /**
  * The channel only `instance` listens on, besides CHANGE_CHANNEL: its own heartbeats and the confirmations of
- * its changes travel there, so no instance hears the others' (traffic grows with the number of instances,
- * not with its square). Notifications of every channel reach a listener in commit order (Postgres keeps one
- * queue), which is what a heartbeat heard back proves.
+ * its changes travel there, so no instance receives the others' (what each instance receives grows with the
+ * number of instances, not with its square; Postgres still wakes every listener on each NOTIFY to check).
+ * Notifications of every channel reach a listener in commit order (Postgres keeps one queue), which is what
+ * a heartbeat heard back proves.
  */
 export const replyChannel = (instance: string) => `${CHANGE_CHANNEL}_${instance}`;
 

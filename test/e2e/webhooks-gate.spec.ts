@@ -1,5 +1,6 @@
 import { OutboxRedrive } from '../../src/modules/webhooks/outbox-redrive';
 import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
+import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
@@ -134,10 +135,27 @@ it('a partner with more than a re-drive batch of events waiting in its gate does
     `UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '10 minutes', recorded_at = now() - interval '11 minutes' WHERE id = $1`,
     [stalledUnrelayed.ids[0]],
   );
+  // Claimed before its due time (a relay that ran late sent an attempt the re-drive had already tried), then
+  // its worker died: stalled by its claim time, though not due yet.
+  const stalledEarly = await partnerWithEvents(1, 'ok');
+  await db.query(
+    `UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '10 minutes', relayed_at = now() - interval '11 minutes',
+            next_attempt_at = now() + interval '5 minutes' WHERE id = $1`,
+    [stalledEarly.ids[0]],
+  );
   await svc.app.get(OutboxRedrive).run();
-  await Promise.all([unrelayed, jobLost, stalled, stalledUnrelayed].map((p) => p.receiver.waitForCalls(1, 5000)));
+  await Promise.all([unrelayed, jobLost, stalled, stalledUnrelayed, stalledEarly].map((p) => p.receiver.waitForCalls(1, 5000)));
   expect(busy.receiver.calls).toHaveLength(0);
 }, 90_000);
+
+it('a relay that runs late, after the re-drive already tried the event, queues nothing: the retry waits its backoff', async () => {
+  const late = await partnerWithEvents(1, 'ok');
+  // The re-drive's attempt 1 failed and scheduled attempt 2 for later; the relay after commit had not run yet.
+  await db.query(`UPDATE webhook_events SET attempts = 1, next_attempt_at = now() + interval '1 hour' WHERE id = $1`, [late.ids[0]]);
+  expect(await svc.app.get(WebhookEventsRepository).markRelayed(late.ids)).toEqual([]);
+  const [row] = await db.query<{ next: Date; relayed: Date | null }>(`SELECT next_attempt_at AS next, relayed_at AS relayed FROM webhook_events WHERE id = $1`, [late.ids[0]]);
+  expect(row.next.getTime()).toBeGreaterThan(Date.now() + 30 * 60_000);
+});
 
 it('Postgres failing attempts mid run-on: the run-on stops and the failed attempt retries in its slot; the others keep waiting, none is lost', async () => {
   const p = await partnerWithEvents(30, 'ok', { slots: 1 });

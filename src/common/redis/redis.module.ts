@@ -61,20 +61,23 @@ export class RedisConnections implements OnApplicationShutdown {
   private sendHits(): void {
     const batch = this.pendingHits;
     this.pendingHits = new Map();
-    const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, at: number, by: number): unknown };
-    for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, expireAtMs, waiters.length);
-    pipeline.exec().then(
-      (replies) => {
+    const failAll = (e: unknown) => {
+      for (const { waiters } of batch.values()) for (const w of waiters) w.reject(e);
+    };
+    // Sent from setImmediate: a throw here would reach no caller, so every one of the turn's callers is answered.
+    try {
+      const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, at: number, by: number): unknown };
+      for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, expireAtMs, waiters.length);
+      pipeline.exec().then((replies) => {
         let i = 0;
         for (const { waiters } of batch.values()) {
           const [err, total] = replies?.[i++] ?? [new Error('redis: no reply')];
           waiters.forEach((w, j) => (err ? w.reject(err) : w.resolve(Number(total) - waiters.length + 1 + j)));
         }
-      },
-      (e: unknown) => {
-        for (const { waiters } of batch.values()) for (const w of waiters) w.reject(e);
-      },
-    );
+      }, failAll);
+    } catch (e) {
+      failAll(e);
+    }
   }
 
   channel(name: string): string {

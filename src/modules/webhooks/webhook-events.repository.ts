@@ -195,7 +195,8 @@ export class WebhookEventsRepository {
       .update()
       .set({ relayedAt: () => 'now()', nextAttemptAt: () => 'COALESCE(next_attempt_at, now())' })
       .where('id = ANY(:ids)', { ids: eventIds })
-      .andWhere(`deliver AND state = 'pending' AND relayed_at IS NULL`)
+      // Not once attempted: the re-drive got there first (a relay that ran late), and a retry waits its backoff.
+      .andWhere(`deliver AND state = 'pending' AND relayed_at IS NULL AND attempts = 0`)
       .returning('id, attempts + 1 AS attempt, partner_id AS "partnerId"')
       .updateEntity(false)
       .execute();
@@ -212,13 +213,14 @@ export class WebhookEventsRepository {
    * Reads only what it can return (issue 14: ranking every overdue event took 4 s at 1,000,000 waiting): the
    * partners with open events are walked on webhook_events_open (partner_id, next_attempt_at) one index probe
    * each, and each gives at most `limit` of its oldest, so the ranking sorts partners × limit rows at most.
-   * An event's due time is next_attempt_at, or recorded_at while it was never relayed (next_attempt_at null:
-   * the process stopped between commit and relay, and an attempt from the re-drive may have claimed it since):
-   * those sit at the end of their partner's range and are read by a second probe. A stalled attempt is found in the range of
-   * due times up to now - graceMs: it was claimed once due, more than attemptMaxMs (> graceMs) ago.
+   * A pending event's due time is next_attempt_at, or recorded_at while it was never relayed (next_attempt_at
+   * null: the process stopped between commit and relay): those sit at the end of their partner's range and are
+   * read by a second probe. Stalled attempts are a third probe, on webhook_events_partner (partner_id, state):
+   * by their claim time, whatever their due time (an attempt may be claimed before next_attempt_at, e.g. a late
+   * relay of an event the re-drive had already tried), and few (the gate bounds each partner's in flight).
    */
   async overdue(graceMs: number, attemptMaxMs: number, limit: number): Promise<DueAttempt[]> {
-    const open = `e.partner_id = p.partner_id AND e.state IN ('pending','delivering') AND e.deliver`;
+    const pending = `e.partner_id = p.partner_id AND e.state = 'pending' AND e.deliver`;
     const columns = `e.id, e.attempts, e.partner_id, e.state = 'delivering' AS stalled`;
     return this.dataSource.manager.query<DueAttempt[]>(
       `WITH RECURSIVE partners AS (
@@ -230,15 +232,17 @@ export class WebhookEventsRepository {
        due AS (
          SELECT o.* FROM partners p CROSS JOIN LATERAL (
            (SELECT ${columns}, e.next_attempt_at AS due FROM webhook_events e
-             WHERE ${open} AND e.next_attempt_at < now() - $1 * interval '1 millisecond'
-               AND (e.state = 'pending' OR e.last_attempt_at < now() - $2 * interval '1 millisecond')
+             WHERE ${pending} AND e.next_attempt_at < now() - $1 * interval '1 millisecond'
              ORDER BY e.next_attempt_at, e.id LIMIT $3)
            UNION ALL
            (SELECT ${columns}, e.recorded_at AS due FROM webhook_events e
-             WHERE ${open} AND e.next_attempt_at IS NULL
-               AND ((e.state = 'pending' AND e.recorded_at < now() - $1 * interval '1 millisecond')
-                 OR (e.state = 'delivering' AND e.last_attempt_at < now() - $2 * interval '1 millisecond'))
-             ORDER BY e.recorded_at, e.id LIMIT $3)) o
+             WHERE ${pending} AND e.next_attempt_at IS NULL AND e.recorded_at < now() - $1 * interval '1 millisecond'
+             ORDER BY e.recorded_at, e.id LIMIT $3)
+           UNION ALL
+           (SELECT ${columns}, COALESCE(e.next_attempt_at, e.recorded_at) AS due FROM webhook_events e
+             WHERE e.partner_id = p.partner_id AND e.state = 'delivering' AND e.deliver
+               AND e.last_attempt_at < now() - $2 * interval '1 millisecond'
+             ORDER BY e.last_attempt_at, e.id LIMIT $3)) o
           WHERE p.partner_id IS NOT NULL)
        SELECT id, attempt, "partnerId", stalled
          FROM (SELECT id, attempts + 1 AS attempt, partner_id AS "partnerId", stalled, due,

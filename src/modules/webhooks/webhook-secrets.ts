@@ -10,19 +10,20 @@ import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoi
  * portal's test ping). During a key rotation values sealed under SECRET_KEY_PREVIOUS still open, and each is
  * sealed again under SECRET_KEY when seen, or all at once by `npm run secrets:reseal`.
  */
-/** Opened values kept per worker (a partner has at most two); past this many the oldest go first. */
+/** Partners whose opened secrets a process keeps; past this many the one opened longest ago goes first. */
 const OPENED_MAX = 10_000;
 
 @Injectable()
 export class WebhookSecrets {
   private readonly box: SecretBox;
   /**
-   * Sealed value (with its partner) → the secret, for values sealed under SECRET_KEY: a delivery opens its
-   * partner's secrets on every attempt, and one AES-GCM open each was a measurable part of the worker's time.
-   * Keyed by the sealed text itself, so a new or rotated secret (a new sealed value) is never served from here;
-   * stale values are not kept, so each is still sealed again when seen.
+   * Partner → its stored (sealed) values and their secrets, for values sealed under SECRET_KEY: a delivery
+   * opens its partner's secrets on every attempt, and one AES-GCM open each was a measurable part of the
+   * worker's time. Served only while the stored values are exactly these, so a new or rotated secret is never
+   * answered from here, and replaced when they change, so a retired secret does not stay in memory. Stale
+   * values are not kept, so each is still sealed again when seen.
    */
-  private readonly opened = new Map<string, string>();
+  private readonly opened = new Map<string, { values: string[]; secrets: string[] }>();
 
   constructor(
     @Inject(APP_CONFIG) config: Pick<AppConfig, 'secretKey' | 'secretKeyPrevious'>,
@@ -48,21 +49,17 @@ export class WebhookSecrets {
    */
   async open(partnerId: string, stored: StoredSecrets): Promise<string[]> {
     const values = [stored.secret, stored.previousSecret].filter((s): s is string => !!s);
-    const secrets = values.map((v) => this.openOne(partnerId, v));
-    if (values.some((v) => this.box.isStale(v))) await this.reseal(partnerId, stored);
-    return secrets;
-  }
-
-  private openOne(partnerId: string, sealed: string): string {
-    const key = `${partnerId}:${sealed}`;
-    const hit = this.opened.get(key);
-    if (hit !== undefined) return hit;
-    const secret = this.box.open(sealed, partnerId);
-    if (!this.box.isStale(sealed)) {
+    const known = this.opened.get(partnerId);
+    if (known && known.values.length === values.length && known.values.every((v, i) => v === values[i])) return known.secrets;
+    const secrets = values.map((v) => this.box.open(v, partnerId));
+    this.opened.delete(partnerId);
+    if (values.some((v) => this.box.isStale(v))) {
+      await this.reseal(partnerId, stored);
+    } else {
       if (this.opened.size >= OPENED_MAX) this.opened.delete(this.opened.keys().next().value!);
-      this.opened.set(key, secret);
+      this.opened.set(partnerId, { values, secrets });
     }
-    return secret;
+    return secrets;
   }
 
   /**
