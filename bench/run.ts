@@ -276,7 +276,7 @@ async function main(): Promise<void> {
       `   (floor / bare ${f.floorOfBare.toFixed(2)}${f.floorCpuOfBare === null ? '' : `, cpu-cost ${f.floorCpuOfBare.toFixed(2)}`})`);
   }
   for (const { partners, outcome } of webhooks) {
-    const name = pad(`webhooks × ${partners} partner${partners === 1 ? '' : 's'}`, 22, true);
+    const name = pad(`webhooks × ${partners} partner${partners === 1 ? '' : 's'}`, 25, true);
     if (outcome.ran) {
       if (outcome.error) console.log(`${name}FAILED: ${outcome.error}`);
       else console.log(`${name}ratio ${outcome.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(outcome.result)}`);
