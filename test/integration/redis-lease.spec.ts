@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisLeases } from '../../src/common/redis/redis-lease';
 import { RedisConnections } from '../../src/common/redis/redis.module';
 import { testConfig } from '../support/app';
@@ -32,8 +31,16 @@ describe('RedisLeases', () => {
     const lease = await here.acquire(n, 300);
     expect(lease).not.toBeNull();
     expect(await there.acquire(n, 300)).toBeNull();
-    // Three ttls later it is still held: renewal, not the first PX, keeps it.
-    await sleep(900);
+    // Renewed three times (its remaining ttl seen going back up), so past its first PX: renewal keeps it.
+    const key = redis.channel(`lease:${n}`);
+    let renewals = 0;
+    let last = Infinity;
+    await waitFor(async () => {
+      const ttl = await redis.main.pttl(key);
+      if (ttl > last) renewals++;
+      last = ttl;
+      return renewals >= 3;
+    }, 5000, 20);
     expect(await there.acquire(n, 300)).toBeNull();
     await lease!.release();
     const next = await there.acquire(n, 300);
