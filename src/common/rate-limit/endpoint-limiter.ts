@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../errors';
-import { RATE_LIMIT_PER_MINUTE, RATE_LIMIT_TTL_MS } from './rate-limit';
+import { endpointBucket, RATE_LIMIT_PER_MINUTE, RATE_LIMIT_TTL_MS, scaledLimit } from './rate-limit';
 import { RedisThrottlerStorage } from './redis-throttler.storage';
 
 /**
@@ -21,8 +21,8 @@ export class EndpointLimiter {
   async consume(controller: Function, handler: Function, tracker: string): Promise<void> {
     const perMinute = this.reflector.get<number | undefined>(RATE_LIMIT_PER_MINUTE, handler);
     if (perMinute === undefined) throw new Error(`${controller.name}.${handler.name} has no @RateLimit`);
-    const limit = Math.max(1, Math.floor(perMinute * this.config.rateLimitScale));
-    const { isBlocked } = await this.storage.increment(`${controller.name}.${handler.name}:${tracker}`, RATE_LIMIT_TTL_MS, limit);
+    const limit = scaledLimit(perMinute, this.config.rateLimitScale);
+    const { isBlocked } = await this.storage.increment(endpointBucket(controller.name, handler.name, tracker), RATE_LIMIT_TTL_MS, limit);
     if (isBlocked) throw new AppError('rate_limited');
   }
 }

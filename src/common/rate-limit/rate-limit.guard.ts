@@ -4,6 +4,7 @@ import { getOptionsToken, ThrottlerGuard, ThrottlerStorage, type ThrottlerModule
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../errors';
 import { addressBucket } from './client-address';
+import { endpointBucket, scaledLimit } from './rate-limit';
 
 /**
  * Per API key (per merchant on the signed-in dashboard; per client address on the public pages: IPv6 by /64),
@@ -25,7 +26,7 @@ export class RateLimitGuard extends ThrottlerGuard {
   protected override async handleRequest(props: ThrottlerRequest): Promise<boolean> {
     const req = props.context.switchToHttp().getRequest<{ principal?: unknown; dashboard?: unknown }>();
     const base = req.principal || req.dashboard ? props.limit : this.config.publicRateLimit;
-    const limit = Math.max(1, Math.floor(base * this.config.rateLimitScale));
+    const limit = scaledLimit(base, this.config.rateLimitScale);
     return super.handleRequest({ ...props, limit });
   }
 
@@ -37,7 +38,7 @@ export class RateLimitGuard extends ThrottlerGuard {
   }
 
   protected override generateKey(context: ExecutionContext, tracker: string): string {
-    return `${context.getClass().name}.${context.getHandler().name}:${tracker}`;
+    return endpointBucket(context.getClass().name, context.getHandler().name, tracker);
   }
 
   protected override async throwThrottlingException(): Promise<void> {

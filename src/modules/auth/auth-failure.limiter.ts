@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { RedisConnections } from '../../common/redis/redis.module';
+import { scaledLimit } from '../../common/rate-limit/rate-limit';
 
 const MINUTE = 60000;
 /** Addresses this instance remembers as over budget; beyond it the oldest is forgotten (Redis still knows). */
@@ -28,7 +29,7 @@ export class AuthFailureLimiter {
   ) {}
 
   private get limit(): number {
-    return Math.max(1, Math.floor(this.config.authFailureRateLimit * this.config.rateLimitScale));
+    return scaledLimit(this.config.authFailureRateLimit, this.config.rateLimitScale);
   }
 
   private key(address: string, windowStart: number): string {

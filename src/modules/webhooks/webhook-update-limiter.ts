@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { RedisConnections } from '../../common/redis/redis.module';
+import { scaledLimit } from '../../common/rate-limit/rate-limit';
 
 /** Spec §8: webhook URL or secret updates per minute per partner. */
 export const WEBHOOK_UPDATES_PER_MINUTE = 10;
@@ -25,7 +26,7 @@ export class WebhookUpdateLimiter {
     const now = Date.now();
     const windowStart = now - (now % WINDOW_MS);
     const key = `${this.redis.channel('rl')}:webhook-updates:${partnerId}:${windowStart}`;
-    const limit = Math.max(1, Math.floor(WEBHOOK_UPDATES_PER_MINUTE * this.config.rateLimitScale));
+    const limit = scaledLimit(WEBHOOK_UPDATES_PER_MINUTE, this.config.rateLimitScale);
     let hits: number;
     try {
       const res = await this.redis.main.multi().incr(key).pexpireat(key, windowStart + WINDOW_MS + 1000).exec();
