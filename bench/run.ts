@@ -17,6 +17,8 @@
  * service, summarised at the end), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
  * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
  * partner is held to 10 attempts in flight, ten fill the worker's 50 as the bare loop has 50 in flight),
+ * BENCH_WEBHOOK_RATE (events per second of each webhook bench's commit-to-receipt latency phase, default 1000;
+ * 0 skips it),
  * BENCH_AMOUNTS (random, or sequential to avoid amount collisions). The children's
  * output goes to .tmp/bench-logs/, the result to .tmp/bench-result.json. Exit code 1 when a measured window
  * saw errors or non-2xx responses.
@@ -31,6 +33,7 @@ import { type CaseResult, CONNECTIONS, createPlan, fiatMaker, getPlan, keyMaker,
 import { summariseProfiles } from './profile';
 import { call, inParallel, seed, type Target } from './seed';
 import { type Chain, clearRedisPrefix, REDIS_PREFIX, type SpawnedService, startChain, startService } from './service';
+import type { LatencyResult } from './webhooks';
 
 const TARGETS = { create: 0.4, get: 0.5, floor: 0.8, p99Ms: 100 };
 const ID_POOL = 1000;
@@ -279,7 +282,14 @@ async function main(): Promise<void> {
     const name = pad(`webhooks × ${partners} partner${partners === 1 ? '' : 's'}`, 25, true);
     if (outcome.ran) {
       if (outcome.error) console.log(`${name}FAILED: ${outcome.error}`);
-      else console.log(`${name}ratio ${outcome.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(outcome.result)}`);
+      else {
+        console.log(`${name}ratio ${outcome.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(outcome.result)}`);
+        const l = (outcome.result as { latency?: LatencyResult } | null)?.latency;
+        if (l) {
+          console.log(`${pad('', 25)}commit to receipt at ${l.rate}/s (committed at ${l.achievedRate}/s): p50 ${l.p50Ms} ms, p99 ${l.p99Ms} ms ` +
+            `(< 1000) ${verdict(l.p99Ms < 1000 && l.missing === 0 && l.achievedRate >= 0.95 * l.rate)}, max ${l.maxMs} ms${l.missing ? `, ${l.missing} not received` : ''}`);
+        }
+      }
     } else if (outcome.error) {
       console.log(`${name}skipped: ${outcome.error}`);
     }

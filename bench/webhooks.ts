@@ -12,12 +12,16 @@
  * over that many partners, all pointing at the receiver.
  *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
  * BENCH_WEBHOOKS_DATABASE_URL and BENCH_WEBHOOKS_REDIS_PREFIX move it aside, to run beside a bench.
+ * Then the latency phase: a producer process commits BENCH_WEBHOOK_RATE events per second (default 1000; 0 skips
+ * it) for 2 + 10 s, as the API does (commit, then the relay), and the receiver's time of first receipt of each
+ * measured event, minus its commit time, gives commit-to-receipt p50/p99/max (goal: p99 under 1 s at 1,000/s).
  * BENCH_WEBHOOK_PROFILE=<file.cpuprofile> writes a V8 CPU profile of the service runs alone (not the bare loop);
  * summarise it with bench/profile.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { getQueueToken } from '@nestjs/bullmq';
@@ -33,25 +37,41 @@ import { migrate } from '../src/database/data-source';
 import { WEBHOOK_USER_AGENT } from '../src/modules/webhooks/payload';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay';
 import { type Child, cleanup, startNode } from './children';
-import { dropDatabase } from './database';
+import { dropDatabase, SWC } from './database';
+import type { ProduceOrder, ProduceReport } from './webhook-producer';
 
 const DATABASE_URL = process.env.BENCH_WEBHOOKS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const REDIS_PREFIX = process.env.BENCH_WEBHOOKS_REDIS_PREFIX || 'prs-bench-wh';
 const IN_FLIGHT = 50; // the worker's concurrency, and the bare loop's
 const BARE_FACTOR = 4;
+/** Measured seconds of the latency phase (after its 2-second warm-up). */
+const LATENCY_SECONDS = 10;
 
-// A receiver that reads each body and answers 200 with an empty body, keep-alive.
+// A receiver that reads each body and answers 200 with an empty body, keep-alive. Between 'record' and
+// 'times' it also notes when each delivery id first arrived (the latency phase).
 const RECEIVER_SOURCE = `
 const http = require('node:http');
+const { performance } = require('node:perf_hooks');
 let n = 0;
+let times = null;
 const server = http.createServer((req, res) => {
   req.resume();
-  req.on('end', () => { n++; res.writeHead(200, { 'content-length': '0' }); res.end(); });
+  req.on('end', () => {
+    n++;
+    const id = req.headers['x-service-delivery'];
+    if (times && !times.has(id)) times.set(id, performance.timeOrigin + performance.now());
+    res.writeHead(200, { 'content-length': '0' });
+    res.end();
+  });
 });
 server.keepAliveTimeout = 65000;
 server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
-process.on('message', (m) => { if (m === 'count') process.send({ count: n }); });
+process.on('message', (m) => {
+  if (m === 'count') process.send({ count: n });
+  if (m === 'record') { times = new Map(); process.send({ recording: true }); }
+  if (m === 'times') { process.send({ times: [...(times ?? [])] }); times = null; }
+});
 `;
 
 const log = (msg: string) => console.log(`[bench:webhooks] ${msg}`);
@@ -142,16 +162,27 @@ async function deliveredCount(client: Client, ids: string[]): Promise<number> {
   return Number(r.rows[0].n);
 }
 
-function receivedCount(receiver: Child): Promise<number> {
-  return new Promise((resolve) => {
-    const onMessage = (m: { count?: number }) => {
-      if (typeof m.count !== 'number') return;
-      receiver.proc.off('message', onMessage);
-      resolve(m.count);
+/** The next message of `child` that has `key` (after sending `message`, if given); rejects if it exits first. */
+function reply<T>(child: Child, key: string, message?: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: Record<string, unknown>) => {
+      if (m?.error) return done(() => reject(new Error(`${child.name}: ${String(m.error)}`)));
+      if (m?.[key] !== undefined) done(() => resolve(m as T));
     };
-    receiver.proc.on('message', onMessage);
-    receiver.proc.send('count');
+    const onExit = () => done(() => reject(new Error(`${child.name} exited:\n${child.tail()}`)));
+    const done = (then: () => void) => {
+      child.proc.off('message', onMessage);
+      child.proc.off('exit', onExit);
+      then();
+    };
+    child.proc.on('message', onMessage);
+    child.proc.once('exit', onExit);
+    if (message !== undefined) child.proc.send(message as string);
   });
+}
+
+async function receivedCount(receiver: Child): Promise<number> {
+  return (await reply<{ count: number }>(receiver, 'count', 'count')).count;
 }
 
 /**
@@ -214,6 +245,70 @@ async function serviceRun(running: Running, client: Client, receiver: Child, fs:
   return measured(n, (performance.now() - t0) / 1000);
 }
 
+/** Commit-to-receipt latency at a steady rate of events (issue 14 item 3: p99 under 1 s at 1,000 events/s). */
+export interface LatencyResult {
+  /** Events per second asked of the producer, and committed by it. */
+  rate: number;
+  achievedRate: number;
+  events: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** CPU time per event of the producer process, and of this one (the worker), in ms. */
+  producerCpuMs: number;
+  workerCpuMs: number;
+  /** Measured events the receiver had not seen when the phase gave up waiting (should be 0). */
+  missing: number;
+}
+
+/**
+ * A producer process (bench/webhook-producer.ts, the API's part: commit, then WebhookRelay.enqueue) commits
+ * `rate` events per second, spread over the fixtures' partners, for a 2-second warm-up and then `seconds`
+ * measured; this process's worker delivers them to the receiver, which notes when each delivery id first
+ * arrived. Latency is receipt minus commit, on the machine's wall clock (both processes read it through
+ * performance.timeOrigin + now()).
+ */
+async function latencyRun(receiver: Child, fs: Fixture[], rate: number, seconds: number): Promise<LatencyResult> {
+  const producer = startNode('webhook producer', [...SWC, path.join(__dirname, 'webhook-producer.ts')], {
+    env: { ...process.env, DATABASE_URL, REDIS_URL, REDIS_PREFIX },
+  });
+  try {
+    await reply(producer, 'ready');
+    await reply(receiver, 'recording', 'record');
+    const before = await receivedCount(receiver);
+    const order: ProduceOrder = {
+      produce: { rate, warmup: rate * 2, events: rate * seconds, fixtures: fs.map(({ partnerId, requestId }) => ({ partnerId, requestId })) },
+    };
+    const cpu0 = process.cpuUsage();
+    const report = await reply<ProduceReport>(producer, 'commits', order);
+    const total = order.produce.warmup + order.produce.events;
+    const deadline = performance.now() + 120_000;
+    while ((await receivedCount(receiver)) - before < total && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const cpu = process.cpuUsage(cpu0);
+    const received = new Map((await reply<{ times: Array<[string, number]> }>(receiver, 'times', 'times')).times);
+    const latencies: number[] = [];
+    for (const [id, committedAt] of report.commits) {
+      const at = received.get(id);
+      if (at !== undefined) latencies.push(at - committedAt);
+    }
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+    return {
+      rate,
+      achievedRate: Math.round(report.achievedRate),
+      events: report.commits.length,
+      p50Ms: +at(0.5).toFixed(1),
+      p99Ms: +at(0.99).toFixed(1),
+      maxMs: +latencies[latencies.length - 1].toFixed(1),
+      producerCpuMs: +report.cpuMs.toFixed(3),
+      workerCpuMs: +((cpu.user + cpu.system) / 1000 / total).toFixed(3),
+      missing: report.commits.length - latencies.length,
+    };
+  } finally {
+    await producer.stop();
+  }
+}
+
 /** The same number of signed POSTs from a bare loop: http.request, keep-alive agent, IN_FLIGHT at a time. */
 async function bareRun(url: string, f: Fixture, n: number): Promise<Run> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
@@ -273,12 +368,16 @@ export interface WebhookBenchResult {
     service: number; bare: number; ratio: number;
     serviceCpuMs: number; bareCpuMs: number; serviceMachineCpuMs: number; bareMachineCpuMs: number;
   }>;
+  /** Commit-to-receipt latency at BENCH_WEBHOOK_RATE events per second (absent with BENCH_WEBHOOK_RATE=0). */
+  latency?: LatencyResult;
 }
 
 export async function benchWebhooks(context: { reps?: number; partners?: number } = {}): Promise<WebhookBenchResult> {
   const reps = context.reps ?? Number(process.env.BENCH_REPS ?? 3);
   const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000);
   const partners = context.partners ?? Number(process.env.BENCH_WEBHOOK_PARTNERS ?? 1);
+  const latencyRate = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000);
+  if (!Number.isInteger(latencyRate) || latencyRate < 0) throw new Error('BENCH_WEBHOOK_RATE: events per second, a whole number (0 skips the latency phase)');
   if (!Number.isInteger(partners) || partners < 1) throw new Error(`BENCH_WEBHOOK_PARTNERS: one whole number ≥ 1 when run alone (npm run bench takes a list)`);
   log(`database ${DATABASE_URL}: recreating and migrating`);
   await dropDatabase(DATABASE_URL);
@@ -333,6 +432,13 @@ export async function benchWebhooks(context: { reps?: number; partners?: number 
       log(`rep ${i + 1}: service ${service.rate.toFixed(0)}/s (${cpu(service)}), bare ${bare.rate.toFixed(0)}/s (${cpu(bare)}), ratio ${ratio.toFixed(2)}` +
         (profiler ? ' (profiled: the service ran under the profiler, the ratio does not count)' : ''));
     }
+    let latency: LatencyResult | undefined;
+    if (latencyRate > 0) {
+      log(`latency: ${latencyRate} events/s committed by a producer process, 2 s warm-up + ${LATENCY_SECONDS} s measured`);
+      latency = await latencyRun(receiver.child, fs, latencyRate, LATENCY_SECONDS);
+      log(`latency: commit to receipt p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms over ${latency.events} events ` +
+        `(committed at ${latency.achievedRate}/s; CPU per event: producer ${latency.producerCpuMs} ms, worker ${latency.workerCpuMs} ms; goal p99 < 1000 ms at 1,000/s)${latency.missing ? `; ${latency.missing} NOT RECEIVED` : ''}`);
+    }
     return {
       service: Math.round(median(results.map((r) => r.service))),
       bare: Math.round(median(results.map((r) => r.bare))),
@@ -340,6 +446,7 @@ export async function benchWebhooks(context: { reps?: number; partners?: number 
       events,
       partners,
       reps: results,
+      latency,
     };
   } finally {
     await running?.close();

@@ -189,3 +189,23 @@ it('Postgres failing attempts mid run-on: the run-on stops and the failed attemp
   await p.receiver.waitUntil((calls) => callsPerDelivery(calls).size === p.ids.length, 30_000);
   expect([...callsPerDelivery(p.receiver.calls).values()].every((n) => n === 1)).toBe(true);
 }, 90_000);
+
+it('relays after commits in one event-loop turn share one batch: each event goes once to its own partner, also when relayed twice', async () => {
+  const ps = [await partnerWithEvents(3, 'ok'), await partnerWithEvents(2, 'ok'), await partnerWithEvents(1, 'ok')];
+  const relay = svc.app.get(WebhookRelay);
+  // One call per "transaction", all in the same turn; the first partner's events are relayed twice.
+  await Promise.all([...ps.map((p) => relay.enqueue(p.ids)), relay.enqueue(ps[0].ids)]);
+  const all = ps.flatMap((p) => p.ids);
+  await waitFor(async () => {
+    const [r] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND state = 'delivered'`, [all]);
+    return r.n === all.length;
+  });
+  for (const p of ps) {
+    const sent = callsPerDelivery(p.receiver.calls);
+    expect([...sent.keys()].sort()).toEqual([...p.ids].sort());
+    expect([...sent.values()].every((n) => n === 1)).toBe(true);
+    expect(p.receiver.calls.every((c) => c.json().partner_id === p.partnerId)).toBe(true);
+  }
+  const [attempts] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_attempts WHERE event_id = ANY($1)`, [all]);
+  expect(attempts.n).toBe(all.length);
+});
