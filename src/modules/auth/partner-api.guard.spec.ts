@@ -6,8 +6,8 @@ import { RATE_LIMIT_PER_MINUTE } from '../../common/rate-limit/rate-limit';
 import { PartnerApiGuard } from './partner-api.guard';
 
 /**
- * PartnerApiGuard counts each call against its handler's own @RateLimit and refuses a handler without one
- * (500 on every call): every route of every controller it guards must carry it. Listed here, so a new route
+ * PartnerApiGuard counts each call against its handler's @RateLimit (else its controller's) and refuses a
+ * handler with neither (500 on every call): every route of every controller it guards must have one. Listed here, so a new route
  * or controller is checked when it is added.
  */
 describe('routes behind PartnerApiGuard', () => {
@@ -20,7 +20,8 @@ describe('routes behind PartnerApiGuard', () => {
       .map((m) => (controller.prototype as unknown as Record<string, object>)[m])
       .filter((handler) => Reflect.getMetadata(METHOD_METADATA, handler) !== undefined);
     expect(routes.length).toBeGreaterThan(0);
-    const missing = routes.filter((handler) => typeof Reflect.getMetadata(RATE_LIMIT_PER_MINUTE, handler) !== 'number');
+    const limit = (handler: object) => Reflect.getMetadata(RATE_LIMIT_PER_MINUTE, handler) ?? Reflect.getMetadata(RATE_LIMIT_PER_MINUTE, controller);
+    const missing = routes.filter((handler) => typeof limit(handler) !== 'number');
     expect(missing.map((h) => (h as { name: string }).name)).toEqual([]);
   });
 });
