@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { RedisConnections } from '../../src/common/redis/redis.module';
+import { RedisThrottlerStorage } from '../../src/common/rate-limit/redis-throttler.storage';
+import { WebhookUpdateLimiter } from '../../src/modules/webhooks/webhook-update-limiter';
 import { testConfig } from '../support/app';
+import { withinOneMinute } from '../support/clock';
 import { waitFor } from '../support/wait';
 
 /** RedisConnections.hitWindow on the real Redis: the calls of one event-loop turn share one INCRBY per key. */
@@ -31,9 +34,10 @@ describe('RedisConnections.hitWindow', () => {
     const mixed = await Promise.all([redis.hitWindow(a, at), redis.hitWindow(b, at), redis.hitWindow(a, at + 5_000), redis.hitWindow(b, at)]);
     expect(mixed).toEqual([6, 1, 7, 2]);
     // The window's end comes from the call that created the key; later hits do not move it.
+    // (Sent as the time left, so Redis's clock places it within the moments the command took to arrive.)
     const pexpireat = Number(await redis.main.pexpiretime(a));
-    expect(pexpireat).toBe(at);
-    expect(Number(await redis.main.pexpiretime(b))).toBe(at);
+    expect(Math.abs(pexpireat - at)).toBeLessThan(100);
+    expect(Math.abs(Number(await redis.main.pexpiretime(b)) - at)).toBeLessThan(100);
     await redis.main.del(a, b);
   });
 
@@ -45,5 +49,37 @@ describe('RedisConnections.hitWindow', () => {
     } finally {
       await down.onApplicationShutdown();
     }
+  });
+
+  /**
+   * A host whose wall clock trails Redis's (stepped back by NTP, or drifting) computes a window end that Redis
+   * finds already past: an absolute expiry (PEXPIREAT) deletes the counter as it is created, every call counts
+   * as the first, and that instance enforces no limit at all. Two minutes back, so the host's minute has the
+   * same phase as Redis's and the calls stay in one window.
+   */
+  describe('a host clock two minutes behind Redis', () => {
+    let clock: jest.SpyInstance | undefined;
+    beforeEach(async () => {
+      await withinOneMinute(5000);
+      const wall = Date.now.bind(Date);
+      clock = jest.spyOn(Date, 'now').mockImplementation(() => wall() - 120_000);
+    });
+    afterEach(() => clock?.mockRestore());
+
+    it('the partner API limiter still counts the window and blocks the call after the limit', async () => {
+      const storage = new RedisThrottlerStorage(redis);
+      const bucket = `test-skew:${randomUUID()}`;
+      const replies = [];
+      for (let i = 0; i < 7; i++) replies.push(await storage.increment(bucket, 60_000, 6));
+      expect(replies.map((r) => r.totalHits)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(replies.map((r) => r.isBlocked)).toEqual([false, false, false, false, false, false, true]);
+    });
+
+    it('the webhook update limiter still refuses the 11th update of the minute', async () => {
+      const limiter = new WebhookUpdateLimiter(redis, { ...config, rateLimitScale: 1 });
+      const partnerId = randomUUID();
+      for (let i = 0; i < 10; i++) await limiter.consume(partnerId);
+      await expect(limiter.consume(partnerId)).rejects.toMatchObject({ code: 'rate_limited' });
+    });
   });
 });

@@ -28,10 +28,12 @@ export class RedisConnections implements OnApplicationShutdown {
       // Commands issued in one event-loop turn (rate-limit hits of concurrent calls) go out in one write.
       enableAutoPipelining: true,
     });
-    // INCRBY the hits of one turn; the window's end is set by whichever call created the key.
+    // INCRBY the hits of one turn; the window's end is set by whichever call created the key. Relative (PEXPIRE,
+    // not PEXPIREAT): a window end read on this host's clock is in Redis's past when that clock trails Redis's,
+    // and an absolute expiry would delete the counter as it is created, so no call would ever be over the limit.
     this.main.defineCommand('prsHit', {
       numberOfKeys: 1,
-      lua: `local n = redis.call('INCRBY', KEYS[1], ARGV[2]) if n == tonumber(ARGV[2]) then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return n`,
+      lua: `local n = redis.call('INCRBY', KEYS[1], ARGV[2]) if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n`,
     });
     this.main.on('error', (e) => this.logger.warn(`redis: ${e.message}`));
   }
@@ -40,10 +42,11 @@ export class RedisConnections implements OnApplicationShutdown {
   private pendingHits = new Map<string, PendingHits>();
 
   /**
-   * Counts one hit in a fixed window and answers the count including it: INCRBY, and PEXPIREAT the window's
-   * end when the key is new. The hits of one event-loop turn on the same key (a partner's concurrent calls
-   * to one endpoint) are one command, INCRBY n, and its callers get the counts n sequential INCRs would have
-   * answered, in call order; all of the turn's keys go out in one pipeline. One EVALSHA (a script ioredis
+   * Counts one hit in a fixed window and answers the count including it: INCRBY, and an expiry at the window's
+   * end (`expireAtMs`, on this host's clock, sent as the time left) when the key is new. The hits of one
+   * event-loop turn on the same key (a partner's concurrent calls to one endpoint) are one command, INCRBY n,
+   * and its callers get the counts n sequential INCRs would have answered, in call order; all of the turn's
+   * keys go out in one pipeline. One EVALSHA (a script ioredis
    * loads once) per key and turn instead of one per call: one reply to parse, one promise to settle.
    */
   hitWindow(key: string, expireAtMs: number): Promise<number> {
@@ -66,8 +69,9 @@ export class RedisConnections implements OnApplicationShutdown {
     };
     // Sent from setImmediate: a throw here would reach no caller, so every one of the turn's callers is answered.
     try {
-      const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, at: number, by: number): unknown };
-      for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, expireAtMs, waiters.length);
+      const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, ttlMs: number, by: number): unknown };
+      const now = Date.now();
+      for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, Math.max(1, expireAtMs - now), waiters.length);
       pipeline.exec().then((replies) => {
         let i = 0;
         for (const { waiters } of batch.values()) {

@@ -29,8 +29,7 @@ export class WebhookUpdateLimiter {
     const limit = scaledLimit(WEBHOOK_UPDATES_PER_MINUTE, this.config.rateLimitScale);
     let hits: number;
     try {
-      const res = await this.redis.main.multi().incr(key).pexpireat(key, windowStart + WINDOW_MS + 1000).exec();
-      hits = Number(res?.[0]?.[1] ?? 0);
+      hits = await this.redis.hitWindow(key, windowStart + WINDOW_MS + 1000);
     } catch (e) {
       this.logger.error(`cannot reach Redis, letting the webhook update through: ${(e as Error).message}`);
       return;
