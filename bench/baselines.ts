@@ -25,10 +25,11 @@ const SERVERS: Record<BaselineKind, { script: string; table: string }> = {
 };
 
 /** Creates the baseline's table (empty) and fixture rows, starts its server and waits until it answers. */
-export async function startBaseline(kind: BaselineKind, databaseUrl: string, tokenAddress: string): Promise<Baseline> {
+/** `nodeFlags`: extra node flags for the server, e.g. --cpu-prof. */
+export async function startBaseline(kind: BaselineKind, databaseUrl: string, tokenAddress: string, nodeFlags: string[] = []): Promise<Baseline> {
   const { script, table } = SERVERS[kind];
   const fixture = await prepareBareTable(databaseUrl, table);
-  const child = startNode(`${kind} server`, [...SWC, script], {
+  const child = startNode(`${kind} server`, [...nodeFlags, ...SWC, script], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -13,8 +13,10 @@
  * RATE_LIMIT_SCALE and a local Hardhat chain with the test token. The bare server is always a child of the
  * bench. Every child is ended on exit, on error and on Ctrl-C.
  *
- * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profile of the spawned
- * service, summarised at the end), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
+ * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profiles of the spawned
+ * service and of the framework floor: the service's summarised at the end, then both side by side in µs per
+ * request, sorted by what the service spends beyond the floor; BENCH_CASES=get or create alone keeps one path's
+ * work apart), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
  * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
  * partner is held to 10 attempts in flight, ten fill the worker's 50 as the bare loop has 50 in flight),
  * BENCH_WEBHOOK_RATE (events per second of each webhook bench's commit-to-receipt latency phase, default 1000;
@@ -30,7 +32,7 @@ import { baselineIds, startBaseline } from './baselines';
 import { cleanup, LOG_DIR } from './children';
 import { analyze, benchDatabaseUrl, dropDatabase, migrate, ROOT, rowCounts } from './database';
 import { type CaseResult, CONNECTIONS, createPlan, fiatMaker, getPlan, keyMaker, randomFiat, runCase, stopLoad, WARMUP_SECONDS } from './load';
-import { summariseProfiles } from './profile';
+import { compareProfiles, summariseProfiles } from './profile';
 import { call, inParallel, seed, type Target } from './seed';
 import { type Chain, clearRedisPrefix, REDIS_PREFIX, type SpawnedService, startChain, startService } from './service';
 import type { LatencyResult } from './webhooks';
@@ -129,7 +131,8 @@ async function main(): Promise<void> {
 
   const bare = await startBaseline('bare', databaseUrl, tokenAddress);
   log(`bare baseline: node http + pg (pool 20) on ${bare.url}, table ${bare.fixture.table}`);
-  const floor = await startBaseline('floor', databaseUrl, tokenAddress);
+  const floorProfileDir = path.join(profileDir, 'floor');
+  const floor = await startBaseline('floor', databaseUrl, tokenAddress, profile ? ['--cpu-prof', `--cpu-prof-dir=${floorProfileDir}`] : []);
   log(`framework floor: empty NestJS handlers on Express as the service configures it, pg (pool 20) on ${floor.url}, table ${floor.fixture.table}`);
 
   const seeded = await seed(target);
@@ -323,8 +326,18 @@ async function main(): Promise<void> {
   log(`result written to ${path.relative(process.cwd(), RESULT_FILE)}`);
 
   if (profile && spawned) {
-    await spawned.child.stop(); // SIGTERM: the service closes and node writes the profile on exit
+    // SIGTERM: each closes and node writes its profile on exit.
+    await Promise.all([spawned.child.stop(), floor.child.stop()]);
     console.log(summariseProfiles(profileDir));
+    // CPU per request over each process's measured windows, to scale its profile's shares.
+    const cpuPerRequest = (names: CaseName[]) => {
+      const rs = runs.filter((r) => names.includes(r.name as CaseName) && r.cpuMsPerRequest !== null);
+      return rs.reduce((s, r) => s + r.cpuMsPerRequest! * r.total, 0) / Math.max(1, rs.reduce((s, r) => s + r.total, 0));
+    };
+    console.log(compareProfiles(
+      { label: 'service', dir: profileDir, cpuMsPerRequest: cpuPerRequest(pairs.map((p) => PAIRS[p].service)) },
+      { label: 'floor', dir: floorProfileDir, cpuMsPerRequest: cpuPerRequest(pairs.map((p) => PAIRS[p].floor)) },
+    ));
   }
   process.exitCode = valid ? 0 : 1;
 }

@@ -11,7 +11,9 @@ import type { AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
+import { httpMetrics } from './modules/ops/http-metrics.middleware';
 import { apiAccessLog } from './modules/ops/logging';
+import { MetricsService } from './modules/ops/metrics.service';
 import { mountQueueBoard } from './modules/ops/queue-board';
 import { portalFormBody } from './modules/portal/portal-http';
 
@@ -89,6 +91,7 @@ export async function start(
   app.use(jsonBody);
   app.use('/api/v1', apiAccessLog(config));
   mountQueueBoard(app, config);
+  app.use(httpMetrics(app.get(MetricsService)));
   await app.init();
 
   const handler = app.getHttpAdapter().getInstance() as (req: IncomingMessage, res: ServerResponse) => void;

@@ -1,20 +1,19 @@
-import { Injectable, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { MetricsService, matchedRoute } from './metrics.service';
+import { type MetricsService, matchedRoute } from './metrics.service';
 
 /**
- * Times every request the application routes and records it under the matched route pattern (Express sets
- * req.route when a route matched; 404s of unknown paths share one label), method and status.
+ * Times every request that reaches the application's routes and records it under the matched route pattern
+ * (Express sets req.route when a route matched; 404s of unknown paths share one label), method and status.
+ * Mounted by bootstrap on Express, after the queue board and before the Nest routes, where a Nest module
+ * middleware would run: a plain Express middleware, because Nest runs each module middleware as one more
+ * route layer, an async proxy and a per-request bookkeeping entry, on every call of the partner API too.
  */
-@Injectable()
-export class HttpMetricsMiddleware implements NestMiddleware {
-  constructor(private readonly metrics: MetricsService) {}
-
-  use(req: Request, res: Response, next: NextFunction): void {
+export function httpMetrics(metrics: MetricsService) {
+  return (req: Request, res: Response, next: NextFunction): void => {
     const start = performance.now();
     res.once('finish', () => {
-      this.metrics.observeHttp(req.method, matchedRoute(req), res.statusCode, (performance.now() - start) / 1000);
+      metrics.observeHttp(req.method, matchedRoute(req), res.statusCode, (performance.now() - start) / 1000);
     });
     next();
-  }
+  };
 }

@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export const UNMATCHED_ROUTE = '(unmatched)';
 
 /**
- * Express sets req.route to the last route that matched. Module middleware (ours, nestjs-pino's) is mounted
+ * Express sets req.route to the last route that matched. nestjs-pino's module middleware is mounted
  * as a catch-all route with this pattern, so a request that matched no controller route still has it.
  */
 export const CATCH_ALL_ROUTE = '{/*splat}';

@@ -1,11 +1,10 @@
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TerminusModule } from '@nestjs/terminus';
 import { LoggerModule } from 'nestjs-pino';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import type { Roles } from '../../app.module';
 import { HealthController } from './health.controller';
-import { HttpMetricsMiddleware } from './http-metrics.middleware';
 import { loggerParams } from './logging';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
@@ -17,10 +16,11 @@ import { WorkerListener } from './worker-listener';
 
 /**
  * Operations: JSON logs (nestjs-pino), health (terminus), Prometheus metrics. Global, so any module can
- * inject MetricsService. The queue board is mounted on Express by bootstrap (see queue-board.ts).
+ * inject MetricsService. The queue board and the HTTP timing (http-metrics.middleware.ts) are mounted on
+ * Express by bootstrap.
  */
 @Module({})
-export class OpsModule implements NestModule {
+export class OpsModule {
   static forRoot(roles: Roles): DynamicModule {
     return {
       module: OpsModule,
@@ -35,17 +35,11 @@ export class OpsModule implements NestModule {
         MetricsService,
         ScrapeCollectors,
         ReadinessService,
-        HttpMetricsMiddleware,
         QueueLogging,
         ...(roles.worker ? [VerificationTimer] : []),
         ...(roles.worker && !roles.http ? [WorkerListener] : []),
       ],
       exports: [MetricsService, ReadinessService],
     };
-  }
-
-  /** HTTP role only (Nest calls configure for HTTP applications): time every routed request. */
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware).forRoutes({ path: '{/*splat}', method: RequestMethod.ALL });
   }
 }
