@@ -6,6 +6,7 @@ import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { MicroBatch } from '../../common/micro-batch';
+import { preparedQuery } from '../../database/prepared';
 import { WebhookAttemptEntity } from './webhook-attempt.entity';
 import { WebhookEventEntity } from './webhook-event.entity';
 
@@ -116,12 +117,16 @@ export class WebhookEventsRepository {
    * Takes attempt n of each event: only when the event is due for delivery and n follows the last recorded
    * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
    * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
-   * (benchmarked hot path: the worker claims its 50 concurrent attempts together).
+   * (benchmarked hot path: the worker claims its 50 concurrent attempts together), prepared once per
+   * connection like recordBatch's and the payload's read (each parse and plan cost Postgres as much CPU as the
+   * rows' work: see README, webhook deliveries).
    */
   async claimMany(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
     const sorted = inIdOrder(xs);
-    const rows = await this.dataSource.manager.query<ClaimRow[]>(
+    const rows = await preparedQuery<ClaimRow>(
+      this.dataSource.manager,
+      'webhook_claim',
       `WITH c AS (
          UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
            FROM unnest($1::uuid[], $2::int[]) AS j(id, attempt)
@@ -153,7 +158,9 @@ export class WebhookEventsRepository {
   private async recordBatch(xs: AttemptRecord[]): Promise<boolean[]> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
     const rs = inIdOrder(xs.filter((_, i) => first[i]));
-    const rows = await this.dataSource.manager.query<Array<{ event_id: string; attempt: number }>>(
+    const rows = await preparedQuery<{ event_id: string; attempt: number }>(
+      this.dataSource.manager,
+      'webhook_record',
       `WITH j AS (
          SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
                               $8::text[], $9::int[], $10::text[])
