@@ -6,6 +6,7 @@ import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { MicroBatch } from '../../common/micro-batch';
+import { preparedQuery } from '../../database/prepared';
 import { WebhookAttemptEntity } from './webhook-attempt.entity';
 import { WebhookEventEntity } from './webhook-event.entity';
 
@@ -116,15 +117,25 @@ export class WebhookEventsRepository {
    * Takes attempt n of each event: only when the event is due for delivery and n follows the last recorded
    * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
    * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
-   * (benchmarked hot path: the worker claims its 50 concurrent attempts together).
+   * (benchmarked hot path: the worker claims its 50 concurrent attempts together), prepared once per
+   * connection like recordBatch's and the payload's read.
+   *
+   * The arrays are read through `(SELECT $n)` so that Postgres keeps one generic plan for the statement. Given
+   * the arrays as constants, a custom plan knows the batch's length and costs a batch of one or three below
+   * the generic plan (which assumes ten rows), so Postgres plans every call again, and planning these
+   * statements costs more than running them for a small batch (one row: 0.85 ms of Postgres CPU per claim
+   * instead of 0.35, measured 2026-11-26). The plan is the same either way: the batch's rows probe the
+   * primary key.
    */
   async claimMany(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
     const sorted = inIdOrder(xs);
-    const rows = await this.dataSource.manager.query<ClaimRow[]>(
+    const rows = await preparedQuery<ClaimRow>(
+      this.dataSource.manager,
+      'webhook_claim',
       `WITH c AS (
          UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
-           FROM unnest($1::uuid[], $2::int[]) AS j(id, attempt)
+           FROM unnest((SELECT $1::uuid[]), (SELECT $2::int[])) AS j(id, attempt)
           WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND e.state IN ('pending','delivering')
          RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
                    (SELECT COALESCE(max(a.attempt), 0)::int FROM webhook_attempts a
@@ -144,7 +155,7 @@ export class WebhookEventsRepository {
   /**
    * Stores attempt n and moves the event on; nothing happens unless the event still stands at attempt n-1.
    * Returns false when another run of the same attempt got there first. Records made together share one
-   * statement.
+   * statement (prepared, its arrays read through `(SELECT $n)`: see claimMany).
    */
   record(r: AttemptRecord): Promise<boolean> {
     return this.records.submit(r);
@@ -153,10 +164,13 @@ export class WebhookEventsRepository {
   private async recordBatch(xs: AttemptRecord[]): Promise<boolean[]> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
     const rs = inIdOrder(xs.filter((_, i) => first[i]));
-    const rows = await this.dataSource.manager.query<Array<{ event_id: string; attempt: number }>>(
+    const rows = await preparedQuery<{ event_id: string; attempt: number }>(
+      this.dataSource.manager,
+      'webhook_record',
       `WITH j AS (
-         SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
-                              $8::text[], $9::int[], $10::text[])
+         SELECT * FROM unnest((SELECT $1::uuid[]), (SELECT $2::int[]), (SELECT $3::text[]), (SELECT $4::timestamptz[]),
+                              (SELECT $5::int[]), (SELECT $6::int[]), (SELECT $7::text[]), (SELECT $8::text[]),
+                              (SELECT $9::int[]), (SELECT $10::text[]))
                 AS j(id, attempt, state, started_at, duration_ms, status_code, error_class, error_message, delay_ms, outcome)),
        ev AS (
          UPDATE webhook_events e

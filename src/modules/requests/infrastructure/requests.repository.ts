@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { PoolClient } from 'pg';
 import { In, type EntityManager, type Repository } from 'typeorm';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import {
@@ -9,6 +8,7 @@ import {
 } from '../domain/transitions';
 import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
+import { preparedQuery } from '../../../database/prepared';
 import { PaymentRequestEntity } from './payment-request.entity';
 import { REQUEST_COLUMNS, rowToDomain, type RequestRow } from './request.row';
 
@@ -133,7 +133,7 @@ export class RequestsRepository {
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
-        [row] = await this.prepared<RequestRow>(em, 'request_insert', INSERT_SQL, params);
+        [row] = await preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
       } catch (e) {
         if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
         // An idempotent replay still returns the original (DESIGN §3), whatever the merchant is now.
@@ -156,37 +156,16 @@ export class RequestsRepository {
   /**
    * The get path. Hand-written: with findOneBy the bench's get ratio was 0.19 of the bare SELECT, with this
    * statement 0.27 (npm run bench, 3 × 5 s, same machine and hour; entity hydration is the difference).
-   * Prepared once per connection, as the create INSERT (see prepared()).
+   * Prepared once per connection, as the create INSERT (see preparedQuery()).
    */
   async findOwned(partnerId: string, testMode: boolean, id: string): Promise<PaymentRequest | null> {
-    const [row] = await this.prepared<RequestRow>(
+    const [row] = await preparedQuery<RequestRow>(
       this.requests.manager,
       'request_owned',
       `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE id = $1 AND partner_id = $2 AND test_mode = $3`,
       [id, partnerId, testMode],
     );
     return row ? rowToDomain(row) : null;
-  }
-
-  /**
-   * Runs a hot statement as a named prepared statement on em's connection (its transaction's, else one from
-   * the pool for this statement): Postgres parses it once per connection and, after five runs, keeps a generic
-   * plan, where EntityManager.query sends an unnamed statement that is parsed and custom-planned on every call.
-   * Measured on the create INSERT (2026-11-24, `npm run bench:wire`, an in-process loop of 3,000 inserts and
-   * `npm run bench` interleaved with the pre-TypeORM build, which named its statements): 437 bytes to Postgres
-   * per create instead of 1,898; Postgres CPU per insert 0.54–0.64 ms instead of 1.15–1.35 (on 2 cores that
-   * CPU is taken from the service); service CPU per create (bench median) 1.10 ms, as before TypeORM (1.12),
-   * where EntityManager.query cost 1.17. The name must be unique per SQL text: Postgres keeps one per connection.
-   */
-  private async prepared<T>(em: EntityManager, name: string, text: string, values: unknown[]): Promise<T[]> {
-    const runner = em.queryRunner ?? em.dataSource.createQueryRunner();
-    try {
-      const connection = (await runner.connect()) as PoolClient;
-      const { rows } = await connection.query({ name, text, values });
-      return rows as T[];
-    } finally {
-      if (runner !== em.queryRunner) await runner.release();
-    }
   }
 
   /** forUpdate needs em's transaction: the row stays locked until it ends. */
@@ -197,17 +176,19 @@ export class RequestsRepository {
 
   /**
    * The columns a webhook payload reads, for many requests in one query (the delivery worker's hot path: one
-   * statement text for any batch size, rows read raw rather than hydrated as entities).
+   * prepared statement for any batch size, rows read raw rather than hydrated as entities).
    */
   async factsFor(ids: readonly string[]): Promise<Map<string, RequestFacts>> {
     const facts = new Map<string, RequestFacts>();
     if (ids.length === 0) return facts;
-    const rows = await this.requests
-      .createQueryBuilder('r')
-      .select(['r.id AS "requestId"', 'r.merchant_id AS "merchantId"', 'r.proof_status AS "proofStatus"', 'r.proof_source AS "proofSource"'])
-      .addSelect(['r.tx_hash AS "txHash"', 'r.payer_address AS "payerAddress"', 'r.metadata AS "metadata"'])
-      .where('r.id = ANY(:ids::uuid[])', { ids: [...ids] })
-      .getRawMany<RequestFacts>();
+    const rows = await preparedQuery<RequestFacts>(
+      this.requests.manager,
+      'request_facts',
+      `SELECT id AS "requestId", merchant_id AS "merchantId", proof_status AS "proofStatus", proof_source AS "proofSource",
+              tx_hash AS "txHash", payer_address AS "payerAddress", metadata
+         FROM payment_requests WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
     for (const r of rows) facts.set(r.requestId, r);
     return facts;
   }

@@ -1,0 +1,80 @@
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../../src/database/data-source';
+import { WebhookAttemptEntity } from '../../src/modules/webhooks/webhook-attempt.entity';
+import { WebhookEventEntity } from '../../src/modules/webhooks/webhook-event.entity';
+import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
+import { partnerWithEvents } from '../factories/events';
+import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import type { Receiver } from '../support/receiver';
+
+/*
+ * The delivery worker's claim and record statements, one attempt at a time (a partner with one attempt in
+ * flight claims and records batches of one): they store what they should, and Postgres keeps a generic plan
+ * for them instead of planning every call again (which cost more Postgres CPU than running them; see
+ * WebhookEventsRepository.claimMany). One pool connection, so every call runs on the session asked about.
+ */
+const ATTEMPTS = 8;
+/**
+ * Other events, never to be delivered: with a table of a few rows every plan is cheap and Postgres takes the
+ * generic one whatever the statement; the choice above shows at the size of a table in use.
+ */
+const OTHER_EVENTS = 20_000;
+
+let svc: TestService;
+let receiver: Receiver;
+let oneConnection: DataSource;
+let ids: string[];
+let others: string[] = [];
+
+beforeAll(async () => {
+  svc = await startService(); // no worker: the events stay for the calls below
+  const partner = await partnerWithEvents(svc, ATTEMPTS, 'ok');
+  ({ receiver, ids } = partner);
+  const rows = await sql<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
+     SELECT $1, $2, 'payment.proof_attached', true, false, 'skipped' FROM generate_series(1, $3) RETURNING id`,
+    [partner.partnerId, partner.requestId, OTHER_EVENTS],
+  );
+  others = rows.map((r) => r.id);
+  oneConnection = await createDataSource(svc.config.databaseUrl, 1).initialize();
+});
+afterAll(async () => {
+  await sql(`UPDATE webhook_events SET state = 'abandoned' WHERE id = ANY($1) AND state IN ('pending','delivering')`, [ids]);
+  await sql(`DELETE FROM webhook_events WHERE id = ANY($1)`, [others]);
+  await oneConnection?.destroy();
+  await closeSql();
+  await receiver?.close();
+  await svc?.close();
+});
+
+it('claims and records batches of one with a generic plan, storing each attempt once', async () => {
+  const repo = new WebhookEventsRepository(
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity),
+  );
+  for (const eventId of ids) {
+    const [claimed] = await repo.claimMany([{ eventId, attempt: 1 }]);
+    expect(claimed).toMatchObject({ id: eventId, seriesBase: 0, endpoint: { enabled: true } });
+    const post = { statusCode: 200, durationMs: 3, errorClass: null };
+    expect(await repo.record({ eventId, attempt: 1, startedAt: new Date(), post, outcome: 'delivered', delayMs: 0 })).toBe(true);
+    // Recorded: neither a second claim nor a second record of attempt 1 takes effect.
+    expect(await repo.claimMany([{ eventId, attempt: 1 }])).toEqual([null]);
+    expect(await repo.record({ eventId, attempt: 1, startedAt: new Date(), post, outcome: 'delivered', delayMs: 0 })).toBe(false);
+  }
+  const events = await sql<{ state: string; attempts: number; n: number }>(
+    `SELECT e.state, e.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS n
+       FROM webhook_events e WHERE e.id = ANY($1)`,
+    [ids],
+  );
+  expect(events).toEqual(ids.map(() => ({ state: 'delivered', attempts: 1, n: 1 })));
+
+  // Postgres tries five custom plans first; from then on a statement it keeps replanning shows none generic.
+  const plans = await oneConnection.query<Array<{ name: string; generic: number; custom: number }>>(
+    `SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+      WHERE name IN ('webhook_claim', 'webhook_record') ORDER BY name`,
+  );
+  expect(plans).toEqual([
+    { name: 'webhook_claim', generic: 2 * ATTEMPTS - 5, custom: 5 },
+    { name: 'webhook_record', generic: 2 * ATTEMPTS - 5, custom: 5 },
+  ]);
+});
