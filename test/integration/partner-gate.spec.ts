@@ -99,4 +99,36 @@ describe('partner delivery gate', () => {
     expect(replies.flatMap((r) => r.admitted)).toHaveLength(3);
     expect(await gate.state(p)).toEqual({ waiting: 37, running: 3 });
   });
+
+  /**
+   * Leases are kept on Redis's clock: a worker whose wall clock trails Redis's by more than a lease wrote leases
+   * already past for Redis, which dropped them (and the slots key) as they were written, so every admission
+   * found every slot free; one running ahead dropped the other workers' leases early.
+   */
+  describe('workers whose clocks disagree with Redis', () => {
+    let clock: jest.SpyInstance | undefined;
+    afterEach(() => clock?.mockRestore());
+    const skew = (ms: number) => {
+      const wall = Date.now.bind(Date);
+      clock = jest.spyOn(Date, 'now').mockImplementation(() => wall() + ms);
+    };
+
+    it('a worker ten minutes behind still holds the partner to its limit', async () => {
+      const p = partner();
+      skew(-600_000);
+      expect((await gate.admit(p, members(5))).admitted).toEqual(['e0-1', 'e1-1', 'e2-1']);
+      expect(await gate.start(p, 'e0-1')).toBe(true);
+      expect((await otherWorker.admit(p, ['late-1'])).admitted).toEqual([]);
+      expect(await gate.state(p)).toEqual({ waiting: 3, running: 3 });
+    });
+
+    it('a worker ten minutes ahead does not take the slots other workers hold', async () => {
+      const p = partner();
+      expect((await gate.admit(p, members(3))).admitted).toHaveLength(3);
+      skew(600_000);
+      expect((await otherWorker.admit(p, ['late-1'])).admitted).toEqual([]);
+      expect(await otherWorker.start(p, 'late-1')).toBe(false);
+      expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
+    });
+  });
 });

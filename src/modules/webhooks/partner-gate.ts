@@ -14,21 +14,27 @@ const RUNNING_MARGIN_MS = 30_000;
 /** A partner's waiting set is dropped if nothing touches it for a day (Postgres holds every due attempt). */
 const WAITING_TTL_MS = 86_400_000;
 
+// Every time in these scripts is Redis's own clock (TIME), and leases are sent as durations: the workers'
+// clocks may disagree with each other and with Redis (one stepped back by NTP would otherwise write leases
+// already past for the others, or drop theirs early), and the partner's limit must hold across all of them.
+const REDIS_NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
 // KEYS[1]: the partner's slots, a sorted set of members holding a slot, scored by their lease's expiry (ms).
 // KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
-// ARGV: now, limit, lease expiry for members admitted now, a member whose slot to free ('' for none), '1' to
+// ARGV: limit, lease length (ms) for members admitted now, a member whose slot to free ('' for none), '1' to
 // hand back members that hold a slot already ('0' to leave them: a duplicate relay), then the members asking
 // for a slot. Expired leases (a worker that died) are dropped before counting. Returns the number of members
 // newly waiting or handed back, then the members to queue now (handed back first, then admitted).
 const ADMIT = `
-  local now, limit, expiry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-  if ARGV[4] ~= '' then redis.call('ZREM', KEYS[1], ARGV[4]) end
+  ${REDIS_NOW}
+  local limit, expiry = tonumber(ARGV[1]), now + tonumber(ARGV[2])
+  if ARGV[3] ~= '' then redis.call('ZREM', KEYS[1], ARGV[3]) end
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   local added, out = 0, { 0 }
-  for i = 6, #ARGV do
+  for i = 5, #ARGV do
     if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
       added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
-    elseif ARGV[5] == '1' then
+    elseif ARGV[4] == '1' then
       redis.call('ZADD', KEYS[1], expiry, ARGV[i])
       added = added + 1
       out[#out + 1] = ARGV[i]
@@ -48,20 +54,21 @@ const ADMIT = `
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return out`;
 
-// KEYS[1]: the partner's slots, KEYS[2]: its waiting members. ARGV: now, limit, the member, its running lease's
-// expiry. A job about to run its attempt: it runs if its member still holds a slot (renewed for the run), or if
+// KEYS[1]: the partner's slots, KEYS[2]: its waiting members. ARGV: limit, the member, its running lease's
+// length (ms). A job about to run its attempt: it runs if its member still holds a slot (renewed for the run), or if
 // a slot is free (its admission lease ran out while it waited in the queue, say with every worker down);
 // otherwise the member goes back to the front of the waiting line and the job ends without running, so the
 // limit holds however long jobs wait. Returns 1 to run, 0 not to.
 const START = `
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-  if redis.call('ZSCORE', KEYS[1], ARGV[3]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
+  ${REDIS_NOW}
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if redis.call('ZSCORE', KEYS[1], ARGV[2]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
     local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
     redis.call('PEXPIREAT', KEYS[1], newest[2])
     return 1
   end
-  redis.call('ZADD', KEYS[2], 0, ARGV[3])
+  redis.call('ZADD', KEYS[2], 0, ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return 0`;
 
@@ -82,7 +89,7 @@ export interface Admission {
 export class PartnerGate {
   private readonly commands: Redis & {
     prsGateAdmit(slots: string, waiting: string, ...args: Array<string | number>): Promise<[number, ...string[]]>;
-    prsGateStart(slots: string, waiting: string, now: number, limit: number, member: string, expiry: number): Promise<number>;
+    prsGateStart(slots: string, waiting: string, limit: number, member: string, leaseMs: number): Promise<number>;
   };
 
   constructor(
@@ -121,17 +128,17 @@ export class PartnerGate {
    * the waiting line, and the job must not run it.
    */
   async start(partnerId: string, member: string): Promise<boolean> {
-    const now = Date.now();
     const reply = await this.commands.prsGateStart(
       this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'),
-      now, this.config.webhookPartnerConcurrency, member, now + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS,
+      this.config.webhookPartnerConcurrency, member, this.config.webhookTimeoutMs + RUNNING_MARGIN_MS,
     );
     return reply === 1;
   }
 
   /** The partner's members waiting for a slot, and those holding one (for operators and tests). */
   async state(partnerId: string): Promise<{ waiting: number; running: number }> {
-    const now = Date.now();
+    const [seconds, micros] = await this.redis.main.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     const [waiting, running] = await Promise.all([
       this.redis.main.zcard(this.key(partnerId, 'waiting')),
       this.redis.main.zcount(this.key(partnerId, 'slots'), now + 1, '+inf'),
@@ -140,10 +147,9 @@ export class PartnerGate {
   }
 
   private async run(partnerId: string, release: string, requeue: boolean, members: readonly string[]): Promise<Admission> {
-    const now = Date.now();
-    const lease = now + QUEUED_MS + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS;
+    const leaseMs = QUEUED_MS + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS;
     const [added, ...admitted] = await this.commands.prsGateAdmit(
-      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), now, this.config.webhookPartnerConcurrency, lease, release, requeue ? '1' : '0', ...members,
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.config.webhookPartnerConcurrency, leaseMs, release, requeue ? '1' : '0', ...members,
     );
     return { added, admitted };
   }
