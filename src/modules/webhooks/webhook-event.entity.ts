@@ -9,6 +9,7 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedCo
 @Check('webhook_events_state_check', `state IN ('pending','delivering','delivered','abandoned','skipped')`)
 @Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt'])
 @Index('webhook_events_request', ['requestId'])
+@Index('webhook_events_unrelayed', ['recordedAt'], { where: `(state = 'pending'::text)` })
 @Index('webhook_events_open', ['partnerId', 'nextAttemptAt'], { where: `(state = ANY (ARRAY['pending'::text, 'delivering'::text]))` })
 export class WebhookEventEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'webhook_events_pkey' })
