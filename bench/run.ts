@@ -289,7 +289,7 @@ async function main(): Promise<void> {
         console.log(`${name}ratio ${outcome.ratio?.toFixed(2) ?? '(none returned)'}  ${JSON.stringify(outcome.result)}`);
         const l = (outcome.result as { latency?: LatencyResult } | null)?.latency;
         if (l) {
-          console.log(`${pad('', 25)}commit to receipt at ${l.rate}/s (committed at ${l.achievedRate}/s): p50 ${l.p50Ms} ms, p99 ${l.p99Ms} ms ` +
+          console.log(`${pad('', 25)}commit to receipt at ${l.rate}/s (committed at ${l.achievedRate}/s, lag p99 ${l.lagP99Ms} ms): p50 ${l.p50Ms} ms, p99 ${l.p99Ms} ms ` +
             `(< 1000) ${verdict(l.p99Ms < 1000 && l.missing === 0 && l.achievedRate >= 0.95 * l.rate)}, max ${l.maxMs} ms${l.missing ? `, ${l.missing} not received` : ''}`);
         }
       }

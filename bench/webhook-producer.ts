@@ -7,7 +7,6 @@
  * Started by bench/webhooks.ts with DATABASE_URL, REDIS_URL and REDIS_PREFIX in its environment; it answers
  * {ready} once the service context is up, then runs one {produce} message and answers {commits}.
  */
-import { performance } from 'node:perf_hooks';
 import { Pool } from 'pg';
 import { start } from '../src/bootstrap';
 import { loadConfig } from '../src/config/config';
@@ -27,39 +26,44 @@ export interface ProduceOrder {
 }
 
 export interface ProduceReport {
-  /** [event id, commit time in ms since the epoch (performance.timeOrigin + now())] of each measured event. */
-  commits: Array<[string, number]>;
+  /**
+   * [event id, commit time, scheduled time] of each measured event, in ms on the machine's monotonic clock
+   * (monotonicMs, which every process reads alike). Commit minus schedule is the producer's own lag.
+   */
+  commits: Array<[string, number, number]>;
   /** Measured events per second of commit time (below the asked rate when the database could not keep up). */
   achievedRate: number;
   /** This process's CPU time per event (measured and warm-up alike), in ms. */
   cpuMs: number;
 }
 
-const wallClock = () => performance.timeOrigin + performance.now();
+/** CLOCK_MONOTONIC in ms: on Linux one clock for every process, and never stepped (unlike the wall clock). */
+export const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
 
 async function produce(relay: WebhookRelay, pool: Pool, o: ProduceOrder['produce']): Promise<ProduceReport> {
   const total = o.warmup + o.events;
-  const commits: Array<[string, number]> = [];
+  const commits: Array<[string, number, number]> = [];
   const pending = new Set<Promise<void>>();
-  const one = async (i: number) => {
+  const one = async (i: number, scheduledAt: number) => {
     const f = o.fixtures[i % o.fixtures.length];
     const { rows } = await pool.query<{ id: string }>(
       `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
        VALUES ($1, $2, 'payment.proof_attached', true, true, 'pending') RETURNING id`,
       [f.partnerId, f.requestId],
     );
-    if (i >= o.warmup) commits.push([rows[0].id, wallClock()]);
+    if (i >= o.warmup) commits.push([rows[0].id, monotonicMs(), scheduledAt]);
     await relay.enqueue([rows[0].id]);
   };
   const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   let issued = 0;
   while (issued < total) {
-    // Open loop: the schedule does not wait for earlier events, so a slow moment shows as latency, not as
-    // a lower rate.
-    const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * o.rate));
+    // Open loop: event i is due at t0 + i / rate whatever earlier events are doing. A moment the producer
+    // (or the database's commits) falls behind shows as lag, reported beside the latency, not as a lower rate.
+    const due = Math.min(total, Math.floor(((monotonicMs() - t0) / 1000) * o.rate));
     while (issued < due) {
-      const p = one(issued++).finally(() => pending.delete(p));
+      const i = issued++;
+      const p = one(i, t0 + (i * 1000) / o.rate).finally(() => pending.delete(p));
       pending.add(p);
     }
     await new Promise((r) => setTimeout(r, 1));

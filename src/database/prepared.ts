@@ -1,6 +1,9 @@
 import type { PoolClient } from 'pg';
 import type { EntityManager } from 'typeorm';
 
+/** name → text of every statement this process prepared: one text per name, checked on every call. */
+const texts = new Map<string, string>();
+
 /**
  * Runs a hot statement as a named prepared statement on em's connection (its transaction's, else one from the
  * pool for this statement): Postgres parses it once per connection and, after five runs, keeps a generic plan,
@@ -12,6 +15,10 @@ import type { EntityManager } from 'typeorm';
  * EntityManager.query cost 1.17. The name must be unique per SQL text: Postgres keeps one per connection.
  */
 export async function preparedQuery<T>(em: EntityManager, name: string, text: string, values: unknown[]): Promise<T[]> {
+  // pg refuses a second text under a name only on a connection that prepared the first: fail on any of them.
+  const known = texts.get(name);
+  if (known === undefined) texts.set(name, text);
+  else if (known !== text) throw new Error(`prepared statement ${name} is already used for another text`);
   const runner = em.queryRunner ?? em.dataSource.createQueryRunner();
   try {
     const connection = (await runner.connect()) as PoolClient;

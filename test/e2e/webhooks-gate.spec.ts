@@ -196,6 +196,9 @@ it('relays after commits in one event-loop turn share one batch: each event goes
   // One call per "transaction", all in the same turn; the first partner's events are relayed twice.
   await Promise.all([...ps.map((p) => relay.enqueue(p.ids)), relay.enqueue(ps[0].ids)]);
   const all = ps.flatMap((p) => p.ids);
+  // Relayed by these calls, not left to the re-drive (which would deliver them too, 15 s later).
+  const [relayed] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND relayed_at IS NOT NULL`, [all]);
+  expect(relayed.n).toBe(all.length);
   await waitFor(async () => {
     const [r] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND state = 'delivered'`, [all]);
     return r.n === all.length;

@@ -8,7 +8,8 @@ import { RedisThrottlerStorage } from './redis-throttler.storage';
 /**
  * One call against an endpoint's @RateLimit, for a guard that has identified the caller itself (the partner
  * API's): the bucket is RateLimitGuard's (controller.method:tracker, clock minute, × RATE_LIMIT_SCALE), so both
- * count the same calls the same way. The limit is the method's @RateLimit, else its controller's. Over the limit → 429 rate_limited; Redis away → the call goes through.
+ * count the same calls the same way. The limit is the method's @RateLimit, else its controller's. Over the
+ * limit → 429 rate_limited; Redis away → the call goes through.
  */
 @Injectable()
 export class EndpointLimiter {

@@ -46,8 +46,8 @@ export class RedisConnections implements OnApplicationShutdown {
    * end (`expireAtMs`, on this host's clock, sent as the time left) when the key is new. The hits of one
    * event-loop turn on the same key (a partner's concurrent calls to one endpoint) are one command, INCRBY n,
    * and its callers get the counts n sequential INCRs would have answered, in call order; all of the turn's
-   * keys go out in one pipeline. One EVALSHA (a script ioredis
-   * loads once) per key and turn instead of one per call: one reply to parse, one promise to settle.
+   * keys go out in one pipeline. One EVALSHA (a script ioredis loads once) per key and turn instead of one per
+   * call: one reply to parse, one promise to settle.
    */
   hitWindow(key: string, expireAtMs: number): Promise<number> {
     return new Promise<number>((resolve, reject) => {

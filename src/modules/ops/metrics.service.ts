@@ -31,8 +31,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 /**
  * The process's Prometheus registry (one per application instance, so several services in one test process
  * do not collide) and the metrics other modules feed:
- *  - `prs_http_request_duration_seconds{method,route,status_code}`: fed by HttpMetricsMiddleware; `route` is
- *    the matched route pattern (`/api/v1/requests/:id`), never the raw URL.
+ *  - `prs_http_request_duration_seconds{method,route,status_code}`: fed by httpMetrics (mounted by bootstrap);
+ *    `route` is the matched route pattern (`/api/v1/requests/:id`), never the raw URL.
  *  - `prs_verification_duration_seconds{outcome}`: `observeVerification()`; the worker role feeds it from the
  *    verification queue's completed jobs (VerificationTimer), other code may call it too.
  *  - `prs_verified_reorged_total{mode}`: `countVerifiedReorged()`, fed by the worker's finality job.
