@@ -202,19 +202,22 @@ export class WebhookEventsRepository {
     return xs.map((x, i) => first[i] && done.has(`${x.eventId}/${x.attempt}`));
   }
 
-  /** Marks freshly committed events as relayed; returns those that are to be delivered, with their next attempt. */
-  async markRelayed(eventIds: string[]): Promise<DueAttempt[]> {
-    const result = await this.events
-      .createQueryBuilder()
-      .update()
-      .set({ relayedAt: () => 'now()', nextAttemptAt: () => 'COALESCE(next_attempt_at, now())' })
-      .where('id = ANY(:ids)', { ids: eventIds })
-      // Not once attempted: the re-drive got there first (a relay that ran late), and a retry waits its backoff.
-      .andWhere(`deliver AND state = 'pending' AND relayed_at IS NULL AND attempts = 0`)
-      .returning('id, attempts + 1 AS attempt, partner_id AS "partnerId"')
-      .updateEntity(false)
-      .execute();
-    return result.raw as DueAttempt[];
+  /**
+   * Marks freshly committed events as relayed; returns those that are to be delivered, with their next attempt.
+   * The API's after-commit path, once per committing turn: prepared, its array read through `(SELECT $1)` so a
+   * generic plan is kept (see claimMany).
+   */
+  markRelayed(eventIds: string[]): Promise<DueAttempt[]> {
+    return preparedQuery<DueAttempt>(
+      this.dataSource.manager,
+      'webhook_mark_relayed',
+      `UPDATE webhook_events SET relayed_at = now(), next_attempt_at = COALESCE(next_attempt_at, now())
+        WHERE id = ANY((SELECT $1)::uuid[])
+          -- Not once attempted: the re-drive got there first (a relay that ran late), and a retry waits its backoff.
+          AND deliver AND state = 'pending' AND relayed_at IS NULL AND attempts = 0
+        RETURNING id, attempts + 1 AS attempt, partner_id AS "partnerId"`,
+      [eventIds],
+    );
   }
 
   /**
