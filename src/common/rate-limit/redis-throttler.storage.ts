@@ -6,8 +6,8 @@ type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>
 
 /**
  * Fixed clock-minute windows (spec §8: "the limit resets at the start of the next minute"): the counter's
- * key carries the minute, and one script call (INCRBY, an expiry on the first hit) is the only round trip. When Redis is away the
- * call goes through and the outage is logged (DESIGN §3): the API keeps serving.
+ * key carries the minute, and one script call (INCRBY, an expiry on the first hit) is the only round trip.
+ * When Redis is away the call goes through and the outage is logged (DESIGN §3): the API keeps serving.
  */
 @Injectable()
 export class RedisThrottlerStorage implements ThrottlerStorage {

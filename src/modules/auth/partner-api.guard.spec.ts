@@ -7,8 +7,8 @@ import { PartnerApiGuard } from './partner-api.guard';
 
 /**
  * PartnerApiGuard counts each call against its handler's @RateLimit (else its controller's) and refuses a
- * handler with neither (500 on every call): every route of every controller it guards must have one. Listed here, so a new route
- * or controller is checked when it is added.
+ * handler with neither (500 on every call): every route of every controller it guards must have one. Listed
+ * here, so a new route or controller is checked when it is added.
  */
 describe('routes behind PartnerApiGuard', () => {
   const guarded = [RequestsController, MerchantsController];

@@ -230,7 +230,8 @@ export class WebhookEventsRepository {
    * Reads only what it can return (issue 14: ranking every overdue event took 4 s at 1,000,000 waiting): the
    * partners with open events are walked on webhook_events_open (partner_id, next_attempt_at) one index probe
    * each, and each gives at most `limit` of its oldest, numbered in its own turn order, so only a top-`limit`
-   * sort spans partners (100 partners × 2,000 overdue: 0.2 s; ranked across partners it spilled to disk, 0.3–0.7 s).
+   * sort spans partners (100 partners × 2,000 overdue: 0.2 s; ranked across partners it spilled to disk,
+   * 0.3–0.7 s).
    * A pending event's due time is next_attempt_at, or recorded_at while it was never relayed (next_attempt_at
    * null: the process stopped between commit and relay): those sit at the end of their partner's range and are
    * read by a second probe. Stalled attempts are a third probe, on webhook_events_partner (partner_id, state):

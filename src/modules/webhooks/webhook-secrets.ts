@@ -3,6 +3,9 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoints.repository';
 
+/** Partners whose opened secrets a process keeps; past this many the one opened longest ago goes first. */
+const OPENED_MAX = 10_000;
+
 /**
  * Webhook signing secrets at rest (DESIGN §7): webhook_endpoints.secret and previous_secret hold SecretBox
  * values (AES-256-GCM under SECRET_KEY, bound to the partner id), never the secret itself, so a backup or a
@@ -10,9 +13,6 @@ import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoi
  * portal's test ping). During a key rotation values sealed under SECRET_KEY_PREVIOUS still open, and each is
  * sealed again under SECRET_KEY when seen, or all at once by `npm run secrets:reseal`.
  */
-/** Partners whose opened secrets a process keeps; past this many the one opened longest ago goes first. */
-const OPENED_MAX = 10_000;
-
 @Injectable()
 export class WebhookSecrets {
   private readonly box: SecretBox;
