@@ -52,6 +52,36 @@ describe('RedisConnections.hitWindow', () => {
   });
 
   /**
+   * Windows are named from Redis's clock, not the host's: an instance whose clock trails another's by seconds
+   * would otherwise count a partner's calls around each minute's turn in the previous minute, a window of its
+   * own, and the partner would get up to twice its limit. The lagging host is this one with Date.now stepped
+   * back to 5 s before the current minute began (so its own clock names the previous minute) and its offset
+   * measured again, as the instance does every 30 s.
+   */
+  it('instances whose clocks disagree count in the same window once each has read Redis\'s clock', async () => {
+    await withinOneMinute(5000);
+    await Promise.all([redis.syncClock(), other.syncClock()]);
+    const bucket = `test-windows:${randomUUID()}`;
+    const onTime = new RedisThrottlerStorage(redis);
+    const before = [];
+    for (let i = 0; i < 3; i++) before.push((await onTime.increment(bucket, 60_000, 4)).totalHits);
+    const wall = Date.now.bind(Date);
+    const behindMs = (wall() % 60_000) + 5000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => wall() - behindMs);
+    try {
+      await other.syncClock();
+      expect(Math.abs(other.now() - wall())).toBeLessThan(200);
+      const lagging = new RedisThrottlerStorage(other);
+      const after = [await lagging.increment(bucket, 60_000, 4), await lagging.increment(bucket, 60_000, 4)];
+      expect([...before, ...after.map((r) => r.totalHits)]).toEqual([1, 2, 3, 4, 5]);
+      expect(after.map((r) => r.isBlocked)).toEqual([false, true]);
+    } finally {
+      clock.mockRestore();
+      await other.syncClock();
+    }
+  });
+
+  /**
    * A host whose wall clock trails Redis's (stepped back by NTP, or drifting) computes a window end that Redis
    * finds already past: an absolute expiry (PEXPIREAT) deletes the counter as it is created, every call counts
    * as the first, and that instance enforces no limit at all. Two minutes back, so the host's minute has the

@@ -14,7 +14,7 @@ export class PartnerLimiter {
   constructor(private readonly redis: RedisConnections) {}
 
   async consume(action: string, partnerId: string, perMinute: number): Promise<void> {
-    const now = Date.now();
+    const now = this.redis.now();
     const minute = now - (now % 60000);
     const key = `${this.redis.channel('pl')}:${action}:${partnerId}:${minute}`;
     let hits: number;

@@ -6,7 +6,8 @@ type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>
 
 /**
  * Fixed clock-minute windows (spec §8: "the limit resets at the start of the next minute"): the counter's
- * key carries the minute, and one script call (INCRBY, an expiry on the first hit) is the only round trip.
+ * key carries the minute, read on Redis's clock (RedisConnections.now(), so every instance names the same
+ * window), and one script call (INCRBY, an expiry on the first hit) is the only round trip.
  * When Redis is away the call goes through and the outage is logged (DESIGN §3): the API keeps serving.
  */
 @Injectable()
@@ -17,7 +18,7 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
   constructor(private readonly redis: RedisConnections) {}
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
-    const now = Date.now();
+    const now = this.redis.now();
     const windowStart = now - (now % ttl);
     const windowEnd = windowStart + ttl;
     const redisKey = `${this.redis.channel('rl')}:${key}:${windowStart}`;

@@ -4,6 +4,10 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 
 export const REDIS = Symbol('REDIS');
 
+/** How often each instance measures its offset from Redis's clock, and the slowest reply it trusts for it. */
+const CLOCK_SYNC_EVERY_MS = 30_000;
+const CLOCK_SYNC_MAX_RTT_MS = 200;
+
 interface PendingHits {
   expireAtMs: number;
   waiters: Array<{ resolve: (n: number) => void; reject: (e: unknown) => void }>;
@@ -18,6 +22,9 @@ interface PendingHits {
 export class RedisConnections implements OnApplicationShutdown {
   private readonly logger = new Logger('Redis');
   readonly main: Redis;
+  /** Redis's clock minus this host's, in ms: see now(). */
+  private clockOffsetMs = 0;
+  private readonly clockTimer: NodeJS.Timeout;
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
     this.main = new Redis(config.redisUrl, {
@@ -29,13 +36,41 @@ export class RedisConnections implements OnApplicationShutdown {
       enableAutoPipelining: true,
     });
     // INCRBY the hits of one turn; the window's end is set by whichever call created the key. Relative (PEXPIRE,
-    // not PEXPIREAT): a window end read on this host's clock is in Redis's past when that clock trails Redis's,
-    // and an absolute expiry would delete the counter as it is created, so no call would ever be over the limit.
+    // not PEXPIREAT): should now()'s offset be stale (this host's clock stepped since it was measured), a window end
+    // in Redis's past as an absolute expiry would delete the counter as it is created, and no call would ever be
+    // over the limit.
     this.main.defineCommand('prsHit', {
       numberOfKeys: 1,
       lua: `local n = redis.call('INCRBY', KEYS[1], ARGV[2]) if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n`,
     });
     this.main.on('error', (e) => this.logger.warn(`redis: ${e.message}`));
+    this.main.on('ready', () => void this.syncClock());
+    this.clockTimer = setInterval(() => void this.syncClock(), CLOCK_SYNC_EVERY_MS).unref();
+  }
+
+  /**
+   * Now on Redis's clock, as this host last measured it (milliseconds): the one clock every instance names its
+   * fixed windows from. Named from each host's own clock, two instances a few seconds apart count a partner's
+   * calls around each minute's turn in two different windows, so the partner gets more than its limit; with
+   * Redis's, they agree within a reply's time. Before the first measurement (or with Redis away) it is this
+   * host's clock.
+   */
+  now(): number {
+    return Date.now() + this.clockOffsetMs;
+  }
+
+  /** Measures the offset with TIME, placing Redis's reading halfway through the round trip. Never throws. */
+  async syncClock(): Promise<void> {
+    if (this.main.status !== 'ready') return; // the 'ready' event measures again
+    try {
+      const sent = Date.now();
+      const [seconds, micros] = await this.main.time();
+      const received = Date.now();
+      if (received - sent > CLOCK_SYNC_MAX_RTT_MS) return;
+      this.clockOffsetMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - Math.round((sent + received) / 2);
+    } catch (e) {
+      this.logger.warn(`cannot read Redis's clock, keeping the last offset: ${(e as Error).message}`);
+    }
   }
 
   /** Hits counted during this turn of the event loop, by key: sent together once the turn's I/O is handled. */
@@ -43,7 +78,7 @@ export class RedisConnections implements OnApplicationShutdown {
 
   /**
    * Counts one hit in a fixed window and answers the count including it: INCRBY, and an expiry at the window's
-   * end (`expireAtMs`, on this host's clock, sent as the time left) when the key is new. The hits of one
+   * end (`expireAtMs`, on the clock of now(), sent as the time left) when the key is new. The hits of one
    * event-loop turn on the same key (a partner's concurrent calls to one endpoint) are one command, INCRBY n,
    * and its callers get the counts n sequential INCRs would have answered, in call order; all of the turn's
    * keys go out in one pipeline. One EVALSHA (a script ioredis loads once) per key and turn instead of one per
@@ -70,7 +105,7 @@ export class RedisConnections implements OnApplicationShutdown {
     // Sent from setImmediate: a throw here would reach no caller, so every one of the turn's callers is answered.
     try {
       const pipeline = this.main.pipeline() as ReturnType<Redis['pipeline']> & { prsHit(key: string, ttlMs: number, by: number): unknown };
-      const now = Date.now();
+      const now = this.now();
       for (const [key, { expireAtMs, waiters }] of batch) pipeline.prsHit(key, Math.max(1, expireAtMs - now), waiters.length);
       pipeline.exec().then((replies) => {
         let i = 0;
@@ -89,6 +124,7 @@ export class RedisConnections implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.clockTimer);
     this.main.disconnect();
   }
 }

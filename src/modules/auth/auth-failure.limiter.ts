@@ -40,13 +40,13 @@ export class AuthFailureLimiter {
   refuseIfBlocked(address: string): void {
     const until = this.blocked.get(address);
     if (until === undefined) return;
-    if (until > Date.now()) throw new AppError('rate_limited');
+    if (until > this.redis.now()) throw new AppError('rate_limited');
     this.blocked.delete(address);
   }
 
   /** One Redis read, before a key lookup: 429 when the address is over budget (counted by any instance). */
   async refuseIfOverBudget(address: string): Promise<void> {
-    const now = Date.now();
+    const now = this.redis.now();
     const start = now - (now % MINUTE);
     let used: number;
     try {
@@ -63,7 +63,7 @@ export class AuthFailureLimiter {
 
   /** Counts a call that ended in 401. */
   async record(address: string): Promise<void> {
-    const now = Date.now();
+    const now = this.redis.now();
     const start = now - (now % MINUTE);
     try {
       const used = await this.redis.hitWindow(this.key(address, start), start + MINUTE + 1000);

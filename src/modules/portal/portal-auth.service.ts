@@ -52,7 +52,7 @@ export class PortalAuthService {
     const who = normalizeEmail(email) ?? (typeof email === 'string' ? email.slice(0, 300) : '');
     const emailKey = createHash('sha256').update(who).digest('hex').slice(0, 32);
     await this.limiter.consume('portal-login-email-ip', `${emailKey}:${address}`, LOGIN_ATTEMPTS_PER_MINUTE);
-    const now = Date.now();
+    const now = this.redis.now();
     const windowStart = now - (now % LOGIN_FAILURE_WINDOW_MS);
     const failuresOf = (start: number) => `${this.redis.channel('portal-login-failures')}:${emailKey}:${start}`;
     const failuresKey = failuresOf(windowStart);

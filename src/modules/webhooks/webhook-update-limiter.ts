@@ -23,7 +23,7 @@ export class WebhookUpdateLimiter {
   ) {}
 
   async consume(partnerId: string): Promise<void> {
-    const now = Date.now();
+    const now = this.redis.now();
     const windowStart = now - (now % WINDOW_MS);
     const key = `${this.redis.channel('rl')}:webhook-updates:${partnerId}:${windowStart}`;
     const limit = scaledLimit(WEBHOOK_UPDATES_PER_MINUTE, this.config.rateLimitScale);
