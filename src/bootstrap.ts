@@ -11,6 +11,7 @@ import type { AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
+import { literalPercents } from './common/http/literal-percents';
 import { httpMetrics } from './modules/ops/http-metrics.middleware';
 import { apiAccessLog } from './modules/ops/logging';
 import { MetricsService } from './modules/ops/metrics.service';
@@ -85,6 +86,7 @@ export async function start(
   const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger, bufferLogs: json });
   if (json) app.useLogger(app.get(JsonLogger));
   expressSettings(app, config.trustProxy);
+  app.use(literalPercents);
   app.use(listenerGate);
   app.use(BROWSER_API_PATHS, browserApiHeaders);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed

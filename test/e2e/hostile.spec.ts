@@ -227,6 +227,19 @@ describe('text Postgres cannot store as sent (never a 500, never silently altere
     expectJsonError(await call(svc.publicUrl, 'GET', '/api/v1/requests/%00', { key: await k() }), 404, 'not_found');
   });
 
+  /**
+   * Percent-encoding that does not decode used to fail in Express's router (400, before any guard): the `%`
+   * signs are now taken literally, so such an id is answered like any other malformed one, after auth.
+   */
+  it.each(['%zz', '%E0%A4%A', 'abc%', '%C0%AF'])('a path segment %s that does not decode → 401 without a key, 404 with one', async (segment) => {
+    expectJsonError(await call(svc.publicUrl, 'GET', `/api/v1/requests/${segment}`), 401, 'unauthorized');
+    expectJsonError(await call(svc.publicUrl, 'GET', `/api/v1/requests/${segment}`, { key: await k() }), 404, 'not_found');
+    expectJsonError(await call(svc.publicUrl, 'POST', `/api/v1/requests/${segment}/cancel`, { key: await k() }), 404, 'not_found');
+    const page = await fetch(`${svc.publicUrl}/pay/${segment}`);
+    expect(page.status).toBe(404);
+    expect(await page.text()).not.toMatch(/\bat \S+ \(|node_modules|Error:/);
+  });
+
   it('well-formed astral characters (surrogate pairs) are fine and round-trip', async () => {
     const r = await raw(CREATE, JSON.stringify({ ...base(), memo: '😀 𝄞', metadata: { '𝄞': '😀' } }));
     expect(r.status).toBe(201);
