@@ -33,6 +33,7 @@ export const ERROR_STATUS = {
   proof_already_attached: 409,
   handle_taken: 409,
   plan_not_active: 409,
+  currency_in_use: 409,
   conflict: 409,
   onboarding_link_expired: 410,
   payload_too_large: 413,

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, FindOptionsWhere, Repository } from 'typeorm';
+import { isCheckViolation } from '../../database/pg-errors';
 import { MerchantEntity } from './merchant.entity';
 
 export type NewMerchant = Pick<
@@ -152,13 +153,22 @@ export class MerchantRepository {
     return (r.affected ?? 0) > 0;
   }
 
-  /** The merchant's own settings (the dashboard): absent fields keep their value, null clears. False when no such merchant. */
-  async updateProfile(em: EntityManager, id: string, patch: MerchantProfilePatch): Promise<boolean> {
+  /**
+   * The merchant's own settings (the dashboard): absent fields keep their value, null clears. 'not_found' when no
+   * such merchant; 'currency_in_use' when the currency would change while a plan that can still charge is in
+   * the current one (the schema's merchants_currency_keeps_plans rule; em's transaction is then aborted).
+   */
+  async updateProfile(em: EntityManager, id: string, patch: MerchantProfilePatch): Promise<'updated' | 'not_found' | 'currency_in_use'> {
     const repo = em.getRepository(MerchantEntity);
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    if (Object.keys(set).length === 0) return repo.existsBy({ id });
-    const r = await repo.update({ id }, { ...set, updatedAt: () => 'now()' });
-    return (r.affected ?? 0) > 0;
+    if (Object.keys(set).length === 0) return (await repo.existsBy({ id })) ? 'updated' : 'not_found';
+    try {
+      const r = await repo.update({ id }, { ...set, updatedAt: () => 'now()' });
+      return (r.affected ?? 0) > 0 ? 'updated' : 'not_found';
+    } catch (e) {
+      if (isCheckViolation(e, 'merchants_currency_keeps_plans')) return 'currency_in_use';
+      throw e;
+    }
   }
 }
 

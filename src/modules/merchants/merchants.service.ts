@@ -100,11 +100,20 @@ export class MerchantsService {
     return m && m.onboardingStatus === 'complete' && m.walletVerifiedAt ? this.toMerchant(m) : null;
   }
 
-  /** The merchant's own settings change (dashboard, validated as spec §4.5); create's cache hears of it. */
+  /**
+   * The merchant's own settings change (dashboard, validated as spec §4.5); create's cache hears of it. A new
+   * currency while a plan that can still charge is in the old one → 409 currency_in_use, and nothing changes.
+   */
   async updateProfile(id: string, patch: MerchantProfilePatch): Promise<Merchant> {
     const p = { ...patch };
     if (p.displayCurrency !== undefined) p.displayCurrency = this.supportedCurrency(p.displayCurrency);
-    if (!(await this.change(id, (em) => this.repo.updateProfile(em, id, p)))) throw AppError.notFound();
+    const outcome = await this.change(id, async (em) => {
+      const r = await this.repo.updateProfile(em, id, p);
+      // Thrown inside, so the change's transaction rolls back (the refused UPDATE has aborted it anyway).
+      if (r === 'currency_in_use') throw new AppError('currency_in_use');
+      return r;
+    });
+    if (outcome === 'not_found') throw AppError.notFound();
     return this.mustLoad(id);
   }
 

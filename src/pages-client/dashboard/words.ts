@@ -19,6 +19,9 @@ const CODE_WORDS: Record<string, string> = {
   invalid_request: 'Some details need fixing: see the messages next to the fields.',
   unsupported_currency: 'That currency is not supported. Choose one from the list.',
   currency_mismatch: 'The amount is not in your currency. Reload the page and try again.',
+  currency_in_use:
+    'Your currency cannot change while you have active or paused plans: they charge in it. Cancel them first, or keep your currency.',
+  conflict: 'Something changed at the same moment (in another tab?). Reload the page and try again.',
   rate_source_unavailable: 'Exchange rates are unavailable right now, so no request can be priced. Please try again in a minute.',
   asset_unavailable: 'Payments are paused for maintenance. Please try again later.',
   chain_unavailable: 'The blockchain cannot be reached right now. Please try again in a minute.',

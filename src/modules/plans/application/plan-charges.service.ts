@@ -36,6 +36,8 @@ export class PlanChargesService {
     const outcome = await this.requests.createIn(em, await this.creatorOf(plan), {
       merchantId: plan.merchantId,
       fiatAmount: plan.fiatAmount,
+      // An assertion, as a partner's fiat_currency_code is: a plan charges in its own currency or not at all.
+      fiatCurrencyCode: plan.fiatCurrency,
       memo: plan.title,
       idempotencyKey: `plan:${plan.id}:${k}`,
       // Exactly the plan's (spec §1): partners tell their customers' charges apart by it.

@@ -81,7 +81,7 @@ export class PlansService {
     const id = randomUUID();
     let outcome: ChargeOutcome | null = null;
     await this.dataSource.transaction(async (em) => {
-      await this.plans.insert(em, {
+      const inserted = await this.plans.insert(em, {
         id,
         partnerId: m.partnerId,
         merchantId: m.id,
@@ -102,6 +102,8 @@ export class PlansService {
         nextPeriodIndex: first.k,
         nextChargeAt: dueAt(schedule, first.k),
       });
+      // The merchant changed its currency while this plan was being made (in another tab): nothing is kept.
+      if (!inserted) throw new AppError('conflict');
       if (first.dueNow) outcome = await this.charges.charge(em, await this.locked(em, m, id), first.k);
     });
     await this.charges.committed(outcome);

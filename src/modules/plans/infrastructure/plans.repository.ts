@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
+import { isCheckViolation } from '../../../database/pg-errors';
 import type { Plan, PlanChange, PlanStatus } from '../domain/plan';
 import { PlanEntity } from './plan.entity';
 
@@ -15,8 +16,18 @@ export class PlansRepository {
     return em ? em.getRepository(PlanEntity) : this.plans;
   }
 
-  async insert(em: EntityManager, p: NewPlan): Promise<void> {
-    await this.repo(em).insert({ ...p, pauseReason: null, chargesCreated: 0, missedInRow: 0 });
+  /**
+   * False when the merchant's currency is no longer the plan's (changed since the caller read it: the schema's
+   * plans_merchant_currency_holds rule refused the row, and em's transaction is aborted).
+   */
+  async insert(em: EntityManager, p: NewPlan): Promise<boolean> {
+    try {
+      await this.repo(em).insert({ ...p, pauseReason: null, chargesCreated: 0, missedInRow: 0 });
+      return true;
+    } catch (e) {
+      if (isCheckViolation(e, 'plans_merchant_currency_holds')) return false;
+      throw e;
+    }
   }
 
   /** One merchant's plan; forUpdate needs em's transaction and serialises every change of the plan. */

@@ -1,0 +1,81 @@
+import { signInDashboard, type DashboardClient } from '../factories/dashboard';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+
+/*
+ * A plan charges in its own currency (the plan object's fiat_currency), and a charge is a request, always in its
+ * merchant's currency. So a merchant's currency stays while it has a plan that can still charge: before, a
+ * merchant that moved from usd to jpy had its $25.00 plan charge ¥2500.
+ */
+let svc: TestService;
+let pa: TestPartner;
+beforeAll(async () => {
+  svc = await startService();
+  pa = await createPartner(svc);
+});
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+async function merchant(): Promise<DashboardClient> {
+  return signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+}
+async function plan(c: DashboardClient): Promise<Record<string, any>> {
+  const r = await c.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 2500, interval: 'month' } });
+  if (r.status !== 201) throw new Error(`plan create failed: ${r.status} ${r.text}`);
+  return r.body;
+}
+const currencyOf = async (c: DashboardClient) => (await c.call('GET', '/me')).body.display_currency;
+
+describe("a merchant's currency while it has plans", () => {
+  it('409 currency_in_use while an active or paused plan charges in it; nothing changes; allowed once no plan can charge', async () => {
+    const c = await merchant();
+    const p = await plan(c);
+    expect(p.fiat_currency).toBe('usd');
+    const refused = await c.call('PATCH', '/me', { body: { display_currency: 'jpy', display_name: 'Renamed' } });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toEqual({ ok: false, error: 'currency_in_use' });
+    expect(await currencyOf(c)).toBe('usd');
+    expect((await c.call('GET', '/me')).body.display_name).not.toBe('Renamed'); // the whole patch was refused
+    // The same currency, or other fields alone, are fine.
+    expect((await c.call('PATCH', '/me', { body: { display_currency: 'USD', display_name: 'Same' } })).status).toBe(200);
+    expect((await c.call('POST', `/plans/${p.plan_id}/pause`)).body.status).toBe('paused');
+    expect((await c.call('PATCH', '/me', { body: { display_currency: 'jpy' } })).status).toBe(409);
+    expect((await c.call('POST', `/plans/${p.plan_id}/cancel`)).body.status).toBe('canceled');
+    const changed = await c.call('PATCH', '/me', { body: { display_currency: 'jpy' } });
+    expect(changed.status).toBe(200);
+    expect(await currencyOf(c)).toBe('jpy');
+    // A new plan takes the new currency, and so does its charge.
+    const q = await plan(c);
+    expect(q.fiat_currency).toBe('jpy');
+    expect(await sql(`SELECT fiat_currency FROM payment_requests WHERE plan_id = $1`, [q.plan_id])).toEqual([{ fiat_currency: 'jpy' }]);
+  });
+
+  it('a plan already out of step with its merchant (made before the rule) charges nothing rather than the wrong currency', async () => {
+    const c = await merchant();
+    const p = await plan(c);
+    // As a plan made before the schema rule, whose merchant then changed currency.
+    await sql(`UPDATE plans SET fiat_currency = 'inr' WHERE id = $1`, [p.plan_id]);
+    const r = await c.call('POST', `/plans/${p.plan_id}/advance`);
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ ok: false, error: 'currency_mismatch', expected_fiat_code: 'usd' });
+    const charges = await sql(`SELECT period_index, fiat_currency, status FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [p.plan_id]);
+    expect(charges).toEqual([{ period_index: 0, fiat_currency: 'usd', status: 'requested' }]);
+  });
+
+  it('the schema refuses a plan in a currency its merchant does not have, and a currency change under a plan, whatever the path', async () => {
+    const c = await merchant();
+    const p = await plan(c);
+    const [{ merchant_id }] = await sql(`SELECT merchant_id FROM plans WHERE id = $1`, [p.plan_id]);
+    await expect(sql(`UPDATE merchants SET display_currency = 'eur' WHERE id = $1`, [merchant_id])).rejects.toThrow(/plans that charge in usd/);
+    await expect(
+      sql(`INSERT INTO plans (id, partner_id, merchant_id, test_mode, token, title, fiat_amount, fiat_currency, "interval", interval_count,
+             start_at, expiry_minutes, next_charge_at)
+           SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, md5(random()::text), title, fiat_amount, 'eur', "interval", 1,
+             now(), expiry_minutes, now() FROM plans WHERE id = $1`, [p.plan_id]),
+    ).rejects.toThrow(/does not charge in eur/);
+    expect(await sql(`SELECT display_currency FROM merchants WHERE id = $1`, [merchant_id])).toEqual([{ display_currency: 'usd' }]);
+  });
+});
