@@ -59,7 +59,12 @@ export type SendResult =
   /** Refused for good (SMTP 5xx, an SMS 4xx other than 429, an address the transport cannot use). */
   | { kind: 'refused'; error: string }
   /** Worth another try (SMTP 4xx, SMS 5xx or 429, connection refused, timeouts). */
-  | { kind: 'transient'; error: string };
+  | { kind: 'transient'; error: string }
+  /**
+   * The transport may have the message: it failed after the whole of it was handed over (the server's final
+   * reply late or lost). Never tried again (at most once), as for a worker that died mid-send.
+   */
+  | { kind: 'in_doubt'; error: string };
 
 export interface RetryPolicy {
   baseMs: number;
@@ -67,7 +72,7 @@ export interface RetryPolicy {
   giveUpMs: number;
 }
 
-export type NextStep = { outcome: 'sent' } | { outcome: 'failed' } | { outcome: 'abandoned' } | { outcome: 'retry'; delayMs: number };
+export type NextStep = { outcome: 'sent' } | { outcome: 'failed' } | { outcome: 'in_doubt' } | { outcome: 'abandoned' } | { outcome: 'retry'; delayMs: number };
 
 /**
  * After attempt n: exponential back-off (base × 2^(n-1), capped at max); a message whose next attempt would
@@ -79,6 +84,8 @@ export function nextStep(result: SendResult, attempt: number, ageMs: number, p: 
       return { outcome: 'sent' };
     case 'refused':
       return { outcome: 'failed' };
+    case 'in_doubt':
+      return { outcome: 'in_doubt' };
     case 'transient': {
       const delayMs = Math.min(p.maxMs, p.baseMs * 2 ** Math.min(attempt - 1, 40));
       return ageMs + delayMs > p.giveUpMs ? { outcome: 'abandoned' } : { outcome: 'retry', delayMs };
