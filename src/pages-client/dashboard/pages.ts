@@ -244,8 +244,8 @@ export async function requestPage(ctx: PageContext): Promise<void> {
 
 // ---- new request ----------------------------------------------------------------------------------------
 
-/** 32 hex characters: an Idempotency-Key (spec §4.1's charset), one per rendering of the form. */
-function newIdempotencyKey(): string {
+/** 32 hex characters: an Idempotency-Key (spec §4.1's charset), one per rendering of a create form. */
+export function newIdempotencyKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }

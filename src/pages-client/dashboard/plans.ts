@@ -2,7 +2,7 @@ import { parseFiat } from '../../modules/pages/format';
 import { ApiError } from '../lib/api';
 import { byId, say } from '../lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './forms';
-import { fail, type PageContext } from './pages';
+import { fail, newIdempotencyKey, type PageContext } from './pages';
 import { el, fillDetails, money, requestItem, when } from './render';
 import { dash } from './session';
 import type { DashboardRequest } from './types';
@@ -92,6 +92,9 @@ export function newPlanPage(ctx: PageContext): void {
   const fields = byId<HTMLFieldSetElement>('plan-fields');
   document.querySelector('label[for="plan-amount"]')!.textContent = `Amount each period, in ${currency.toUpperCase()}`;
   if (ctx.me.disabled) fields.disabled = true;
+  // The same key for every submit of this form: a retry after a lost answer returns the plan already made,
+  // never a second plan charging the same payer.
+  const idempotencyKey = newIdempotencyKey();
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     clearFieldErrors(form);
@@ -120,7 +123,7 @@ export function newPlanPage(ctx: PageContext): void {
     fields.disabled = true;
     say(ctx.progress, 'Creating the plan…');
     try {
-      const created = await dash<Plan>('POST', '/plans', body);
+      const created = await dash<Plan>('POST', '/plans', body, { 'idempotency-key': idempotencyKey });
       location.assign(`/dashboard/plans/${created.plan_id}`);
     } catch (e) {
       showFieldErrors(form, e, { fiat_amount_int: 'amount' });

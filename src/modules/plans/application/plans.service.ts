@@ -29,6 +29,9 @@ export interface NewPlanInput {
   metadata?: Record<string, string>;
 }
 
+/** A plan create that lost the race for its Idempotency-Key (see create). */
+const KEY_TAKEN = Symbol('plan idempotency key taken');
+
 export interface PlanPage {
   items: Plan[];
   hasMore: boolean;
@@ -68,8 +71,14 @@ export class PlansService {
     return `${this.config.publicUrl}/plan/${p.token}`;
   }
 
-  /** A start_at that has come has its latest due period charged at once; next_charge_at is the one after. */
-  async create(m: Merchant, input: NewPlanInput): Promise<Plan> {
+  /**
+   * A start_at that has come has its latest due period charged at once; next_charge_at is the one after. With an
+   * Idempotency-Key the merchant's plan already made with it is returned instead (created false), before any
+   * other check, as a request's replay is (DESIGN §3); two creates racing with one key make one plan.
+   */
+  async create(m: Merchant, input: NewPlanInput, idempotencyKey?: string): Promise<{ plan: Plan; created: boolean }> {
+    const replay = idempotencyKey === undefined ? null : await this.plans.findByKey(m.id, idempotencyKey);
+    if (replay) return { plan: replay, created: false };
     const current = await this.merchants.currentForCreate(m.id);
     if (!current || current.disabled) throw new AppError('merchant_disabled');
     const allowed = await this.charges.allowedExpiryMinutes(m.partnerId);
@@ -80,7 +89,7 @@ export class PlansService {
     const first = firstPeriod(schedule, now);
     const id = randomUUID();
     let outcome: ChargeOutcome | null = null;
-    await this.dataSource.transaction(async (em) => {
+    const made = await this.dataSource.transaction(async (em) => {
       const inserted = await this.plans.insert(em, {
         id,
         partnerId: m.partnerId,
@@ -101,13 +110,25 @@ export class PlansService {
         status: 'active',
         nextPeriodIndex: first.k,
         nextChargeAt: dueAt(schedule, first.k),
-      });
+      }, idempotencyKey ?? null);
       // The merchant changed its currency while this plan was being made (in another tab): nothing is kept.
-      if (!inserted) throw new AppError('conflict');
+      if (inserted === 'currency_changed') throw new AppError('conflict');
+      // Thrown to roll back; the aborted insert is all there was.
+      if (inserted === 'key_taken') throw KEY_TAKEN;
       if (first.dueNow) outcome = await this.charges.charge(em, await this.locked(em, m, id), first.k);
+      return true;
+    }).catch((e: unknown) => {
+      if (e === KEY_TAKEN) return false;
+      throw e;
     });
+    if (!made) {
+      // A create with the same key committed first: its plan is the answer.
+      const winner = await this.plans.findByKey(m.id, idempotencyKey!);
+      if (!winner) throw new Error(`plan with Idempotency-Key of merchant ${m.id} vanished`);
+      return { plan: winner, created: false };
+    }
     await this.charges.committed(outcome);
-    return this.get(m, id);
+    return { plan: await this.get(m, id), created: true };
   }
 
   async list(m: Merchant, q: { status?: PlanStatus; limit?: number; offset?: number }): Promise<PlanPage> {

@@ -1,4 +1,5 @@
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { BodyCheckGuard } from '../../../common/http/body';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
@@ -6,6 +7,7 @@ import { RateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import type { DashboardSession } from '../../dashboard/dashboard-auth.service';
 import { DASHBOARD_CHANGES_PER_MINUTE, DashboardSessionGuard, SignedIn } from '../../dashboard/dashboard-session.guard';
+import { IdempotencyKeyHeader } from '../../dashboard/dashboard.dto';
 import { dashboardItem } from '../../dashboard/dashboard.mapper';
 import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
@@ -21,8 +23,13 @@ export class PlansController {
   @Post()
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
-  async create(@SignedIn() s: DashboardSession, @Body() dto: CreatePlanDto) {
-    const p = await this.plans.create(s.merchant, {
+  async create(
+    @SignedIn() s: DashboardSession,
+    @Body() dto: CreatePlanDto,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { plan, created } = await this.plans.create(s.merchant, {
       title: dto.title,
       fiatAmount: dto.fiat_amount_int,
       interval: dto.interval,
@@ -33,8 +40,9 @@ export class PlansController {
       payerName: dto.payer_name,
       payerEmail: dto.payer_email,
       metadata: dto.metadata,
-    });
-    return this.body(p);
+    }, idempotencyKey);
+    res.status(created ? 201 : 200);
+    return this.body(plan);
   }
 
   @Get()

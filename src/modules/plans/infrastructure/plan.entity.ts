@@ -21,6 +21,8 @@ import type { PlanInterval } from '../domain/schedule';
 // The scheduler's selection: active plans by due time.
 @Index('plans_due', ['nextChargeAt'], { where: `(status = 'active'::text)` })
 @Index('plans_merchant_list', ['merchantId', 'createdAt', 'id'])
+// One plan per (merchant, Idempotency-Key): migrations/1764000400500-plan-idempotency.ts.
+@Index('plans_idempotency', ['merchantId', 'idempotencyKey'], { unique: true, where: '(idempotency_key IS NOT NULL)' })
 export class PlanEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'plans_pkey' })
   id!: string;
@@ -77,6 +79,10 @@ export class PlanEntity {
 
   @Column('jsonb', { default: () => `'{}'` })
   metadata!: Record<string, string>;
+
+  /** The create's Idempotency-Key (dashboard form), null without one. */
+  @Column('text', { name: 'idempotency_key', nullable: true })
+  idempotencyKey!: string | null;
 
   @Column('text', { default: 'active' })
   status!: PlanStatus;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
-import { isCheckViolation } from '../../../database/pg-errors';
+import { isCheckViolation, isUniqueViolation } from '../../../database/pg-errors';
 import type { Plan, PlanChange, PlanStatus } from '../domain/plan';
 import { PlanEntity } from './plan.entity';
 
@@ -17,17 +17,26 @@ export class PlansRepository {
   }
 
   /**
-   * False when the merchant's currency is no longer the plan's (changed since the caller read it: the schema's
-   * plans_merchant_currency_holds rule refused the row, and em's transaction is aborted).
+   * Inserts the plan unless the schema refuses it, em's transaction then aborted: 'currency_changed' when the
+   * merchant's currency is no longer the plan's (changed since the caller read it: plans_merchant_currency_holds),
+   * 'key_taken' when another plan of the merchant holds the Idempotency-Key (a create racing this one: the
+   * insert waited for its commit).
    */
-  async insert(em: EntityManager, p: NewPlan): Promise<boolean> {
+  async insert(em: EntityManager, p: NewPlan, idempotencyKey: string | null): Promise<'inserted' | 'currency_changed' | 'key_taken'> {
     try {
-      await this.repo(em).insert({ ...p, pauseReason: null, chargesCreated: 0, missedInRow: 0 });
-      return true;
+      await this.repo(em).insert({ ...p, idempotencyKey, pauseReason: null, chargesCreated: 0, missedInRow: 0 });
+      return 'inserted';
     } catch (e) {
-      if (isCheckViolation(e, 'plans_merchant_currency_holds')) return false;
+      if (isCheckViolation(e, 'plans_merchant_currency_holds')) return 'currency_changed';
+      if (isUniqueViolation(e, 'plans_idempotency')) return 'key_taken';
       throw e;
     }
+  }
+
+  /** The merchant's plan made with this Idempotency-Key. */
+  async findByKey(merchantId: string, idempotencyKey: string): Promise<Plan | null> {
+    const e = await this.plans.findOneBy({ merchantId, idempotencyKey });
+    return e ? toDomain(e) : null;
   }
 
   /** One merchant's plan; forUpdate needs em's transaction and serialises every change of the plan. */

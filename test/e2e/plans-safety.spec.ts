@@ -4,6 +4,8 @@ import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 
 /*
+ * Plans that would charge a payer wrongly: twice, or in the wrong currency.
+ *
  * A plan charges in its own currency (the plan object's fiat_currency), and a charge is a request, always in its
  * merchant's currency. So a merchant's currency stays while it has a plan that can still charge: before, a
  * merchant that moved from usd to jpy had its $25.00 plan charge ¥2500.
@@ -77,5 +79,50 @@ describe("a merchant's currency while it has plans", () => {
              now(), expiry_minutes, now() FROM plans WHERE id = $1`, [p.plan_id]),
     ).rejects.toThrow(/does not charge in eur/);
     expect(await sql(`SELECT display_currency FROM merchants WHERE id = $1`, [merchant_id])).toEqual([{ display_currency: 'usd' }]);
+  });
+});
+
+describe('POST /dashboard/api/plans with an Idempotency-Key', () => {
+  const body = { title: 'Gym', fiat_amount_int: 2500, interval: 'month', payer_email: 'ada@example.com' };
+  const key = () => `plan-${Date.now()}-${Math.random().toString(16).slice(2)}`.padEnd(32, '0');
+  const chargesOf = (planId: string) => sql(`SELECT period_index FROM payment_requests WHERE plan_id = $1`, [planId]);
+
+  it('a retry replays the plan already made (200, same plan, one charge); new values are ignored', async () => {
+    const c = await merchant();
+    const k = key();
+    const first = await c.call('POST', '/plans', { body, headers: { 'idempotency-key': k } });
+    expect(first.status).toBe(201);
+    const again = await c.call('POST', '/plans', { body: { ...body, fiat_amount_int: 9900 }, headers: { 'idempotency-key': k } });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(await chargesOf(first.body.plan_id)).toEqual([{ period_index: 0 }]);
+    expect((await c.call('GET', '/plans')).body.plans.map((p: { plan_id: string }) => p.plan_id)).toEqual([first.body.plan_id]);
+  });
+
+  it('concurrent creates with one key make one plan and one charge; each caller gets that plan', async () => {
+    const c = await merchant();
+    const k = key();
+    const replies = await Promise.all([...Array(5)].map(() => c.call('POST', '/plans', { body, headers: { 'idempotency-key': k } })));
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 201]);
+    expect(new Set(replies.map((r) => r.body.plan_id)).size).toBe(1);
+    const [{ n }] = await sql(`SELECT count(*)::int AS n FROM plans p JOIN plans q ON q.merchant_id = p.merchant_id WHERE p.id = $1`, [replies[0].body.plan_id]);
+    expect(n).toBe(1);
+    expect(await chargesOf(replies[0].body.plan_id)).toEqual([{ period_index: 0 }]);
+  });
+
+  it('keys are per merchant; without a key each create is a new plan; a malformed key → 400 and nothing made', async () => {
+    const [c, d] = [await merchant(), await merchant()];
+    const k = key();
+    const mine = await c.call('POST', '/plans', { body, headers: { 'idempotency-key': k } });
+    const theirs = await d.call('POST', '/plans', { body, headers: { 'idempotency-key': k } });
+    expect([mine.status, theirs.status]).toEqual([201, 201]);
+    expect(theirs.body.plan_id).not.toBe(mine.body.plan_id);
+    const plain = [await c.call('POST', '/plans', { body }), await c.call('POST', '/plans', { body })];
+    expect(plain.map((r) => r.status)).toEqual([201, 201]);
+    expect(plain[0].body.plan_id).not.toBe(plain[1].body.plan_id);
+    const bad = await c.call('POST', '/plans', { body, headers: { 'idempotency-key': 'short' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('invalid_idempotency_key');
+    expect((await c.call('GET', '/plans')).body.plans).toHaveLength(3);
   });
 });
