@@ -59,7 +59,9 @@ export type SendResult =
   /** Refused for good (SMTP 5xx, an SMS 4xx other than 429, an address the transport cannot use). */
   | { kind: 'refused'; error: string }
   /** Worth another try (SMTP 4xx, SMS 5xx or 429, connection refused, timeouts). */
-  | { kind: 'transient'; error: string };
+  | { kind: 'transient'; error: string }
+  /** Cut off after the message was handed over and before the answer: it may have arrived; never resent. */
+  | { kind: 'in_doubt'; error: string };
 
 export interface RetryPolicy {
   baseMs: number;
@@ -67,11 +69,17 @@ export interface RetryPolicy {
   giveUpMs: number;
 }
 
-export type NextStep = { outcome: 'sent' } | { outcome: 'failed' } | { outcome: 'abandoned' } | { outcome: 'retry'; delayMs: number };
+export type NextStep =
+  | { outcome: 'sent' }
+  | { outcome: 'failed' }
+  | { outcome: 'abandoned' }
+  | { outcome: 'in_doubt' }
+  | { outcome: 'retry'; delayMs: number };
 
 /**
- * After attempt n: exponential back-off (base × 2^(n-1), capped at max); a message whose next attempt would
- * fall later than giveUp after it was written is abandoned instead (24 hours by default).
+ * After attempt n: sent, refused and in doubt end the message (in doubt is never resent: at most once). A
+ * transient failure waits with exponential back-off (base × 2^(n-1), capped at max); a message whose next
+ * attempt would fall later than giveUp after it was written is abandoned instead (24 hours by default).
  */
 export function nextStep(result: SendResult, attempt: number, ageMs: number, p: RetryPolicy): NextStep {
   switch (result.kind) {
@@ -79,6 +87,8 @@ export function nextStep(result: SendResult, attempt: number, ageMs: number, p: 
       return { outcome: 'sent' };
     case 'refused':
       return { outcome: 'failed' };
+    case 'in_doubt':
+      return { outcome: 'in_doubt' };
     case 'transient': {
       const delayMs = Math.min(p.maxMs, p.baseMs * 2 ** Math.min(attempt - 1, 40));
       return ageMs + delayMs > p.giveUpMs ? { outcome: 'abandoned' } : { outcome: 'retry', delayMs };

@@ -30,7 +30,8 @@ export interface DueNotification {
 export interface AttemptResult {
   id: string;
   attempt: number;
-  outcome: 'sent' | 'retry' | 'failed' | 'abandoned';
+  /** 'in_doubt' fails the message (status 'failed') and marks the attempt in doubt. */
+  outcome: 'sent' | 'retry' | 'failed' | 'abandoned' | 'in_doubt';
   error: string | null;
   response: string | null;
   delayMs: number;
@@ -126,7 +127,7 @@ export class NotificationsRepository {
     const rows = await this.dataSource.query<Array<{ id: string }>>(
       `WITH n AS (
          UPDATE notifications
-            SET status = CASE WHEN $3::text = 'retry' THEN 'pending' ELSE $3::text END,
+            SET status = CASE $3::text WHEN 'retry' THEN 'pending' WHEN 'in_doubt' THEN 'failed' ELSE $3::text END,
                 lease_until = NULL,
                 last_error = $4::text,
                 next_attempt_at = CASE WHEN $3::text = 'retry' THEN now() + $6::int * interval '1 millisecond' ELSE next_attempt_at END,

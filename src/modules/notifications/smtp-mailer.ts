@@ -1,4 +1,6 @@
-import nodemailer, { type Transporter } from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import SMTPConnection, { type SMTPEnvelope } from 'nodemailer/lib/smtp-connection';
+import { Readable } from 'node:stream';
 import type { SendResult } from './notification';
 import type { EmailContent } from './templates';
 
@@ -7,49 +9,92 @@ export interface OutgoingEmail extends EmailContent {
   messageId: string;
 }
 
+/** A message built and encoded, ready for the wire: building can fail, sending it cannot fail to build. */
+export interface ComposedEmail {
+  envelope: SMTPEnvelope;
+  raw: Buffer;
+}
+
 /**
  * Email over SMTP_URL (DESIGN §6, §8): `smtp://` upgrades with STARTTLS when the server offers it and stays
- * plain otherwise; `smtps://` is TLS from the first byte. One pooled transport per process.
+ * plain otherwise; `smtps://` is TLS from the first byte.
+ *
+ * One connection per message, opened by the send and closed by it: nothing waits for a pooled connection,
+ * and a send cut by its deadline closes its own connection only. The deadline is the caller's signal and
+ * covers the whole send; stepTimeoutMs bounds each phase (connect, greeting, every reply) on its own.
  */
 export class SmtpMailer {
-  private readonly transport: Transporter;
+  private readonly options: SMTPConnection.Options;
+  private readonly auth: { user: string; pass: string } | null;
 
-  constructor(smtpUrl: string, private readonly from: string, timeoutMs: number) {
+  constructor(smtpUrl: string, private readonly from: string, stepTimeoutMs: number) {
     const url = new URL(smtpUrl);
     const secure = url.protocol === 'smtps:';
-    this.transport = nodemailer.createTransport({
+    this.options = {
       host: url.hostname,
       port: Number(url.port || (secure ? 465 : 587)),
       secure,
-      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
-      pool: true,
-      maxConnections: 5,
-      connectionTimeout: timeoutMs,
-      greetingTimeout: timeoutMs,
-      socketTimeout: timeoutMs,
-    });
+      connectionTimeout: stepTimeoutMs,
+      greetingTimeout: stepTimeoutMs,
+      socketTimeout: stepTimeoutMs,
+      logger: false,
+    };
+    this.auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : null;
   }
 
-  async send(m: OutgoingEmail): Promise<SendResult> {
-    try {
-      const info = await this.transport.sendMail({
-        from: this.from,
-        to: m.to,
-        subject: m.subject,
-        text: m.text,
-        html: m.html,
-        // The same Message-ID on every attempt: a copy that did get through is recognised as the same message.
-        messageId: m.messageId,
+  async compose(m: OutgoingEmail): Promise<ComposedEmail> {
+    const node = new MailComposer({
+      from: this.from,
+      to: m.to,
+      subject: m.subject,
+      text: m.text,
+      html: m.html,
+      // The same Message-ID on every attempt: a copy that did get through is recognised as the same message.
+      messageId: m.messageId,
+    }).compile();
+    return { envelope: node.getEnvelope(), raw: await node.build() };
+  }
+
+  /**
+   * Sends one message; always settles by the time `deadline` aborts. Cut by the deadline before the server
+   * took DATA, nothing was handed over: transient, tried again. Cut after the message went out, the server may
+   * have it and its answer never came: in doubt, not resent (the outcome a vanished worker leaves).
+   */
+  send(m: ComposedEmail, deadline: AbortSignal): Promise<SendResult> {
+    return new Promise((resolve) => {
+      // Read only once the server answered DATA (SMTPConnection pipes it then): the mark of "handed over".
+      const body = Readable.from([m.raw], { objectMode: false });
+      const connection = new SMTPConnection(this.options);
+      let settled = false;
+      const settle = (r: SendResult) => {
+        if (settled) return;
+        settled = true;
+        deadline.removeEventListener('abort', onDeadline);
+        connection.close();
+        resolve(r);
+      };
+      const onDeadline = () =>
+        settle(
+          body.readableDidRead
+            ? { kind: 'in_doubt', error: "in doubt: the send's deadline passed after the message went out, before the server answered; not resent, to avoid a duplicate" }
+            : { kind: 'transient', error: "deadline: the send's deadline passed before the message went out" },
+        );
+      if (deadline.aborted) return onDeadline();
+      deadline.addEventListener('abort', onDeadline, { once: true });
+      // Errors after settling (a close racing a reply) have nobody to tell; the listener keeps them from throwing.
+      connection.on('error', (e) => settle(classifySmtpError(e)));
+      const sendMessage = () =>
+        connection.send(m.envelope, body, (e, info) => {
+          if (e) return settle(classifySmtpError(e));
+          if ((info?.rejected ?? []).length > 0) return settle({ kind: 'refused', error: `recipient refused: ${info?.response}` });
+          settle({ kind: 'sent', response: info?.response ?? null });
+        });
+      connection.connect((e) => {
+        if (e) return settle(classifySmtpError(e));
+        if (!this.auth || !connection.allowsAuth) return sendMessage();
+        connection.login(this.auth, (err) => (err ? settle(classifySmtpError(err)) : sendMessage()));
       });
-      if ((info.rejected ?? []).length > 0) return { kind: 'refused', error: `recipient refused: ${info.response}` };
-      return { kind: 'sent', response: info.response ?? null };
-    } catch (e) {
-      return classifySmtpError(e as SmtpError);
-    }
-  }
-
-  close(): void {
-    this.transport.close();
+    });
   }
 }
 
