@@ -29,10 +29,14 @@ export class SmtpCatcher {
   private server: SMTPServer | null = null;
   private listeners: Array<(m: CaughtMail) => void> = [];
 
-  private constructor(public port: number) {}
+  private constructor(
+    public port: number,
+    private readonly pipelining: boolean,
+  ) {}
 
-  static async start(port = 0): Promise<SmtpCatcher> {
-    const c = new SmtpCatcher(port);
+  /** `pipelining: false` hides PIPELINING, so a client waits for the answer to each of MAIL, RCPT and DATA. */
+  static async start(port = 0, opts: { pipelining?: boolean } = {}): Promise<SmtpCatcher> {
+    const c = new SmtpCatcher(port, opts.pipelining ?? true);
     await c.up();
     return c;
   }
@@ -50,6 +54,7 @@ export class SmtpCatcher {
     const server = new SMTPServer({
       authOptional: true,
       disabledCommands: ['STARTTLS'],
+      hidePIPELINING: !this.pipelining,
       logger: false,
       onAuth: (_auth, _session, cb) => cb(null, { user: 'any' }),
       onRcptTo: (address, _session, cb) => {

@@ -3,11 +3,13 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 /**
  * A loopback TCP proxy that can be cut and restored, to take a JSON-RPC node "down" for the service
  * without losing the node's state. `tap` sees each connection's two sockets (to read what passes).
+ * `replyDelayMs` holds everything the target sends back (and its close) that long: a slow server.
  */
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   port = 0;
+  replyDelayMs = 0;
 
   constructor(
     private readonly targetPort: number,
@@ -28,10 +30,13 @@ export class TcpProxy {
         this.sockets.delete(client);
         this.sockets.delete(upstream);
       };
+      const later = (f: () => void) => (this.replyDelayMs > 0 ? setTimeout(f, this.replyDelayMs) : f());
       client.on('error', drop).on('close', drop);
-      upstream.on('error', drop).on('close', drop);
+      upstream.on('error', () => later(drop)).on('close', () => later(drop));
       this.tap?.(client, upstream);
-      client.pipe(upstream).pipe(client);
+      client.pipe(upstream);
+      // Equal delays keep the order: timers of one duration fire in the order they were set.
+      upstream.on('data', (chunk: Buffer) => later(() => client.destroyed || client.write(chunk)));
     });
     await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
@@ -8,20 +8,35 @@ import type { NotificationEntity } from './notification.entity';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
 import { SmsClient } from './sms-client';
-import { SmtpMailer } from './smtp-mailer';
+import { SmtpMailer, type ComposedEmail } from './smtp-mailer';
 import { renderEmail, renderSms, type MessageFacts } from './templates';
 
-/** A message is held this many send timeouts: longer than any send can take, so only a vanished worker outlives it. */
+/**
+ * One send, waiting for the connection included, ends within this many send timeouts (NOTIFY_SEND_TIMEOUT_MS
+ * bounds each SMTP phase and each reply, not their sum; a server slow on every step would otherwise take
+ * as long as it likes).
+ */
+export const SEND_DEADLINE_TIMEOUTS = 2;
+/**
+ * A message is held this many send timeouts: the send's deadline plus one timeout to record its outcome, so
+ * only a vanished worker outlives it and the re-drive never declares in doubt a send that ended.
+ */
 export const LEASE_TIMEOUTS = 3;
+
+/** A message ready for its channel, or the reason this worker cannot send it. */
+type Built =
+  | { channel: 'email'; email: ComposedEmail }
+  | { channel: 'sms'; sms: { to: string; body: string; messageId: string } }
+  | { channel: 'off'; error: string };
 
 /**
  * One attempt of one message: build it from the stored request and merchant, claim it (lease + attempt row
- * 'sending', committed), send it, record the outcome and schedule the next attempt as a new delayed job.
- * Building comes before the claim, so a failure to read (Postgres away) leaves nothing in doubt: BullMQ
- * retries the job.
+ * 'sending', committed), send it within its deadline, record the outcome and schedule the next attempt as a
+ * new delayed job. Building comes before the claim, so a failure to read (Postgres away) or to render leaves
+ * nothing in doubt: BullMQ retries the job.
  */
 @Injectable()
-export class NotificationSender implements OnApplicationShutdown {
+export class NotificationSender {
   private readonly logger = new Logger('NotificationSender');
   private readonly mailer: SmtpMailer | null;
   private readonly sms: SmsClient | null;
@@ -40,20 +55,18 @@ export class NotificationSender implements OnApplicationShutdown {
     this.sms = config.sms ? new SmsClient(config.sms, config.notifySendTimeoutMs) : null;
   }
 
-  onApplicationShutdown(): void {
-    this.mailer?.close();
-  }
-
   async attempt(id: string, attempt: number): Promise<void> {
     const row = await this.repo.waitingFor(id, attempt);
     if (!row) {
       this.logger.debug(`attempt ${attempt} of notification ${id} not due; job ignored`);
       return;
     }
-    const facts = await this.factsOf(row);
+    const message = await this.build(row, await this.factsOf(row));
+    // Started before the claim, so the deadline ends at least one send timeout before the lease does.
+    const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
     const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS);
     if (!claimed) return; // another run of the same attempt got there first
-    const result = await this.send(row, facts);
+    const result = await this.send(message, deadline);
     const step = nextStep(result, attempt, Date.now() - row.createdAt.getTime(), {
       baseMs: this.config.notifyRetryBaseMs,
       maxMs: this.config.notifyRetryMaxMs,
@@ -76,14 +89,25 @@ export class NotificationSender implements OnApplicationShutdown {
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
   }
 
-  private async send(row: NotificationEntity, facts: MessageFacts): Promise<SendResult> {
+  private async build(row: NotificationEntity, facts: MessageFacts): Promise<Built> {
     switch (row.channel) {
       case 'email':
-        if (!this.mailer) return { kind: 'transient', error: 'email is off on this worker (no SMTP_URL)' };
-        return this.mailer.send({ ...renderEmail(facts), to: row.to, messageId: row.messageId });
+        if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
+        return { channel: 'email', email: await this.mailer.compose({ ...renderEmail(facts), to: row.to, messageId: row.messageId }) };
       case 'sms':
-        if (!this.sms) return { kind: 'transient', error: 'SMS is off on this worker (SMS_* unset)' };
-        return this.sms.send({ to: row.to, body: renderSms(facts), messageId: row.messageId });
+        if (!this.sms) return { channel: 'off', error: 'SMS is off on this worker (SMS_* unset)' };
+        return { channel: 'sms', sms: { to: row.to, body: renderSms(facts), messageId: row.messageId } };
+    }
+  }
+
+  private async send(m: Built, deadline: AbortSignal): Promise<SendResult> {
+    switch (m.channel) {
+      case 'email':
+        return this.mailer!.send(m.email, deadline);
+      case 'sms':
+        return this.sms!.send(m.sms, deadline);
+      case 'off':
+        return { kind: 'transient', error: m.error };
     }
   }
 

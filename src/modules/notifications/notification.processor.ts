@@ -9,6 +9,8 @@ import { NotificationSender } from './notification-sender.service';
  * The `notifications` queue: one attempt per `send` job, and the repeating re-drive. A worker that dies
  * mid-attempt leaves a lock that expires within 10 s; BullMQ hands the job to another worker, whose claim
  * finds the attempt already taken and does nothing (the re-drive decides that message: in doubt).
+ * Each running send opens its own SMTP connection (SmtpMailer has no pool), so none waits for a connection
+ * while its lease runs: this concurrency is also the most SMTP connections one worker holds.
  */
 @Processor(QUEUES.notifications, { concurrency: 10, lockDuration: 10_000, stalledInterval: 5_000 })
 export class NotificationProcessor extends WorkerHost implements BeforeApplicationShutdown {

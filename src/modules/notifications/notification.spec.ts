@@ -31,6 +31,7 @@ describe('nextStep', () => {
   it.each([
     [{ kind: 'sent', response: null }, 1, 0, { outcome: 'sent' }],
     [{ kind: 'refused', error: 'x' }, 1, 0, { outcome: 'failed' }],
+    // In doubt ends the message whatever its age: never resent.
     [{ kind: 'in_doubt', error: 'x' }, 1, 0, { outcome: 'in_doubt' }],
     [{ kind: 'transient', error: 'x' }, 1, 0, { outcome: 'retry', delayMs: 100 }],
     [{ kind: 'transient', error: 'x' }, 3, 0, { outcome: 'retry', delayMs: 400 }],

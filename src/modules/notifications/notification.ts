@@ -61,8 +61,9 @@ export type SendResult =
   /** Worth another try (SMTP 4xx, SMS 5xx or 429, connection refused, timeouts). */
   | { kind: 'transient'; error: string }
   /**
-   * The transport may have the message: it failed after the whole of it was handed over (the server's final
-   * reply late or lost). Never tried again (at most once), as for a worker that died mid-send.
+   * Failed or cut off after the message was handed over and before the server's final answer (late, lost, or
+   * past the send's deadline): it may have arrived. Never resent (at most once), as for a worker that died
+   * mid-send.
    */
   | { kind: 'in_doubt'; error: string };
 
@@ -72,11 +73,17 @@ export interface RetryPolicy {
   giveUpMs: number;
 }
 
-export type NextStep = { outcome: 'sent' } | { outcome: 'failed' } | { outcome: 'in_doubt' } | { outcome: 'abandoned' } | { outcome: 'retry'; delayMs: number };
+export type NextStep =
+  | { outcome: 'sent' }
+  | { outcome: 'failed' }
+  | { outcome: 'abandoned' }
+  | { outcome: 'in_doubt' }
+  | { outcome: 'retry'; delayMs: number };
 
 /**
- * After attempt n: exponential back-off (base × 2^(n-1), capped at max); a message whose next attempt would
- * fall later than giveUp after it was written is abandoned instead (24 hours by default).
+ * After attempt n: sent, refused and in doubt end the message (in doubt is never resent: at most once). A
+ * transient failure waits with exponential back-off (base × 2^(n-1), capped at max); a message whose next
+ * attempt would fall later than giveUp after it was written is abandoned instead (24 hours by default).
  */
 export function nextStep(result: SendResult, attempt: number, ageMs: number, p: RetryPolicy): NextStep {
   switch (result.kind) {

@@ -30,8 +30,8 @@ export interface DueNotification {
 export interface AttemptResult {
   id: string;
   attempt: number;
-  /** in_doubt: the message is failed, never sent again (at most once). */
-  outcome: 'sent' | 'retry' | 'failed' | 'in_doubt' | 'abandoned';
+  /** 'in_doubt' fails the message (status 'failed') and marks the attempt in doubt. */
+  outcome: 'sent' | 'retry' | 'failed' | 'abandoned' | 'in_doubt';
   error: string | null;
   response: string | null;
   delayMs: number;

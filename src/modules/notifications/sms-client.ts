@@ -9,7 +9,8 @@ import type { SendResult } from './notification';
 export class SmsClient {
   constructor(private readonly config: SmsConfig, private readonly timeoutMs: number) {}
 
-  async send(m: { to: string; body: string; messageId: string }): Promise<SendResult> {
+  /** One call, cut at timeoutMs or at the send's deadline, whichever comes first. */
+  async send(m: { to: string; body: string; messageId: string }, deadline: AbortSignal): Promise<SendResult> {
     const url = `${this.config.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(this.config.accountSid)}/Messages.json`;
     const auth = Buffer.from(`${this.config.accountSid}:${this.config.authToken}`).toString('base64');
     let res: Response;
@@ -23,7 +24,7 @@ export class SmsClient {
           'idempotency-key': m.messageId,
         },
         body: new URLSearchParams({ To: m.to, From: this.config.from, Body: m.body }).toString(),
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), deadline]),
         redirect: 'manual',
       });
     } catch (e) {

@@ -1,5 +1,6 @@
-import { Transform } from 'node:stream';
-import nodemailer, { type Transporter } from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import SMTPConnection, { type SMTPEnvelope } from 'nodemailer/lib/smtp-connection';
+import { Readable } from 'node:stream';
 import type { SendResult } from './notification';
 import type { EmailContent } from './templates';
 
@@ -8,67 +9,101 @@ export interface OutgoingEmail extends EmailContent {
   messageId: string;
 }
 
+/** A message built and encoded, ready for the wire: building can fail, sending it cannot fail to build. */
+export interface ComposedEmail {
+  envelope: SMTPEnvelope;
+  raw: Buffer;
+}
+
 /**
  * Email over SMTP_URL (DESIGN §6, §8): `smtp://` upgrades with STARTTLS when the server offers it and stays
- * plain otherwise; `smtps://` is TLS from the first byte. One pooled transport per process.
+ * plain otherwise; `smtps://` is TLS from the first byte.
  *
- * A failure after the connection read the whole message is in doubt, never transient: the server may have
- * taken it and its 250 come late (RFC 5321 §4.5.3.2.6 gives that reply 10 minutes, longer than our timeout)
- * or been lost, and a retry would be a second copy (RFC 1047). Before that, the server cannot have a message
- * (nothing counts before the final dot, which follows the last byte), so the failure is safe to retry.
+ * One connection per message, opened by the send and closed by it: nothing waits for a pooled connection,
+ * and a send cut by its deadline closes its own connection only. The deadline is the caller's signal and
+ * covers the whole send; stepTimeoutMs bounds each phase (connect, greeting, every reply) on its own.
  */
 export class SmtpMailer {
-  private readonly transport: Transporter;
-  /** Message-IDs of sends in flight whose whole message the SMTP connection has read. */
-  private readonly handedOver = new Set<string>();
+  private readonly options: SMTPConnection.Options;
+  private readonly auth: { user: string; pass: string } | null;
 
-  constructor(smtpUrl: string, private readonly from: string, timeoutMs: number) {
+  constructor(smtpUrl: string, private readonly from: string, stepTimeoutMs: number) {
     const url = new URL(smtpUrl);
     const secure = url.protocol === 'smtps:';
-    this.transport = nodemailer.createTransport({
+    this.options = {
       host: url.hostname,
       port: Number(url.port || (secure ? 465 : 587)),
       secure,
-      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
-      pool: true,
-      maxConnections: 5,
-      connectionTimeout: timeoutMs,
-      greetingTimeout: timeoutMs,
-      socketTimeout: timeoutMs,
-    });
-    // The last stage of each message's stream, which the connection reads to send DATA.
-    this.transport.use('stream', (mail, done) => {
-      const id = mail.data.messageId;
-      if (id) mail.message.transform(() => new Transform({ transform: (chunk, _enc, cb) => cb(null, chunk), flush: (cb) => (this.handedOver.add(id), cb()) }));
-      done();
-    });
+      connectionTimeout: stepTimeoutMs,
+      greetingTimeout: stepTimeoutMs,
+      socketTimeout: stepTimeoutMs,
+      logger: false,
+    };
+    this.auth = url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : null;
   }
 
-  async send(m: OutgoingEmail): Promise<SendResult> {
-    this.handedOver.delete(m.messageId);
-    try {
-      const info = await this.transport.sendMail({
-        from: this.from,
-        to: m.to,
-        subject: m.subject,
-        text: m.text,
-        html: m.html,
-        // The same Message-ID on every attempt: a copy that did get through is recognised as the same message.
-        messageId: m.messageId,
+  async compose(m: OutgoingEmail): Promise<ComposedEmail> {
+    const node = new MailComposer({
+      from: this.from,
+      to: m.to,
+      subject: m.subject,
+      text: m.text,
+      html: m.html,
+      // The same Message-ID on every attempt: a copy that did get through is recognised as the same message.
+      messageId: m.messageId,
+    }).compile();
+    return { envelope: node.getEnvelope(), raw: await node.build() };
+  }
+
+  /**
+   * Sends one message; always settles by the time `deadline` aborts. Cut by the deadline before the server
+   * took DATA, nothing was handed over: transient, tried again. Cut after the message went out, the server may
+   * have it and its answer never came: in doubt, not resent (the outcome a vanished worker leaves).
+   */
+  send(m: ComposedEmail, deadline: AbortSignal): Promise<SendResult> {
+    return new Promise((resolve) => {
+      // Read only once the server answered DATA (SMTPConnection pipes it then): the mark of "handed over".
+      const body = Readable.from([m.raw], { objectMode: false });
+      const connection = new SMTPConnection(this.options);
+      let settled = false;
+      const settle = (r: SendResult) => {
+        if (settled) return;
+        settled = true;
+        deadline.removeEventListener('abort', onDeadline);
+        connection.close();
+        resolve(r);
+      };
+      const onDeadline = () =>
+        settle(
+          body.readableDidRead
+            ? { kind: 'in_doubt', error: "in doubt: the send's deadline passed after the message went out, before the server answered; not resent, to avoid a duplicate" }
+            : { kind: 'transient', error: "deadline: the send's deadline passed before the message went out" },
+        );
+      if (deadline.aborted) return onDeadline();
+      deadline.addEventListener('abort', onDeadline, { once: true });
+      // A failure after the message went out (the server silent past stepTimeoutMs, or the connection lost,
+      // before its final 250: RFC 5321 gives that reply 10 minutes) is in doubt too: a retry would be a second
+      // copy. Before DATA was answered, nothing was handed over and a transient failure is tried again.
+      const failed = (e: SmtpError) => {
+        const r = classifySmtpError(e);
+        return r.kind === 'transient' && body.readableDidRead
+          ? { kind: 'in_doubt' as const, error: `in doubt: ${r.error} after the message went out; not resent, to avoid a duplicate` }
+          : r;
+      };
+      // Errors after settling (a close racing a reply) have nobody to tell; the listener keeps them from throwing.
+      connection.on('error', (e) => settle(failed(e)));
+      const sendMessage = () =>
+        connection.send(m.envelope, body, (e, info) => {
+          if (e) return settle(failed(e));
+          if ((info?.rejected ?? []).length > 0) return settle({ kind: 'refused', error: `recipient refused: ${info?.response}` });
+          settle({ kind: 'sent', response: info?.response ?? null });
+        });
+      connection.connect((e) => {
+        if (e) return settle(classifySmtpError(e));
+        if (!this.auth || !connection.allowsAuth) return sendMessage();
+        connection.login(this.auth, (err) => (err ? settle(classifySmtpError(err)) : sendMessage()));
       });
-      if ((info.rejected ?? []).length > 0) return { kind: 'refused', error: `recipient refused: ${info.response}` };
-      return { kind: 'sent', response: info.response ?? null };
-    } catch (e) {
-      const result = classifySmtpError(e as SmtpError);
-      if (result.kind !== 'transient' || !this.handedOver.has(m.messageId)) return result;
-      return { kind: 'in_doubt', error: `in doubt: ${result.error} after the whole message was handed to the server; not resent, to avoid a duplicate` };
-    } finally {
-      this.handedOver.delete(m.messageId);
-    }
-  }
-
-  close(): void {
-    this.transport.close();
+    });
   }
 }
 
