@@ -1,4 +1,4 @@
-import { afterCharge, afterChargeFailed, afterSkip, CHARGE_RETRY_MAX_MS, type Plan } from './plan';
+import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, type PauseReason, type Plan, type PlanStatus } from './plan';
 
 const START = new Date('2027-01-10T00:00:00.000Z');
 const NOW = new Date('2027-03-20T12:00:00.000Z');
@@ -7,7 +7,30 @@ const plan = (over: Partial<Plan> = {}): Plan => ({
   id: 'p', partnerId: 'pa', merchantId: 'm', testMode: true, token: 't', title: 'Gym', fiatAmount: 2500, fiatCurrency: 'usd',
   interval: 'month', intervalCount: 1, startAt: START, maxCharges: null, expiryMinutes: 10080, payerName: null, payerEmail: null,
   metadata: {}, status: 'paused', pauseReason: 'unpaid', nextPeriodIndex: 2, nextChargeAt: null, chargesCreated: 2, missedInRow: 2,
-  chargeFailures: 0, retryAt: null, createdAt: START, ...over,
+  latestChargePeriod: 1, chargeFailures: 0, retryAt: null, createdAt: START, ...over,
+});
+
+describe('afterPaid', () => {
+  it('the latest charge of a plan paused for unpaid resumes it as resume would: the first date from now on, nothing charged', () => {
+    // Now is after period 2 (Mar 10): resume never backfills, the next charge is period 3 (Apr 10).
+    expect(afterPaid(plan(), 1, NOW)).toEqual({
+      status: 'active', pauseReason: null, nextPeriodIndex: 3, nextChargeAt: new Date('2027-04-10T00:00:00.000Z'), chargesCreated: 2,
+      missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
+    });
+  });
+
+  it.each<[string, PlanStatus, PauseReason | null, number]>([
+    ['an older charge of a plan paused for unpaid (the latest is still owed)', 'paused', 'unpaid', 0],
+    ['the latest charge of a plan paused by the merchant', 'paused', 'merchant', 1],
+    ['the latest charge of an active plan', 'active', null, 1],
+    ['the latest charge of a canceled plan', 'canceled', null, 1],
+    ['the latest charge of a completed plan', 'completed', null, 1],
+  ])('%s: only the missed count resets', (_, status, pauseReason, period) => {
+    const p = plan({ status, pauseReason, nextChargeAt: status === 'active' ? new Date('2027-03-10T00:00:00.000Z') : null });
+    expect(afterPaid(p, period, NOW)).toEqual({
+      status, pauseReason, nextPeriodIndex: 2, nextChargeAt: p.nextChargeAt, chargesCreated: 2, missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
+    });
+  });
 });
 
 describe('afterChargeFailed', () => {
@@ -25,9 +48,9 @@ describe('afterChargeFailed', () => {
     expect(afterChargeFailed({ ...p, chargeFailures: 10_000 }, NOW).retryAt).toEqual(new Date(NOW.getTime() + CHARGE_RETRY_MAX_MS));
   });
 
-  it('a charge or a skip forgets the failures', () => {
+  it('a charge or a skip forgets the failures; a charge records the latest period', () => {
     const failing = plan({ status: 'active', pauseReason: null, nextChargeAt: new Date('2027-03-10T00:00:00.000Z'), chargeFailures: 3, retryAt: NOW });
-    expect(afterCharge(failing, 2, true)).toMatchObject({ chargeFailures: 0, retryAt: null, nextPeriodIndex: 3 });
-    expect(afterSkip(failing, 2)).toMatchObject({ chargeFailures: 0, retryAt: null, nextPeriodIndex: 3 });
+    expect(afterCharge(failing, 2, true)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 2, nextPeriodIndex: 3 });
+    expect(afterSkip(failing, 2)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 1, nextPeriodIndex: 3 });
   });
 });

@@ -98,6 +98,9 @@ export class PlanEntity {
   @Column('integer', { name: 'missed_in_row', default: 0 })
   missedInRow!: number;
 
+  @Column('integer', { name: 'latest_charge_period', nullable: true })
+  latestChargePeriod!: number | null;
+
   @Column('integer', { name: 'charge_failures', default: 0 })
   chargeFailures!: number;
 

@@ -6,7 +6,7 @@ import { PlanEntity } from './plan.entity';
 
 export type NewPlan = Omit<
   Plan,
-  'createdAt' | 'status' | 'pauseReason' | 'chargesCreated' | 'missedInRow' | 'chargeFailures' | 'retryAt'
+  'createdAt' | 'status' | 'pauseReason' | 'chargesCreated' | 'missedInRow' | 'latestChargePeriod' | 'chargeFailures' | 'retryAt'
 > & { status: 'active' };
 
 /** plans: the only place that reads or writes it. Returns domain plans, never entities. */
@@ -19,7 +19,7 @@ export class PlansRepository {
   }
 
   async insert(em: EntityManager, p: NewPlan): Promise<void> {
-    await this.repo(em).insert({ ...p, pauseReason: null, chargesCreated: 0, missedInRow: 0, chargeFailures: 0, retryAt: null });
+    await this.repo(em).insert({ ...p, pauseReason: null, chargesCreated: 0, missedInRow: 0, latestChargePeriod: null, chargeFailures: 0, retryAt: null });
   }
 
   /** One merchant's plan; forUpdate needs em's transaction and serialises every change of the plan. */
@@ -41,6 +41,12 @@ export class PlansRepository {
       skip: f.offset,
     });
     return { items: rows.slice(0, f.limit).map(toDomain), hasMore: rows.length > f.limit };
+  }
+
+  /** Any plan, locked in em's transaction (every change of a plan takes this lock first). */
+  async lock(em: EntityManager, id: string): Promise<Plan | null> {
+    const e = await this.repo(em).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+    return e ? toDomain(e) : null;
   }
 
   /**
@@ -79,11 +85,6 @@ export class PlansRepository {
       [seen.id, seen.nextChargeAt, seen.chargeFailures, c.chargeFailures, c.retryAt],
     );
     return n > 0;
-  }
-
-  /** A charge of the plan was paid: the missed count starts again. */
-  async resetMissed(em: EntityManager, planId: string): Promise<void> {
-    await this.repo(em).update({ id: planId }, { missedInRow: 0, updatedAt: () => 'now()' });
   }
 
   /**
@@ -128,6 +129,7 @@ function toDomain(e: PlanEntity): Plan {
     nextChargeAt: e.nextChargeAt,
     chargesCreated: e.chargesCreated,
     missedInRow: e.missedInRow,
+    latestChargePeriod: e.latestChargePeriod,
     chargeFailures: e.chargeFailures,
     retryAt: e.retryAt,
     createdAt: e.createdAt,
