@@ -4,6 +4,7 @@ import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { dueAt } from '../../src/modules/plans/domain/schedule';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { DASHBOARD_ITEM_FIELDS as ITEM_FIELDS, ISO_MS_RE, keysOf, REQUEST_FIELDS, UUID_RE } from '../support/shapes';
@@ -340,3 +341,63 @@ describe('a plan\'s charge through the partner API and webhooks', () => {
   });
 });
 
+
+describe('a charge paid late, within its grace window, after it counted as missed', () => {
+  const planRow = async (id: string) => (await sql(`SELECT status, pause_reason, next_charge_at, charges_created, missed_in_row FROM plans WHERE id = $1`, [id]))[0];
+  const chargeOf = async (planId: string, k: number) => (await sql(`SELECT id, amount, status FROM payment_requests WHERE plan_id = $1 AND period_index = $2`, [planId, k]))[0];
+  /** Pays the charge on the local chain (it expired already; its claim window is still open) and waits until it is verified. */
+  async function payLate(charge: { id: string; amount: string }): Promise<void> {
+    const payer = DEV_KEYS[3];
+    await mint(env.rpcUrl, env.token, new Wallet(payer).address, BigInt(charge.amount));
+    const tx = await transferToken(env.rpcUrl, env.token, payer, aWallet.address, BigInt(charge.amount));
+    expect((await call(svc.publicUrl, 'POST', `/pay/api/${charge.id}/proof`, { body: { tx_hash: tx.txHash } })).status).toBe(200);
+    await waitFor(async () => (await sql(`SELECT proof_status FROM payment_requests WHERE id = $1`, [charge.id]))[0].proof_status === 'verified', 30_000, 100);
+  }
+  /** A plan whose two charges were missed (the test clock), so it is paused for unpaid. */
+  async function pausedUnpaid() {
+    const p = await mustPlan(a, {});
+    await a.call('POST', `/plans/${p.plan_id}/advance`);
+    expect((await a.call('POST', `/plans/${p.plan_id}/advance`)).body).toMatchObject({ status: 'paused', pause_reason: 'unpaid' });
+    return p;
+  }
+
+  it('the latest charge, which paused the plan, resumes it as resume would: next charge at the first date from now on, nothing backfilled', async () => {
+    const p = await pausedUnpaid();
+    const c1 = await chargeOf(p.plan_id, 1);
+    expect(c1.status).toBe('expired');
+    await payLate(c1);
+    await waitFor(async () => (await planRow(p.plan_id)).status === 'active', 15_000, 100);
+    // Period 2 (start + 2 months): period 1 was already charged, and resume never goes back.
+    const next = dueAt({ startAt: new Date(p.start_at), interval: 'month', intervalCount: 1 }, 2);
+    expect(await planRow(p.plan_id)).toEqual({ status: 'active', pause_reason: null, next_charge_at: next, charges_created: 2, missed_in_row: 0 });
+    expect((await a.call('GET', `/plans/${p.plan_id}`)).body).toMatchObject({ status: 'active', next_charge_at: next.toISOString(), charges_created: 2 });
+    const rows = await sql(`SELECT period_index FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [p.plan_id]);
+    expect(rows.map((x) => x.period_index)).toEqual([0, 1]);
+  });
+
+  it('an older missed charge paid late only resets the count: the latest is still owed, the plan stays paused; paying that one resumes it', async () => {
+    const p = await pausedUnpaid();
+    await payLate(await chargeOf(p.plan_id, 0));
+    await waitFor(async () => (await planRow(p.plan_id)).missed_in_row === 0, 15_000, 100);
+    expect(await planRow(p.plan_id)).toMatchObject({ status: 'paused', pause_reason: 'unpaid', next_charge_at: null, charges_created: 2 });
+    await payLate(await chargeOf(p.plan_id, 1));
+    await waitFor(async () => (await planRow(p.plan_id)).status === 'active', 15_000, 100);
+  });
+
+  it('a plan paused by the merchant, or canceled, keeps its status', async () => {
+    // Paused by the merchant with period 1 open; period 1 then lapses (the sweep counts the miss) and is paid in its grace window.
+    const byMerchant = await mustPlan(a, {});
+    await a.call('POST', `/plans/${byMerchant.plan_id}/advance`);
+    expect((await a.call('POST', `/plans/${byMerchant.plan_id}/pause`)).body.pause_reason).toBe('merchant');
+    const c1 = await chargeOf(byMerchant.plan_id, 1);
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second', claim_until = now() + interval '1 hour' WHERE id = $1`, [c1.id]);
+    await waitFor(async () => (await planRow(byMerchant.plan_id)).missed_in_row === 2, 15_000, 100);
+    await payLate(c1);
+    const canceled = await pausedUnpaid();
+    expect((await a.call('POST', `/plans/${canceled.plan_id}/cancel`)).body.status).toBe('canceled');
+    await payLate(await chargeOf(canceled.plan_id, 1));
+    await waitFor(async () => (await planRow(byMerchant.plan_id)).missed_in_row === 0 && (await planRow(canceled.plan_id)).missed_in_row === 0, 15_000, 100);
+    expect(await planRow(byMerchant.plan_id)).toMatchObject({ status: 'paused', pause_reason: 'merchant', next_charge_at: null });
+    expect(await planRow(canceled.plan_id)).toMatchObject({ status: 'canceled', pause_reason: null, next_charge_at: null });
+  });
+});

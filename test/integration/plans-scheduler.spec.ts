@@ -193,3 +193,45 @@ it('concurrent advances are serialised: each moves one period, never two charges
   expect(await periods(p.id)).toEqual([0, 1]);
   expect(await planRow(p.id)).toMatchObject({ status: 'paused', pause_reason: 'unpaid', charges_created: 2, missed_in_row: 2 });
 });
+
+it('plans whose charge keeps failing never keep other due plans from being charged; fixed, each is charged for its latest due period', async () => {
+  // 201 plans of a merchant whose charges are refused (its currency is not theirs and has no rate), due hours before the healthy plan:
+  // more than one run takes, so oldest-due-first alone would try them, and only them, in every run.
+  const broken = await createOnboardedMerchant(a, partner.testKey);
+  const start = new Date(clock.now().getTime() - 3 * 86_400_000 - 3_600_000); // period 3 is the latest due
+  const failing: string[] = (
+    await sql(
+      `INSERT INTO plans (id, partner_id, merchant_id, test_mode, token, title, fiat_amount, fiat_currency, "interval", interval_count,
+                          start_at, expiry_minutes, next_period_index, next_charge_at)
+       SELECT gen_random_uuid(), $1, $2, true, 'seeded-' || gen_random_uuid(), 'Broken', 1000 + n, 'usd', 'day', 1, $3, 60, 0, $3
+         FROM generate_series(1, 201) n RETURNING id`,
+      [partner.id, broken.id, start],
+    )
+  ).map((r) => r.id);
+  // The merchant's currency stands for one whose rate is gone. Changed under its plans, which the schema refuses
+  // (merchants_currency_keeps_plans), so with triggers off for this one statement's session.
+  await sql(`BEGIN; SET LOCAL session_replication_role = replica; UPDATE merchants SET display_currency = 'zzz' WHERE id = '${broken.id}'; COMMIT`);
+  try {
+    const healthy = await newPlan(dash, 'day', new Date(clock.now().getTime() + 60_000));
+    await reach(healthy, 0);
+    expect(await periods(healthy.id)).toEqual([0]);
+    // Each failure is stored on its plan and retried after a backoff; the plans wait, still due, with nothing charged.
+    await waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM plans WHERE id = ANY($1) AND charge_failures > 0`, [failing]))[0].n === failing.length, 15_000, 50);
+    const [stuck] = await sql(`SELECT min(retry_at) AS first, count(*) FILTER (WHERE status = 'active' AND next_period_index = 0)::int AS n
+      FROM plans WHERE id = ANY($1)`, [failing]);
+    expect(stuck.n).toBe(failing.length);
+    expect(stuck.first.getTime()).toBeGreaterThan(clock.now().getTime());
+    expect((await sql(`SELECT count(*)::int AS n FROM payment_requests WHERE plan_id = ANY($1)`, [failing]))[0].n).toBe(0);
+    // The rate is back (here: the merchant's currency is one with a rate); once their retry time has come, each is
+    // charged once, for its latest due period only, and its failures are forgotten.
+    await sql(`UPDATE merchants SET display_currency = 'usd' WHERE id = $1`, [broken.id]);
+    clock.set(new Date(clock.now().getTime() + 60 * 60_000));
+    await waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM plans WHERE id = ANY($1) AND next_period_index = 4`, [failing]))[0].n === failing.length, 30_000, 100);
+    const charged = await sql(`SELECT period_index, count(*)::int AS n FROM payment_requests WHERE plan_id = ANY($1) GROUP BY 1`, [failing]);
+    expect(charged).toEqual([{ period_index: 3, n: failing.length }]);
+    const [after] = await sql(`SELECT count(*)::int AS n FROM plans WHERE id = ANY($1) AND charge_failures = 0 AND retry_at IS NULL AND charges_created = 1`, [failing]);
+    expect(after.n).toBe(failing.length);
+  } finally {
+    await sql(`UPDATE plans SET status = 'canceled', next_charge_at = NULL WHERE id = ANY($1)`, [failing]);
+  }
+});

@@ -1,17 +1,25 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { PlanChargesPort, type PlanChargeRef } from '../../requests/application/plan-charges.port';
+import { PlanChargesPort, type PaidPlanCharge, type PlanChargeRef } from '../../requests/application/plan-charges.port';
+import { afterPaid } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
+import { PLAN_CLOCK, type Clock } from './clock';
 
 /**
  * The plans' side of PlanChargesPort (DESIGN §5): a charge that expired unpaid is missed, PLAN_MAX_MISSED in
- * a row pause the plan (reason unpaid), a paid charge resets the count. Runs in the transaction of the
- * request's change.
+ * a row pause the plan (reason unpaid), a paid charge resets the count and, when it is the latest charge of a
+ * plan paused for unpaid, resumes the plan (afterPaid). Runs in the transaction of the request's change.
  */
 @Injectable()
 export class PlanOutcomesService extends PlanChargesPort {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig, private readonly plans: PlansRepository) {
+  private readonly logger = new Logger('PlanOutcomes');
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(PLAN_CLOCK) private readonly clock: Clock,
+    private readonly plans: PlansRepository,
+  ) {
     super();
   }
 
@@ -22,7 +30,12 @@ export class PlanOutcomesService extends PlanChargesPort {
     for (const planId of [...perPlan.keys()].sort()) await this.plans.countMissed(em, planId, perPlan.get(planId)!, this.config.planMaxMissed);
   }
 
-  async chargePaid(em: EntityManager, charge: PlanChargeRef): Promise<void> {
-    await this.plans.resetMissed(em, charge.planId);
+  async chargePaid(em: EntityManager, charge: PaidPlanCharge): Promise<void> {
+    // Locked like every change of a plan: a sweep counting a miss, or the scheduler, waits for this decision.
+    const plan = await this.plans.lock(em, charge.planId);
+    if (!plan) return;
+    const next = afterPaid(plan, charge.periodIndex, this.clock.now());
+    await this.plans.update(em, plan.id, next);
+    if (next.status !== plan.status) this.logger.log(`plan ${plan.id} resumed: its latest charge ${charge.requestId} (period ${charge.periodIndex}) was paid`);
   }
 }

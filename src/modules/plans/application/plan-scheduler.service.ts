@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
-import { afterSkip, periodToCharge } from '../domain/plan';
+import { afterChargeFailed, afterSkip, periodToCharge, type Plan } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
@@ -14,7 +14,9 @@ const PLANS_PER_RUN = 200;
  * active plan whose next_charge_at has come, each locked FOR UPDATE SKIP LOCKED in its own transaction, which
  * creates the latest due period's charge and moves the plan on. So workers share the due plans without
  * waiting for each other, a crash rolls back both the charge and the advance, and after downtime a plan gets
- * one charge, for its latest due period. A disabled merchant's periods are skipped (not missed).
+ * one charge, for its latest due period. A disabled merchant's periods are skipped (not missed). A plan whose
+ * charge fails stays due and is tried again after a backoff (afterChargeFailed), sorted by its retry time, so
+ * plans that keep failing never fill every run ahead of the plans that can be charged.
  */
 @Injectable()
 export class PlanSchedulerService {
@@ -35,12 +37,12 @@ export class PlanSchedulerService {
     let charged = 0;
     let skipped = 0;
     for (let i = 0; i < PLANS_PER_RUN; i++) {
-      let planId: string | undefined;
+      let seen: Plan | undefined;
       try {
         const outcome = await this.dataSource.transaction(async (em) => {
           const plan = await this.plans.lockNextDue(em, now, [...failed.keys()]);
           if (!plan) return null;
-          planId = plan.id;
+          seen = plan;
           const k = periodToCharge(plan, now);
           const merchant = await this.merchants.currentForCreate(plan.merchantId);
           if (merchant?.disabled) {
@@ -56,9 +58,10 @@ export class PlanSchedulerService {
           await this.charges.committed(outcome as ChargeOutcome);
         }
       } catch (e) {
-        // Rolled back: the plan stays due and is tried again next run; the other plans go on now.
-        if (!planId) throw e;
-        failed.set(planId, e as Error);
+        // Rolled back: the plan stays due, tried again once its retry time has come; the other plans go on now.
+        if (!seen) throw e;
+        failed.set(seen.id, e as Error);
+        await this.failedAttempt(seen, e as Error, now);
       }
     }
     if (failed.size > 0) {
@@ -67,5 +70,12 @@ export class PlanSchedulerService {
     }
     if (charged || skipped) this.logger.log(`charged ${charged} plans, skipped ${skipped} (merchant disabled)`);
     return { charged, skipped };
+  }
+
+  private async failedAttempt(plan: Plan, e: Error, now: Date): Promise<void> {
+    const next = afterChargeFailed(plan, now);
+    const stored = await this.plans.recordFailure(plan, next);
+    const when = stored ? `retry at ${next.retryAt!.toISOString()} (failure ${next.chargeFailures})` : 'changed meanwhile, not stored';
+    this.logger.warn(`plan ${plan.id}: charge of its due period failed: ${e.message}; ${when}`);
   }
 }

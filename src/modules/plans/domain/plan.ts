@@ -31,6 +31,12 @@ export interface Plan {
   chargesCreated: number;
   /** Charges that expired unpaid since the last paid one (or the last resume). */
   missedInRow: number;
+  /** The period of the plan's newest charge, null before the first: the charge whose payment resumes a plan paused unpaid. */
+  latestChargePeriod: number | null;
+  /** Attempts at the due charge that failed in a row (the charge could not be created); 0 once the plan moves on. */
+  chargeFailures: number;
+  /** While chargeFailures > 0: the due charge is not tried again before this. */
+  retryAt: Date | null;
   createdAt: Date;
 }
 
@@ -40,7 +46,13 @@ export function scheduleOf(p: Pick<Plan, 'startAt' | 'interval' | 'intervalCount
 }
 
 /** What a plan's row becomes: the fields the use cases change. */
-export type PlanChange = Pick<Plan, 'status' | 'pauseReason' | 'nextPeriodIndex' | 'nextChargeAt' | 'chargesCreated' | 'missedInRow'>;
+export type PlanChange = Pick<
+  Plan,
+  'status' | 'pauseReason' | 'nextPeriodIndex' | 'nextChargeAt' | 'chargesCreated' | 'missedInRow' | 'latestChargePeriod' | 'chargeFailures' | 'retryAt'
+>;
+
+/** A due plan moved on (charged, skipped, resumed): a failed attempt at an earlier due charge no longer counts. */
+const NO_FAILURES = { chargeFailures: 0, retryAt: null } as const;
 
 /**
  * Which period a due plan charges now: only the latest due one (after downtime the ones before it are skipped,
@@ -53,21 +65,59 @@ export function periodToCharge(p: Plan, now: Date): number {
 /** After the charge of period k was created: the next period, or completed at max_charges (DESIGN §8). */
 export function afterCharge(p: Plan, k: number, created: boolean): PlanChange {
   const chargesCreated = p.chargesCreated + (created ? 1 : 0);
-  if (p.maxCharges !== null && chargesCreated >= p.maxCharges) {
-    return { status: 'completed', pauseReason: null, nextPeriodIndex: k + 1, nextChargeAt: null, chargesCreated, missedInRow: p.missedInRow };
-  }
-  return { status: 'active', pauseReason: null, nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1), chargesCreated, missedInRow: p.missedInRow };
+  // k is at least next_period_index, past every earlier charge; not created means period k's charge existed.
+  const moved = { pauseReason: null, nextPeriodIndex: k + 1, chargesCreated, missedInRow: p.missedInRow, latestChargePeriod: k, ...NO_FAILURES };
+  if (p.maxCharges !== null && chargesCreated >= p.maxCharges) return { ...moved, status: 'completed', nextChargeAt: null };
+  return { ...moved, status: 'active', nextChargeAt: dueAt(scheduleOf(p), k + 1) };
 }
 
 /** Period k skipped (the merchant is disabled): not a charge, not a miss; the plan waits for k + 1. */
 export function afterSkip(p: Plan, k: number): PlanChange {
-  return { ...changeOf(p), nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1) };
+  return { ...changeOf(p), nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1), ...NO_FAILURES };
 }
 
 /** Resume: the first scheduled date from now on, nothing backfilled; the missed count starts again. */
 export function afterResume(p: Plan, now: Date): PlanChange {
   const k = Math.max(firstPeriodAfter(scheduleOf(p), now), p.nextPeriodIndex);
-  return { ...changeOf(p), status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), missedInRow: 0 };
+  return { ...changeOf(p), status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), missedInRow: 0, ...NO_FAILURES };
+}
+
+/**
+ * Charge `period` of the plan was verified (DESIGN §5: a paid charge resets the missed count). A plan paused
+ * for unpaid also resumes, as /resume would (the first scheduled date from now on, nothing backfilled, nothing
+ * charged now), when the paid charge is its latest one: a plan paused for unpaid creates no charge, so the
+ * latest is the newest thing the payer owes, and once it is paid the payer is current. That is the case of a
+ * charge paid late, in the grace window after its expires_at, whose expiry counted the miss that paused the
+ * plan: the miss is taken back. An older charge paid late leaves the plan paused: the latest, missed after it
+ * (or still open), is still owed; paying it resumes the plan, and the merchant can resume it any time. A plan
+ * paused by the merchant, canceled or completed keeps its status: only the count resets.
+ */
+export function afterPaid(p: Plan, period: number, now: Date): PlanChange {
+  const reset: PlanChange = { ...changeOf(p), missedInRow: 0 };
+  switch (p.status) {
+    case 'paused':
+      return p.pauseReason === 'unpaid' && period === p.latestChargePeriod ? afterResume(p, now) : reset;
+    case 'active':
+    case 'canceled':
+    case 'completed':
+      return reset;
+  }
+}
+
+/** The first wait after a failed charge attempt, doubled after each further failure up to the last. */
+export const CHARGE_RETRY_FIRST_MS = 30_000;
+export const CHARGE_RETRY_MAX_MS = 15 * 60_000;
+
+/**
+ * An attempt at the due charge failed (the charge could not be created: the merchant's currency has no rate,
+ * the mode's chain is off, any error): the plan stays due for the same period and is tried again after a
+ * backoff, so plans that keep failing wait their turn instead of sorting first in every scheduler run. When
+ * it is retried (the cause fixed) it charges the latest due period then, as after any downtime.
+ */
+export function afterChargeFailed(p: Plan, now: Date): PlanChange {
+  const chargeFailures = p.chargeFailures + 1;
+  const wait = Math.min(CHARGE_RETRY_FIRST_MS * 2 ** Math.min(chargeFailures - 1, 30), CHARGE_RETRY_MAX_MS);
+  return { ...changeOf(p), chargeFailures, retryAt: new Date(now.getTime() + wait) };
 }
 
 /** A new plan: a past or present start_at has its latest due period charged at once (DESIGN §8). */
@@ -84,5 +134,8 @@ export function changeOf(p: Plan): PlanChange {
     nextChargeAt: p.nextChargeAt,
     chargesCreated: p.chargesCreated,
     missedInRow: p.missedInRow,
+    latestChargePeriod: p.latestChargePeriod,
+    chargeFailures: p.chargeFailures,
+    retryAt: p.retryAt,
   };
 }

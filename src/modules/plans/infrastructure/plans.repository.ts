@@ -5,7 +5,10 @@ import { isCheckViolation, isUniqueViolation } from '../../../database/pg-errors
 import type { Plan, PlanChange, PlanStatus } from '../domain/plan';
 import { PlanEntity } from './plan.entity';
 
-export type NewPlan = Omit<Plan, 'createdAt' | 'status' | 'pauseReason' | 'chargesCreated' | 'missedInRow'> & { status: 'active' };
+export type NewPlan = Omit<
+  Plan,
+  'createdAt' | 'status' | 'pauseReason' | 'chargesCreated' | 'missedInRow' | 'latestChargePeriod' | 'chargeFailures' | 'retryAt'
+> & { status: 'active' };
 
 /** plans: the only place that reads or writes it. Returns domain plans, never entities. */
 @Injectable()
@@ -24,7 +27,9 @@ export class PlansRepository {
    */
   async insert(em: EntityManager, p: NewPlan, idempotencyKey: string | null): Promise<'inserted' | 'currency_changed' | 'key_taken'> {
     try {
-      await this.repo(em).insert({ ...p, idempotencyKey, pauseReason: null, chargesCreated: 0, missedInRow: 0 });
+      await this.repo(em).insert({
+        ...p, idempotencyKey, pauseReason: null, chargesCreated: 0, missedInRow: 0, latestChargePeriod: null, chargeFailures: 0, retryAt: null,
+      });
       return 'inserted';
     } catch (e) {
       if (isCheckViolation(e, 'plans_merchant_currency_holds')) return 'currency_changed';
@@ -60,17 +65,25 @@ export class PlansRepository {
     return { items: rows.slice(0, f.limit).map(toDomain), hasMore: rows.length > f.limit };
   }
 
+  /** Any plan, locked in em's transaction (every change of a plan takes this lock first). */
+  async lock(em: EntityManager, id: string): Promise<Plan | null> {
+    const e = await this.repo(em).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+    return e ? toDomain(e) : null;
+  }
+
   /**
    * Locks the next active plan due at `now` that no other worker holds (SKIP LOCKED), in em's transaction:
-   * two workers never charge one plan at once, and neither waits for the other.
+   * two workers never charge one plan at once, and neither waits for the other. A plan whose charge failed
+   * is due again at its retry_at, and sorts by it (plans_due): behind every plan that came due before it, so
+   * plans that keep failing never starve the others (each is tried at most once before a plan due earlier).
    */
   async lockNextDue(em: EntityManager, now: Date, except: readonly string[] = []): Promise<Plan | null> {
     const q = this.repo(em)
       .createQueryBuilder('p')
-      .where(`p.status = 'active' AND p.next_charge_at <= :now`, { now });
+      .where(`p.status = 'active' AND GREATEST(p.next_charge_at, p.retry_at) <= :now`, { now });
     if (except.length > 0) q.andWhere('p.id <> ALL(:except)', { except });
     const e = await q
-      .orderBy('p.next_charge_at', 'ASC')
+      .orderBy('GREATEST(p.next_charge_at, p.retry_at)', 'ASC')
       .limit(1)
       .setLock('pessimistic_write')
       .setOnLocked('skip_locked')
@@ -80,6 +93,20 @@ export class PlansRepository {
 
   async update(em: EntityManager, id: string, c: PlanChange): Promise<void> {
     await this.repo(em).update({ id }, { ...c, updatedAt: () => 'now()' });
+  }
+
+  /**
+   * A failed charge attempt, stored after its transaction rolled back, so without the plan's lock: only if the
+   * plan is still as `seen` (active, the same due time, the same failures), never over a worker that has
+   * charged, skipped or failed it since. False when it was not.
+   */
+  async recordFailure(seen: Plan, c: PlanChange): Promise<boolean> {
+    const [, n] = await this.plans.query<[unknown[], number]>(
+      `UPDATE plans SET charge_failures = $4, retry_at = $5, updated_at = now()
+        WHERE id = $1 AND status = 'active' AND next_charge_at = $2 AND charge_failures = $3`,
+      [seen.id, seen.nextChargeAt, seen.chargeFailures, c.chargeFailures, c.retryAt],
+    );
+    return n > 0;
   }
 
   /**
@@ -98,10 +125,6 @@ export class PlansRepository {
     );
   }
 
-  /** A charge of the plan was paid: the missed count starts again. */
-  async resetMissed(em: EntityManager, planId: string): Promise<void> {
-    await this.repo(em).update({ id: planId }, { missedInRow: 0, updatedAt: () => 'now()' });
-  }
 }
 
 function toDomain(e: PlanEntity): Plan {
@@ -128,6 +151,9 @@ function toDomain(e: PlanEntity): Plan {
     nextChargeAt: e.nextChargeAt,
     chargesCreated: e.chargesCreated,
     missedInRow: e.missedInRow,
+    latestChargePeriod: e.latestChargePeriod,
+    chargeFailures: e.chargeFailures,
+    retryAt: e.retryAt,
     createdAt: e.createdAt,
   };
 }

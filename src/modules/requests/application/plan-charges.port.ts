@@ -6,6 +6,11 @@ export interface PlanChargeRef {
   planId: string;
 }
 
+/** A verified charge: its period tells the plan whether the payer paid the newest charge (DESIGN §5). */
+export interface PaidPlanCharge extends PlanChargeRef {
+  periodIndex: number;
+}
+
 /**
  * What happens to plan charges, told to whoever keeps the plans. Declared here, by the requests module whose
  * state changes it reports; the plans module (which depends on requests) provides it, so requests never
@@ -15,6 +20,6 @@ export interface PlanChargeRef {
 export abstract class PlanChargesPort {
   /** These charges expired unpaid (the expiry job or the sweep stored the expiry). */
   abstract chargesLapsed(em: EntityManager, charges: readonly PlanChargeRef[]): Promise<void>;
-  /** This charge was verified. */
-  abstract chargePaid(em: EntityManager, charge: PlanChargeRef): Promise<void>;
+  /** This charge was verified (on time, or late: within the grace window after it was counted missed). */
+  abstract chargePaid(em: EntityManager, charge: PaidPlanCharge): Promise<void>;
 }

@@ -143,8 +143,8 @@ export class VerificationService {
     try {
       const recorded = await this.dataSource.transaction(async (em) => {
         if (!(await this.repo.claim(em, r.id, t, source))) return null;
-        // A paid charge resets its plan's missed count (DESIGN §5).
-        if (r.planId) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId });
+        // A paid charge resets its plan's missed count, and may resume a plan paused for unpaid (DESIGN §5).
+        if (r.planId && r.periodIndex !== null) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId, periodIndex: r.periodIndex });
         const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
         // The receipt and the merchant's note (DESIGN §6), in the same transaction as the verification.
         const notices = await this.notices.requestVerified(em, {

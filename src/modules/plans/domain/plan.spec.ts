@@ -1,0 +1,56 @@
+import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, type PauseReason, type Plan, type PlanStatus } from './plan';
+
+const START = new Date('2027-01-10T00:00:00.000Z');
+const NOW = new Date('2027-03-20T12:00:00.000Z');
+// A monthly plan whose periods 0 and 1 were charged and missed (then paused for unpaid, by default).
+const plan = (over: Partial<Plan> = {}): Plan => ({
+  id: 'p', partnerId: 'pa', merchantId: 'm', testMode: true, token: 't', title: 'Gym', fiatAmount: 2500, fiatCurrency: 'usd',
+  interval: 'month', intervalCount: 1, startAt: START, maxCharges: null, expiryMinutes: 10080, payerName: null, payerEmail: null,
+  metadata: {}, status: 'paused', pauseReason: 'unpaid', nextPeriodIndex: 2, nextChargeAt: null, chargesCreated: 2, missedInRow: 2,
+  latestChargePeriod: 1, chargeFailures: 0, retryAt: null, createdAt: START, ...over,
+});
+
+describe('afterPaid', () => {
+  it('the latest charge of a plan paused for unpaid resumes it as resume would: the first date from now on, nothing charged', () => {
+    // Now is after period 2 (Mar 10): resume never backfills, the next charge is period 3 (Apr 10).
+    expect(afterPaid(plan(), 1, NOW)).toEqual({
+      status: 'active', pauseReason: null, nextPeriodIndex: 3, nextChargeAt: new Date('2027-04-10T00:00:00.000Z'), chargesCreated: 2,
+      missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
+    });
+  });
+
+  it.each<[string, PlanStatus, PauseReason | null, number]>([
+    ['an older charge of a plan paused for unpaid (the latest is still owed)', 'paused', 'unpaid', 0],
+    ['the latest charge of a plan paused by the merchant', 'paused', 'merchant', 1],
+    ['the latest charge of an active plan', 'active', null, 1],
+    ['the latest charge of a canceled plan', 'canceled', null, 1],
+    ['the latest charge of a completed plan', 'completed', null, 1],
+  ])('%s: only the missed count resets', (_, status, pauseReason, period) => {
+    const p = plan({ status, pauseReason, nextChargeAt: status === 'active' ? new Date('2027-03-10T00:00:00.000Z') : null });
+    expect(afterPaid(p, period, NOW)).toEqual({
+      status, pauseReason, nextPeriodIndex: 2, nextChargeAt: p.nextChargeAt, chargesCreated: 2, missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
+    });
+  });
+});
+
+describe('afterChargeFailed', () => {
+  it('waits 30 s after the first failure, doubling, at most 15 minutes; the plan stays due for the same period', () => {
+    const due = plan({ status: 'active', pauseReason: null, nextChargeAt: new Date('2027-03-10T00:00:00.000Z'), missedInRow: 0 });
+    let p = due;
+    const waits: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const next = afterChargeFailed(p, NOW);
+      expect(next).toMatchObject({ status: 'active', nextPeriodIndex: 2, nextChargeAt: due.nextChargeAt, chargesCreated: 2, chargeFailures: i + 1 });
+      waits.push(next.retryAt!.getTime() - NOW.getTime());
+      p = { ...p, ...next };
+    }
+    expect(waits).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 900_000, 900_000, 900_000]);
+    expect(afterChargeFailed({ ...p, chargeFailures: 10_000 }, NOW).retryAt).toEqual(new Date(NOW.getTime() + CHARGE_RETRY_MAX_MS));
+  });
+
+  it('a charge or a skip forgets the failures; a charge records the latest period', () => {
+    const failing = plan({ status: 'active', pauseReason: null, nextChargeAt: new Date('2027-03-10T00:00:00.000Z'), chargeFailures: 3, retryAt: NOW });
+    expect(afterCharge(failing, 2, true)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 2, nextPeriodIndex: 3 });
+    expect(afterSkip(failing, 2)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 1, nextPeriodIndex: 3 });
+  });
+});
