@@ -126,3 +126,38 @@ describe('POST /dashboard/api/plans with an Idempotency-Key', () => {
     expect((await c.call('GET', '/plans')).body.plans).toHaveLength(3);
   });
 });
+
+describe("a charge refused by the schema's merchant rule inside a plan's transaction", () => {
+  /*
+   * The rule refuses a request whose merchant changed between create's read and its insert. Inside a plan's
+   * transaction that refusal used to abort the transaction, and the replay read after it failed: 500. A test
+   * trigger (firing before the rule) refuses this merchant's first insert once, as the rule does when the
+   * merchant changed in that moment.
+   */
+  it('undoes only the insert and decides again on a fresh read: the advance succeeds with one new charge', async () => {
+    const c = await merchant();
+    const p = await plan(c);
+    const [{ merchant_id }] = await sql(`SELECT merchant_id FROM plans WHERE id = $1`, [p.plan_id]);
+    const seq = `refuse_once_${merchant_id.replace(/-/g, '')}`;
+    await sql(`CREATE SEQUENCE ${seq}`);
+    await sql(`CREATE FUNCTION ${seq}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.merchant_id = '${merchant_id}' AND nextval('${seq}') = 1 THEN
+          RAISE EXCEPTION 'refused once' USING ERRCODE = 'check_violation', CONSTRAINT = 'payment_requests_merchant_holds';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await sql(`CREATE TRIGGER a_${seq} BEFORE INSERT ON payment_requests FOR EACH ROW EXECUTE FUNCTION ${seq}()`);
+    try {
+      const r = await c.call('POST', `/plans/${p.plan_id}/advance`);
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ status: 'active', charges_created: 2 });
+      expect((await sql(`SELECT last_value::int AS n FROM ${seq}`))[0].n).toBeGreaterThanOrEqual(2); // refused, then inserted
+      expect(await sql(`SELECT period_index FROM payment_requests WHERE plan_id = $1 ORDER BY 1`, [p.plan_id])).toEqual([{ period_index: 0 }, { period_index: 1 }]);
+    } finally {
+      await sql(`DROP TRIGGER a_${seq} ON payment_requests`);
+      await sql(`DROP FUNCTION ${seq}()`);
+      await sql(`DROP SEQUENCE ${seq}`);
+    }
+  });
+});

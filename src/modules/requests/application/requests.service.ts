@@ -111,13 +111,17 @@ export class RequestsService {
 
   /**
    * The same create, inside the caller's transaction (a plan's charge and its plan's advance commit together).
-   * Decided on a fresh read of the merchant; the schema's merchant rule aborts the transaction if the merchant
-   * changed since (the caller retries). Nothing is queued: after the commit, call `created()`.
+   * Decided on a fresh read of the merchant; when the schema's merchant rule refuses the row (the merchant
+   * changed between that read and the insert, which then undid only itself), decided again on a new read, so a
+   * merchant disabled meanwhile gets its 400, not a broken transaction. Nothing is queued: after the commit,
+   * call `created()`.
    */
   async createIn(em: EntityManager, p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
-    const outcome = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId), em);
-    if (!outcome) throw new Error(`merchant ${input.merchantId} changed while a request was created for it`);
-    return outcome;
+    for (let read = 0; read < 3; read++) {
+      const outcome = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId), em);
+      if (outcome) return outcome;
+    }
+    throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);
   }
 
   /** Work queued once a request's insert committed: its expiry job (the sweep backs it up). */

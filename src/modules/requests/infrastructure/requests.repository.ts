@@ -124,6 +124,8 @@ export class RequestsRepository {
    * existing one: 50 parallel creates with one key end in one row, and each loser reads the winner. Returns
    * null when the merchant no longer is what the caller saw (the payment_requests_merchant_holds rule of the
    * schema refused the row: disabled, not onboarded, or wallet or currency changed since the caller's read).
+   * Inside a transaction (a plan's charge) the insert runs under a savepoint, so a refusal leaves the caller's
+   * transaction usable: for the replay read here, and for the caller to decide again.
    */
   async insertOrFind(n: NewRequest, em: EntityManager = this.requests.manager): Promise<{ request: PaymentRequest; created: boolean } | null> {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
@@ -133,7 +135,8 @@ export class RequestsRepository {
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
-        [row] = await preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
+        const insert = () => preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
+        [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, insert) : await insert();
       } catch (e) {
         if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
         // An idempotent replay still returns the original (DESIGN §3), whatever the merchant is now.
@@ -530,4 +533,17 @@ function toDomain(e: PaymentRequestEntity): PaymentRequest {
     proofVerifiedAt: e.proofVerifiedAt,
     verifyNote: e.verifyNote,
   };
+}
+
+/** Runs one statement of em's open transaction so that its failure undoes only itself. */
+async function underSavepoint<T>(em: EntityManager, work: () => Promise<T>): Promise<T> {
+  await em.query('SAVEPOINT request_insert');
+  try {
+    const result = await work();
+    await em.query('RELEASE SAVEPOINT request_insert');
+    return result;
+  } catch (e) {
+    await em.query('ROLLBACK TO SAVEPOINT request_insert');
+    throw e;
+  }
 }
