@@ -132,3 +132,39 @@ it('an unknown plan token is a 404 page', async () => {
     await context.close();
   }
 });
+
+it('a plan submitted again after its answer was lost is the same plan: the form keeps its Idempotency-Key', async () => {
+  const wallet = new TestWallet(merchantKey, testEnv().rpcUrl);
+  const { context, page, problems } = await openContext(browser, wallet);
+  try {
+    await signInThroughPage(page, svc, wallet, '/dashboard/plans/new');
+    await settled(page);
+    const title = `Lost answer ${Date.now()}`;
+    // The first create reaches the server and is made; its answer never reaches the page.
+    const keys: string[] = [];
+    let lost = false;
+    await page.route('**/dashboard/api/plans', async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      keys.push(route.request().headers()['idempotency-key']);
+      if (lost) return route.continue();
+      lost = true;
+      await route.fetch();
+      await route.abort('connectionreset');
+    });
+    await page.fill('#plan-title-input', title);
+    await page.fill('#plan-amount', '12.00');
+    await page.click('#plan-submit');
+    await waitFor(async () => (await text(page, '#dash-error')) !== '');
+    await page.click('#plan-submit');
+    await page.waitForURL(/\/dashboard\/plans\/[0-9a-f-]{36}$/);
+    const plans = await sql(`SELECT id FROM plans WHERE title = $1`, [title]);
+    expect(plans).toEqual([{ id: page.url().split('/').pop() }]);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(problems.filter((p) => !/connection|ERR_CONNECTION_RESET|Failed to fetch/i.test(p))).toEqual([]);
+  } finally {
+    await context.close();
+    wallet.close();
+  }
+});
