@@ -180,8 +180,10 @@ describe('a hash the node does not know', () => {
     }
     const lookups = calls.filter((c) => c.method === 'transaction' && c.hash === hash && c.at >= from - 500).map((c) => c.at);
     // 0, 200, 600, 1400, 3000 (the last capped at the bound): about five looks in three seconds of ~25 blocks.
+    // The window may also hold the submit's own pre-check, and on a loaded machine (CI beside other work) a
+    // job's re-run after a stalled lock: 7 was seen there. Looking at each block would be 25 or more.
     expect(lookups.length).toBeGreaterThanOrEqual(3);
-    expect(lookups.length).toBeLessThanOrEqual(6);
+    expect(lookups.length).toBeLessThanOrEqual(8);
     const gaps = lookups.slice(1).map((t, i) => t - lookups[i]);
     // The delays grow (200, 400, 800, …): the widest gap is well over twice the first. Compared as a whole, not
     // gap by gap, so a loaded machine's scheduling jitter of a few hundred ms does not decide the outcome.
