@@ -212,7 +212,8 @@ async function rawRpc<T>(request: FetchRequest, method: string, params: unknown[
   return body.result as T;
 }
 
-async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
+/** One JSON-RPC call on the node (tests: `evm_setNextBlockTimestamp`, `eth_blockNumber`, …). */
+export async function rpc<T>(url: string, method: string, params: unknown[] = []): Promise<T> {
   return withProvider(url, (provider) => provider.send(method, params) as Promise<T>);
 }
 
@@ -338,6 +339,23 @@ export async function sendTokenTransfer(
   return withProvider(url, (provider) =>
     sendSerialised(provider, url, fromPrivateKey, { to: token, data, gasLimit: options.gasLimit }),
   );
+}
+
+/**
+ * An ERC-20 transfer signed with the sender's next nonce but not sent: `broadcast` sends it, and can send it
+ * again after a reorg (evm_revert) dropped it, as a node re-including it would.
+ */
+export async function signTokenTransfer(url: string, token: string, fromPrivateKey: string, to: string, amount: bigint): Promise<string> {
+  const data = erc20.encodeFunctionData('transfer', [to, amount]);
+  return withProvider(url, async (provider) => {
+    const wallet = new Wallet(fromPrivateKey, provider);
+    return wallet.signTransaction(await wallet.populateTransaction({ to: token, data, gasLimit: 100_000n }));
+  });
+}
+
+/** Sends a signed transaction; resolves with its hash once the node accepted it. */
+export async function broadcast(url: string, signed: string): Promise<string> {
+  return (await rpc<string>(url, 'eth_sendRawTransaction', [signed])).toLowerCase();
 }
 
 /** Sends an ERC-20 transfer and waits until it is mined with status 1 (needs automine, the default). */

@@ -397,7 +397,8 @@ export class RequestsRepository {
    * Frees the amounts of requests whose claim window has closed *as the chain scan sees it*: the scan has
    * handled a block stamped after claim_until (plus the 60 s of clock tolerance), so no unseen transfer can
    * still pay them. Released on the wall clock instead, a payment mined near the end of the window but
-   * scanned after it would find no open request, or the next request of the same price.
+   * scanned after it would find no open request, or the next request of the same price. A request a transfer
+   * the scan could not decide yet may pay keeps its amount until that transfer is decided.
    */
   async releaseClosedAmounts(): Promise<number> {
     const result = await this.requests
@@ -410,6 +411,7 @@ export class RequestsRepository {
                    AND c.token_address = payment_requests.token_address
                    AND c.last_block_time > payment_requests.claim_until + interval '60 seconds')`,
       )
+      .andWhere(`NOT EXISTS (SELECT 1 FROM unmatched_transfers u WHERE u.pending_request_id = payment_requests.id)`)
       .execute();
     return result.affected ?? 0;
   }

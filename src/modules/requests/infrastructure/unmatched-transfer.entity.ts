@@ -1,8 +1,12 @@
-import { Column, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Column, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
 import { bigintColumn } from '../../../database/transformers';
 
-/** Transfers the chain scan saw to a merchant wallet that paid nothing: kept for operators. */
+/**
+ * Transfers the chain scan saw to a merchant wallet that paid nothing: kept for operators. A transfer whose
+ * verification could not be decided yet is kept too, with the request it may pay, and retried.
+ */
 @Entity('unmatched_transfers')
+@Index('unmatched_transfers_pending', ['pendingRequestId'], { where: '(pending_request_id IS NOT NULL)' })
 @Unique('unmatched_transfers_chain_id_tx_hash_log_index_key', ['chainId', 'txHash', 'logIndex'])
 export class UnmatchedTransferEntity {
   @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'unmatched_transfers_pkey' })
@@ -34,6 +38,10 @@ export class UnmatchedTransferEntity {
 
   @Column('text')
   reason!: string;
+
+  /** Set while undecided: the request the scan matched it to, retried until it pays or is refused. */
+  @Column('uuid', { name: 'pending_request_id', nullable: true })
+  pendingRequestId!: string | null;
 
   @Column('timestamp with time zone', { name: 'seen_at', precision: 3, default: () => 'now()' })
   seenAt!: Date;

@@ -1,0 +1,129 @@
+import { createServer, type Server } from 'node:http';
+
+interface RpcRequest {
+  jsonrpc: '2.0';
+  id: unknown;
+  method: string;
+  params?: unknown[];
+}
+
+interface RpcResponse {
+  jsonrpc: '2.0';
+  id: unknown;
+  result?: unknown;
+  error?: unknown;
+}
+
+const quantity = (n: number) => `0x${n.toString(16)}`;
+const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN);
+
+/**
+ * A JSON-RPC endpoint in front of a real node that can answer like a load balancer's backend that is `lag`
+ * blocks behind: its tip is lower, and blocks, receipts and logs above that tip are unknown to it. Every
+ * other call, and every call while it is in step, passes through unchanged. `lagAfterLogsOf(tx, n)` falls
+ * behind right after the first eth_getLogs answer that holds `tx` (the chain scan's view of the transfer came
+ * from the backend that was up to date, the next calls reach the one that is not). `hideReceiptOf(tx)`: the
+ * receipt of `tx` is not found (it comes from a backend that has not got its block yet), however far the
+ * chain has grown, while everything else is in step.
+ */
+export class LaggingRpc {
+  private server: Server | null = null;
+  private lag = 0;
+  private armed: { txHash: string; lag: number } | null = null;
+  private readonly hidden = new Set<string>();
+  port = 0;
+
+  constructor(private readonly target: string) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  lagAfterLogsOf(txHash: string, blocks: number): void {
+    this.armed = { txHash: txHash.toLowerCase(), lag: blocks };
+  }
+
+  hideReceiptOf(txHash: string): void {
+    this.hidden.add(txHash.toLowerCase());
+  }
+
+  /** Whether the lag has set in (after the armed eth_getLogs answer). */
+  get lagging(): boolean {
+    return this.lag > 0;
+  }
+
+  /** In step with the node again. */
+  catchUp(): void {
+    this.lag = 0;
+    this.armed = null;
+    this.hidden.clear();
+  }
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RpcRequest | RpcRequest[];
+        const answer = Array.isArray(body) ? Promise.all(body.map((r) => this.handle(r))) : this.handle(body);
+        answer.then(
+          (out) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out)),
+          (e: Error) => res.writeHead(502).end(e.message),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server = null;
+  }
+
+  private async handle(req: RpcRequest): Promise<RpcResponse> {
+    const out = await this.forward(req);
+    if (out.error !== undefined) return out;
+    if (req.method === 'eth_getTransactionReceipt' && this.hidden.has(String(req.params?.[0]).toLowerCase())) return { ...out, result: null };
+    if (this.lag > 0) return this.behind(req, out, this.lag);
+    if (req.method === 'eth_getLogs' && this.armed && Array.isArray(out.result)) {
+      const logs = out.result as { transactionHash: string }[];
+      if (logs.some((l) => l.transactionHash.toLowerCase() === this.armed!.txHash)) {
+        this.lag = this.armed.lag;
+        this.armed = null;
+      }
+    }
+    return out;
+  }
+
+  /** The answer of a backend `lag` blocks behind the node. */
+  private async behind(req: RpcRequest, out: RpcResponse, lag: number): Promise<RpcResponse> {
+    const tip = numberOf((await this.forward({ jsonrpc: '2.0', id: 0, method: 'eth_blockNumber', params: [] })).result) - lag;
+    const above = (hex: unknown) => numberOf(hex) > tip;
+    switch (req.method) {
+      case 'eth_blockNumber':
+        return { ...out, result: quantity(Math.max(0, tip)) };
+      case 'eth_getBlockByNumber': {
+        const block = out.result as { number: string } | null;
+        return block && above(block.number) ? { ...out, result: null } : out;
+      }
+      case 'eth_getTransactionReceipt': {
+        const receipt = out.result as { blockNumber: string | null } | null;
+        return receipt?.blockNumber != null && above(receipt.blockNumber) ? { ...out, result: null } : out;
+      }
+      case 'eth_getLogs':
+        return { ...out, result: (out.result as { blockNumber: string }[]).filter((l) => !above(l.blockNumber)) };
+      default:
+        return out;
+    }
+  }
+
+  private async forward(req: RpcRequest): Promise<RpcResponse> {
+    const res = await fetch(this.target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(req),
+    });
+    return (await res.json()) as RpcResponse;
+  }
+}
