@@ -7,8 +7,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * deletion must not take its trail along), and the table is append-only in the database itself: UPDATE,
  * DELETE and TRUNCATE raise. `details` never holds secrets, keys, tokens or password hashes.
  */
-export class AuditEvents1764000400600 implements MigrationInterface {
-  name = 'AuditEvents1764000400600';
+export class AuditEvents1764000400700 implements MigrationInterface {
+  name = 'AuditEvents1764000400700';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
