@@ -9,6 +9,7 @@ import { RedisModule } from './common/redis/redis.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { AlertsModule } from './modules/alerts/alerts.module';
+import { AuditModule } from './modules/audit/audit.module';
 import { AuthModule } from './modules/auth/auth.module';
 import { ChainModule, type ChainModuleOptions } from './modules/chain/chain.module';
 import { DashboardModule } from './modules/dashboard/dashboard.module';
@@ -62,6 +63,7 @@ export class AppModule {
           PagesModule,
           AdminModule,
           AlertsModule,
+          AuditModule,
           DocsModule,
           PortalModule,
           DashboardModule,

@@ -12,6 +12,8 @@ import { issuedKeyBody, keysBody, partnerBody, ratesBody, revokedKeyBody } from 
 import type { Partner } from './partner';
 import { PartnersService } from './partners.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { AdminActor } from '../audit/admin-actor.decorator';
+import type { Actor } from '../audit/audit';
 
 /** The operator API of DESIGN §4, on the admin listener only. */
 @Controller('admin/api')
@@ -27,8 +29,8 @@ export class AdminController {
   ) {}
 
   @Post('partners')
-  async createPartner(@Body() dto: CreatePartnerDto) {
-    return this.partnerBody(await this.partners.create(dto));
+  async createPartner(@Body() dto: CreatePartnerDto, @AdminActor() actor: Actor) {
+    return this.partnerBody(await this.partners.create(dto, actor));
   }
 
   @Get('partners/:id')
@@ -37,13 +39,13 @@ export class AdminController {
   }
 
   @Patch('partners/:id')
-  async updatePartner(@Param('id', UuidParamPipe) id: string, @Body() dto: UpdatePartnerDto) {
-    return this.partnerBody(await this.partners.update(id, dto));
+  async updatePartner(@Param('id', UuidParamPipe) id: string, @Body() dto: UpdatePartnerDto, @AdminActor() actor: Actor) {
+    return this.partnerBody(await this.partners.update(id, dto, actor));
   }
 
   @Post('partners/:id/keys')
-  async createKey(@Param('id', UuidParamPipe) id: string, @Body() dto: CreateKeyDto) {
-    return issuedKeyBody(await this.keys.issue(id, dto));
+  async createKey(@Param('id', UuidParamPipe) id: string, @Body() dto: CreateKeyDto, @AdminActor() actor: Actor) {
+    return issuedKeyBody(await this.keys.issue(id, dto, actor));
   }
 
   @Get('partners/:id/keys')
@@ -52,20 +54,20 @@ export class AdminController {
   }
 
   @Delete('partners/:id/keys/:keyId')
-  async revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string) {
-    return revokedKeyBody(await this.keys.revoke(id, keyId));
+  async revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string, @AdminActor() actor: Actor) {
+    return revokedKeyBody(await this.keys.revoke(id, keyId, actor));
   }
 
   @Post('merchants/:id/disable')
   @HttpCode(200)
-  async disable(@Param('id', UuidParamPipe) id: string) {
-    return merchantBody(await this.merchants.setDisabled(id, true));
+  async disable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+    return merchantBody(await this.merchants.setDisabled(id, true, actor));
   }
 
   @Post('merchants/:id/enable')
   @HttpCode(200)
-  async enable(@Param('id', UuidParamPipe) id: string) {
-    return merchantBody(await this.merchants.setDisabled(id, false));
+  async enable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+    return merchantBody(await this.merchants.setDisabled(id, false, actor));
   }
 
   @Get('rates')
@@ -76,10 +78,10 @@ export class AdminController {
   /** A manual refresh on a partner's behalf: at most one per minute per partner (spec §8), portal included. */
   @Post('partners/:id/rates/refresh')
   @HttpCode(200)
-  async refreshRates(@Param('id', UuidParamPipe) id: string) {
+  async refreshRates(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
     await this.partners.get(id);
     await this.limiter.consume('rates-refresh', id, 1);
-    return ratesBody(await this.rates.refresh());
+    return ratesBody(await this.rates.refresh({ actor, partnerId: id }));
   }
 
   /** The partner object shows its webhook URL and switch, which the webhooks module keeps. */

@@ -10,12 +10,19 @@ export class PartnerRepository {
   constructor(@InjectRepository(PartnerEntity) private readonly partners: Repository<PartnerEntity>) {}
 
   /** A unique violation (partners_slug_key) when the slug is taken. Partners are created rarely: save() is fine. */
-  async create(slug: string, settings: PartnerSettings): Promise<Partner> {
-    return toPartner(await this.partners.save(this.partners.create({ slug, ...settings })));
+  async create(em: EntityManager, slug: string, settings: PartnerSettings): Promise<Partner> {
+    const partners = em.getRepository(PartnerEntity);
+    return toPartner(await partners.save(partners.create({ slug, ...settings })));
   }
 
   async findById(id: string): Promise<Partner | null> {
     const row = await this.partners.findOneBy({ id });
+    return row ? toPartner(row) : null;
+  }
+
+  /** The partner, its row locked for the caller's transaction; null when there is none. */
+  async lockById(em: EntityManager, id: string): Promise<Partner | null> {
+    const row = await em.getRepository(PartnerEntity).findOne({ where: { id }, lock: { mode: 'for_no_key_update' } });
     return row ? toPartner(row) : null;
   }
 

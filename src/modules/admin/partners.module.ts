@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { PartnerEntity } from './partner.entity';
 import { PartnerRepository } from './partner.repository';
 import { PartnersService } from './partners.service';
@@ -9,7 +10,7 @@ import { PartnersService } from './partners.service';
  * and the admin API can all read partners through PartnersService without an import cycle.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([PartnerEntity])],
+  imports: [TypeOrmModule.forFeature([PartnerEntity]), AuditCoreModule],
   providers: [PartnerRepository, PartnersService],
   exports: [PartnersService],
 })

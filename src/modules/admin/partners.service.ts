@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { isUniqueViolation } from '../../database/pg-errors';
 import { RatesService } from '../rates/rates.service';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import type { CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
-import type { Partner } from './partner';
+import type { Partner, PartnerSettings } from './partner';
 import { PartnerRepository } from './partner.repository';
 
 export const DEFAULT_ALLOWED_EXPIRY = [15, 30, 60, 120, 360, 1440, 4320, 10080];
@@ -26,15 +29,22 @@ export class PartnersService {
     private readonly repo: PartnerRepository,
     private readonly rates: RatesService,
     private readonly feed: ChangeFeed,
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
   ) {}
 
-  async create(dto: CreatePartnerDto): Promise<Partner> {
+  async create(dto: CreatePartnerDto, actor: Actor): Promise<Partner> {
     const currency = this.rates.supportedCurrency(dto.default_currency, 'default_currency');
     const allowed = dto.allowed_expiry_minutes ?? DEFAULT_ALLOWED_EXPIRY;
     const def = dto.default_expiry_minutes ?? (allowed.includes(DEFAULT_EXPIRY) ? DEFAULT_EXPIRY : allowed[0]);
     checkDefaultExpiry(allowed, def);
+    const settings = { name: dto.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
     try {
-      return await this.repo.create(dto.slug, { name: dto.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def });
+      return await this.dataSource.transaction(async (em) => {
+        const created = await this.repo.create(em, dto.slug, settings);
+        await this.audit.record(em, actor, { partnerId: created.id, action: 'partner.created', targetId: created.id, details: { slug: dto.slug, ...auditSettings(settings) } });
+        return created;
+      });
     } catch (e) {
       if (isUniqueViolation(e)) throw new AppError('conflict', { errors: [{ field: 'slug', message: 'slug is taken' }] });
       throw e;
@@ -48,7 +58,7 @@ export class PartnersService {
     return row;
   }
 
-  async update(id: string, dto: UpdatePartnerDto): Promise<Partner> {
+  async update(id: string, dto: UpdatePartnerDto, actor: Actor): Promise<Partner> {
     const current = await this.get(id);
     const allowed = dto.allowed_expiry_minutes ?? current.allowedExpiryMinutes;
     const def = dto.default_expiry_minutes ?? current.defaultExpiryMinutes;
@@ -59,8 +69,12 @@ export class PartnersService {
     const settings = { name: dto.name ?? current.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
     // Caches of partner facts (auth's key → principal) evict on every instance when this commits.
     const updated = await this.feed.change(CHANGE_TOPICS.partners, async (em, announce) => {
+      // Locked, so the trail's "from" is what this update replaced even when two updates race.
+      const before = await this.repo.lockById(em, id);
+      if (!before) return null;
       const row = await this.repo.update(em, id, settings);
-      if (row) await announce(id);
+      await announce(id);
+      await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changes(auditSettings(before), auditSettings(settings)) });
       return row;
     });
     if (!updated) throw AppError.notFound();
@@ -78,6 +92,19 @@ export class PartnersService {
     slug.catch(() => this.slugs.delete(id));
     return slug;
   }
+}
+
+function auditSettings(s: PartnerSettings): Record<string, unknown> {
+  return { name: s.name, default_currency: s.defaultCurrency, allowed_expiry_minutes: s.allowedExpiryMinutes, default_expiry_minutes: s.defaultExpiryMinutes };
+}
+
+/** The fields that differ, each as {from, to}. */
+function changes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, { from: unknown; to: unknown }> {
+  const out: Record<string, { from: unknown; to: unknown }> = {};
+  for (const k of Object.keys(after)) {
+    if (JSON.stringify(before[k]) !== JSON.stringify(after[k])) out[k] = { from: before[k], to: after[k] };
+  }
+  return out;
 }
 
 function checkDefaultExpiry(allowed: number[], def: number): void {

@@ -32,17 +32,24 @@ export class ApiKeyRepository {
     }));
   }
 
-  /** Marks the partner's key revoked (keeping the first revocation time); null when the partner has no such key. */
-  async revoke(em: EntityManager, partnerId: string, keyId: string): Promise<{ keyHash: Buffer; revokedAt: Date } | null> {
-    const r = await em
-      .getRepository(ApiKeyEntity)
-      .createQueryBuilder()
-      .update(ApiKeyEntity)
-      .set({ revokedAt: () => 'COALESCE(revoked_at, now())' })
-      .where('id = :keyId AND partner_id = :partnerId', { keyId, partnerId })
-      .returning(['keyHash', 'revokedAt'])
-      .execute();
-    const row = (r.raw as Array<{ key_hash: Buffer; revoked_at: Date }>)[0];
-    return row ? { keyHash: row.key_hash, revokedAt: row.revoked_at } : null;
+  /**
+   * Marks the partner's key revoked (keeping the first revocation time); null when the partner has no such key.
+   * `alreadyRevoked` tells a repeated revocation (the row as it was, read under the UPDATE's lock).
+   */
+  async revoke(
+    em: EntityManager,
+    partnerId: string,
+    keyId: string,
+  ): Promise<{ keyHash: Buffer; revokedAt: Date; displayPrefix: string; alreadyRevoked: boolean } | null> {
+    // A top-level UPDATE comes back from query() as [rows, count].
+    const [rows] = await em.query<[Array<{ key_hash: Buffer; revoked_at: Date; display_prefix: string; already_revoked: boolean }>, number]>(
+      `UPDATE api_keys k SET revoked_at = COALESCE(k.revoked_at, now())
+         FROM (SELECT id, revoked_at FROM api_keys WHERE id = $1 AND partner_id = $2 FOR NO KEY UPDATE) old
+        WHERE k.id = old.id
+       RETURNING k.key_hash, k.revoked_at, k.display_prefix, old.revoked_at IS NOT NULL AS already_revoked`,
+      [keyId, partnerId],
+    );
+    const row = rows[0];
+    return row ? { keyHash: row.key_hash, revokedAt: row.revoked_at, displayPrefix: row.display_prefix, alreadyRevoked: row.already_revoked } : null;
   }
 }

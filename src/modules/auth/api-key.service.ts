@@ -5,6 +5,8 @@ import { isUuid } from '../../common/ids';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { FeedCache } from '../../database/feed-cache';
 import { PartnersService } from '../admin/partners.service';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { generateApiKey, hashApiKeyHex, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';
 import { ApiKeyRepository } from './api-key.repository';
 import { SCOPES, type Scope } from './scopes';
@@ -33,6 +35,7 @@ export class ApiKeyService implements OnModuleInit {
     private readonly repo: ApiKeyRepository,
     private readonly partners: PartnersService,
     private readonly feed: ChangeFeed,
+    private readonly audit: AuditService,
   ) {
     this.cache = new FeedCache(feed, { ttlMs: config.apiKeyCacheMs, maxEntries: MAX_CACHE });
     this.negative = new FeedCache(feed, { ttlMs: Math.min(NEGATIVE_TTL_MS, config.apiKeyCacheMs), maxEntries: MAX_NEGATIVE });
@@ -65,7 +68,7 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** A new key for the partner (404 when there is none); all four scopes unless some are named. */
-  async issue(partnerId: string, input: { mode: Mode; scopes?: Scope[]; label?: string }): Promise<IssuedKey> {
+  async issue(partnerId: string, input: { mode: Mode; scopes?: Scope[]; label?: string }, actor: Actor): Promise<IssuedKey> {
     await this.partners.get(partnerId);
     const key = generateApiKey(this.config.keyPrefix, input.mode);
     const info = await this.feed.change(CHANGE_TOPICS.apiKeys, async (em, announce) => {
@@ -74,6 +77,10 @@ export class ApiKeyService implements OnModuleInit {
       });
       // No instance may keep refusing it from its negative cache.
       await announce(key.hash.toString('hex'));
+      await this.audit.record(em, actor, {
+        partnerId, action: 'key.issued', targetId: inserted.id,
+        details: { mode: inserted.mode, scopes: inserted.scopes, label: inserted.label, display_prefix: inserted.displayPrefix },
+      });
       return inserted;
     });
     return { ...info, apiKey: key.raw };
@@ -85,12 +92,18 @@ export class ApiKeyService implements OnModuleInit {
   }
 
   /** Revoked at once on every instance: the row is marked and every instance evicts it when that commits. */
-  async revoke(partnerId: string, keyId: string): Promise<{ id: string; revokedAt: Date }> {
+  async revoke(partnerId: string, keyId: string, actor: Actor): Promise<{ id: string; revokedAt: Date }> {
     // The portal's revoke form posts the key id in its body: no route pipe has checked it.
     if (!isUuid(partnerId) || !isUuid(keyId)) throw AppError.notFound();
     const row = await this.feed.change(CHANGE_TOPICS.apiKeys, async (em, announce) => {
       const revoked = await this.repo.revoke(em, partnerId, keyId);
-      if (revoked) await announce(revoked.keyHash.toString('hex'));
+      if (revoked) {
+        await announce(revoked.keyHash.toString('hex'));
+        await this.audit.record(em, actor, {
+          partnerId, action: 'key.revoked', targetId: keyId,
+          details: { display_prefix: revoked.displayPrefix, already_revoked: revoked.alreadyRevoked },
+        });
+      }
       return revoked;
     });
     if (!row) throw AppError.notFound();

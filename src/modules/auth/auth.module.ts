@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PartnersModule } from '../admin/partners.module';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyRepository } from './api-key.repository';
 import { ApiKeyService } from './api-key.service';
@@ -12,7 +13,7 @@ import { AuthFailureLimiter } from './auth-failure.limiter';
  * Nest builds it in the module of each controller that uses it.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([ApiKeyEntity]), PartnersModule],
+  imports: [TypeOrmModule.forFeature([ApiKeyEntity]), PartnersModule, AuditCoreModule],
   providers: [ApiKeyRepository, ApiKeyService, AuthFailureLimiter],
   exports: [ApiKeyService, AuthFailureLimiter],
 })

@@ -65,9 +65,18 @@ export class MerchantRepository {
   }
 
   /** False when there is no such merchant. */
-  async setDisabled(em: EntityManager, id: string, disabled: boolean): Promise<boolean> {
-    const r = await em.getRepository(MerchantEntity).update({ id }, { disabled, updatedAt: () => 'now()' });
-    return (r.affected ?? 0) > 0;
+  /** The merchant's partner, mode and previous switch (read under the UPDATE's lock); null when there is none. */
+  async setDisabled(em: EntityManager, id: string, disabled: boolean): Promise<{ partnerId: string; testMode: boolean; wasDisabled: boolean } | null> {
+    // A top-level UPDATE comes back from query() as [rows, count].
+    const [rows] = await em.query<[Array<{ partner_id: string; test_mode: boolean; was_disabled: boolean }>, number]>(
+      `UPDATE merchants m SET disabled = $2, updated_at = now()
+         FROM (SELECT id, disabled FROM merchants WHERE id = $1 FOR NO KEY UPDATE) old
+        WHERE m.id = old.id
+       RETURNING m.partner_id, m.test_mode, old.disabled AS was_disabled`,
+      [id, disabled],
+    );
+    const row = rows[0];
+    return row ? { partnerId: row.partner_id, testMode: row.test_mode, wasDisabled: row.was_disabled } : null;
   }
 
   /** The merchant behind a live onboarding token: its hash matches and onboarding is not complete. */

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PartnersModule } from '../admin/partners.module';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantDirectory } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
@@ -14,7 +15,7 @@ import { OnboardingService } from './onboarding.service';
 
 /** The merchants table and its use cases, without HTTP: what the worker role (the plan scheduler) may import. */
 @Module({
-  imports: [TypeOrmModule.forFeature([MerchantEntity, MerchantHandleEntity]), PartnersModule, AuthModule],
+  imports: [TypeOrmModule.forFeature([MerchantEntity, MerchantHandleEntity]), PartnersModule, AuthModule, AuditCoreModule],
   providers: [MerchantRepository, MerchantsService, OnboardingService, MerchantDirectory, MerchantGate, MerchantHandleRepository, MerchantHandlesService],
   exports: [MerchantsService, OnboardingService, MerchantDirectory, MerchantGate, MerchantHandlesService],
 })

@@ -6,6 +6,8 @@ import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
 import { PartnersService } from '../admin/partners.service';
 import { RatesService } from '../rates/rates.service';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { MerchantDirectory } from './merchant-directory';
 import type { Principal } from '../auth/api-key';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
@@ -30,6 +32,7 @@ export class MerchantsService {
     private readonly partners: PartnersService,
     private readonly rates: RatesService,
     private readonly directory: MerchantDirectory,
+    private readonly audit: AuditService,
   ) {}
 
   /** A supported display currency in lower case, or a 400 naming the field (RatesService's rule). */
@@ -126,8 +129,18 @@ export class MerchantsService {
   }
 
   /** Admin: disable or enable any merchant. */
-  async setDisabled(id: string, disabled: boolean): Promise<Merchant> {
-    if (!(await this.change(id, (em) => this.repo.setDisabled(em, id, disabled)))) throw AppError.notFound();
+  async setDisabled(id: string, disabled: boolean, actor: Actor): Promise<Merchant> {
+    const done = await this.change(id, async (em) => {
+      const before = await this.repo.setDisabled(em, id, disabled);
+      if (before) {
+        await this.audit.record(em, actor, {
+          partnerId: before.partnerId, action: disabled ? 'merchant.disabled' : 'merchant.enabled', targetId: id,
+          details: { test_mode: before.testMode, was_disabled: before.wasDisabled },
+        });
+      }
+      return before;
+    });
+    if (!done) throw AppError.notFound();
     return this.mustLoad(id);
   }
 

@@ -3,7 +3,7 @@ import { CSRF_FIELD } from './portal-http';
 import type { PortalSession } from './portal-sessions.service';
 import { PORTAL_CSS_URL } from './portal-style';
 
-export type NavKey = 'dashboard' | 'keys' | 'webhook' | 'deliveries' | 'rates' | 'merchants' | 'users' | 'account';
+export type NavKey = 'dashboard' | 'keys' | 'webhook' | 'deliveries' | 'rates' | 'merchants' | 'users' | 'audit' | 'account';
 
 /** The portal's sections; `adminOnly` ones are listed only for the partner's admin users. */
 const NAV: Array<[NavKey, string, string, { adminOnly?: boolean }?]> = [
@@ -14,6 +14,7 @@ const NAV: Array<[NavKey, string, string, { adminOnly?: boolean }?]> = [
   ['rates', 'Rates', '/portal/rates'],
   ['merchants', 'Merchants', '/portal/merchants'],
   ['users', 'Users', '/portal/users', { adminOnly: true }],
+  ['audit', 'Audit log', '/portal/audit', { adminOnly: true }],
   ['account', 'Your account', '/portal/account'],
 ];
 

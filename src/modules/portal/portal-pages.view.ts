@@ -5,6 +5,7 @@ import type { Merchant } from '../merchants/merchant';
 import { SCOPES } from '../auth/scopes';
 import { html, type SafeHtml } from '../pages/html';
 import type { RateRow } from '../rates/rates.service';
+import type { AuditEvent } from '../audit/audit';
 import { WEBHOOK_UPDATES_PER_MINUTE } from '../webhooks/webhook-update-limiter';
 import { badge, csrfInput, noticeBlock, postButton, when, type Notice } from './portal-layout.view';
 import type { PortalSession } from './portal-sessions.service';
@@ -534,5 +535,36 @@ export function problemBody(p: { title: string; detail: string; reference?: stri
 <p>${p.detail}</p>
 ${p.reference ? html`<p class="hint">Reference: <code>${p.reference}</code></p>` : ''}
 ${p.back ? html`<p><a href="${p.back.href}" class="button secondary">${p.back.label}</a></p>` : ''}
+</section>`;
+}
+
+// ---------------------------------------------------------------- audit log
+
+/** What the partner's users and the operators changed, newest first; `emails` names the users who still exist. */
+export function auditBody(events: AuditEvent[], emails: Map<string, string>, o: { offset: number; hasMore: boolean; pageSize: number }): SafeHtml {
+  const who = (e: AuditEvent) =>
+    e.actorKind === 'admin' ? html`${badge('operator', 'info')}` : html`${emails.get(e.actorId ?? '') ?? html`<span class="muted">removed user</span> <code>${e.actorId}</code>`}`;
+  return html`${title('Audit log')}
+<p class="lead">Every change made to this account in the portal or by the service's operators, newest first: keys, webhook settings, users, redeliveries, rate refreshes. It never shows secrets, keys or passwords. Entries cannot be changed or deleted.</p>
+<section class="card">
+${
+  events.length
+    ? html`<div class="table-wrap"><table class="data" id="audit-table">
+<thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">From</th><th scope="col">Action</th><th scope="col">Details</th></tr></thead>
+<tbody>
+${events.map(
+  (e) => html`<tr data-event-id="${e.id}" data-action="${e.action}">
+<td data-label="When"><div class="cell">${when(iso(e.at))}</div></td>
+<td data-label="Who"><div class="cell">${who(e)}</div></td>
+<td data-label="From"><div class="cell">${e.clientAddress ? html`<code>${e.clientAddress}</code>` : html`<span class="muted">—</span>`}</div></td>
+<td data-label="Action"><div class="cell"><code>${e.action}</code></div></td>
+<td data-label="Details"><div class="cell"><code>${JSON.stringify({ ...(e.targetId ? { target_id: e.targetId } : {}), ...e.details })}</code></div></td>
+</tr>`,
+)}
+</tbody>
+</table></div>`
+    : html`<p class="muted">No changes recorded${o.offset ? ' on this page' : ' yet'}.</p>`
+}
+${pager('/portal/audit', o.offset, o.hasMore, o.pageSize)}
 </section>`;
 }

@@ -9,8 +9,9 @@ export class PortalUserRepository {
   constructor(@InjectRepository(PortalUserEntity) private readonly users: Repository<PortalUserEntity>) {}
 
   /** A unique violation (portal_users_email_key) when the email is taken. */
-  async insert(partnerId: string, email: string, passwordHash: string, role: PortalRole): Promise<{ id: string; createdAt: Date }> {
-    const r = await this.users
+  async insert(em: EntityManager, partnerId: string, email: string, passwordHash: string, role: PortalRole): Promise<{ id: string; createdAt: Date }> {
+    const r = await em
+      .getRepository(PortalUserEntity)
       .createQueryBuilder()
       .insert()
       .into(PortalUserEntity)

@@ -5,6 +5,8 @@ import { AdminTokenGuard } from '../admin/admin-token.guard';
 import { CreatePortalUserDto } from './portal-users.dto';
 import { PortalUsersService, type PortalUserInfo } from './portal-users.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { AdminActor } from '../audit/admin-actor.decorator';
+import type { Actor } from '../audit/audit';
 
 function userJson(u: PortalUserInfo) {
   return { user_id: u.id, partner_id: u.partnerId, email: u.email, role: u.role, created_at: iso(u.createdAt) };
@@ -18,8 +20,8 @@ export class PortalUsersAdminController {
 
   /** → 201 {ok, user_id, partner_id, email, role, created_at}; the password is never echoed. 409 when the email is taken. */
   @Post('partners/:id/users')
-  async create(@Param('id', UuidParamPipe) partnerId: string, @Body() dto: CreatePortalUserDto) {
-    const u = await this.users.create(partnerId, { ...dto, role: dto.role ?? 'admin' });
+  async create(@Param('id', UuidParamPipe) partnerId: string, @Body() dto: CreatePortalUserDto, @AdminActor() actor: Actor) {
+    const u = await this.users.create(partnerId, { ...dto, role: dto.role ?? 'admin' }, actor);
     return { ok: true, ...userJson(u) };
   }
 
@@ -31,8 +33,8 @@ export class PortalUsersAdminController {
 
   /** → {ok, user_id, removed: true}; their sessions end with them. 409 conflict for the partner's last admin. */
   @Delete('partners/:id/users/:userId')
-  async remove(@Param('id', UuidParamPipe) partnerId: string, @Param('userId', UuidParamPipe) userId: string) {
-    await this.users.remove(partnerId, userId);
+  async remove(@Param('id', UuidParamPipe) partnerId: string, @Param('userId', UuidParamPipe) userId: string, @AdminActor() actor: Actor) {
+    await this.users.remove(partnerId, userId, actor);
     return { ok: true, user_id: userId, removed: true };
   }
 }

@@ -4,6 +4,8 @@ import { AppError, type FieldError } from '../../common/errors';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { isUniqueViolation } from '../../database/pg-errors';
 import { PartnersService } from '../admin/partners.service';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { PortalSessionRepository } from './portal-session.repository';
 import { PORTAL_ROLES, type PortalRole } from './portal-user.entity';
 import { PortalUserRepository } from './portal-user.repository';
@@ -52,9 +54,10 @@ export class PortalUsersService {
     private readonly sessions: PortalSessionRepository,
     private readonly partners: PartnersService,
     private readonly limiter: PartnerLimiter,
+    private readonly audit: AuditService,
   ) {}
 
-  async create(partnerId: string, input: { email?: unknown; password?: unknown; role?: unknown }): Promise<PortalUserInfo> {
+  async create(partnerId: string, input: { email?: unknown; password?: unknown; role?: unknown }, actor: Actor): Promise<PortalUserInfo> {
     const errors: FieldError[] = [];
     const email = normalizeEmail(input.email);
     if (!email) errors.push({ field: 'email', message: `email must be an email address of at most ${EMAIL_MAX} characters` });
@@ -65,7 +68,11 @@ export class PortalUsersService {
     await this.partners.get(partnerId);
     const hash = await hashPassword(input.password as string);
     try {
-      const row = await this.repo.insert(partnerId, email as string, hash, input.role as PortalRole);
+      const row = await this.dataSource.transaction(async (em) => {
+        const inserted = await this.repo.insert(em, partnerId, email as string, hash, input.role as PortalRole);
+        await this.audit.record(em, actor, { partnerId, action: 'portal_user.added', targetId: inserted.id, details: { email, role: input.role } });
+        return inserted;
+      });
       return { id: row.id, partnerId, email: email as string, role: input.role as PortalRole, createdAt: row.createdAt };
     } catch (e) {
       if (isUniqueViolation(e)) throw conflict('email', 'a portal user with this email exists');
@@ -80,10 +87,11 @@ export class PortalUsersService {
   }
 
   /**
-   * Removes one of the partner's users and so ends their sessions. `actingUserId` is the portal user doing
-   * it (an operator has none). Another partner's user is the same 404 as a missing one.
+   * Removes one of the partner's users and so ends their sessions. Nobody removes themself (an operator is
+   * nobody's user). Another partner's user is the same 404 as a missing one.
    */
-  async remove(partnerId: string, userId: string, actingUserId?: string): Promise<void> {
+  async remove(partnerId: string, userId: string, actor: Actor): Promise<void> {
+    const actingUserId = actor.kind === 'portal_user' ? actor.userId : undefined;
     await this.partners.get(partnerId);
     await this.dataSource.transaction(async (em) => {
       const users = await this.repo.lockOf(em, partnerId);
@@ -94,11 +102,12 @@ export class PortalUsersService {
         throw conflict('user_id', 'the last admin cannot be removed; make another user admin first');
       }
       await this.repo.delete(em, userId);
+      await this.audit.record(em, actor, { partnerId, action: 'portal_user.removed', targetId: userId, details: { email: target.email, role: target.role } });
     });
   }
 
   /** Makes one of the partner's users admin or member; the last admin cannot be demoted. */
-  async setRole(partnerId: string, userId: string, role: unknown): Promise<void> {
+  async setRole(partnerId: string, userId: string, role: unknown, actor: Actor): Promise<void> {
     if (!isRole(role)) throw AppError.invalid([{ field: 'role', message: 'role must be admin or member' }]);
     await this.dataSource.transaction(async (em) => {
       const users = await this.repo.lockOf(em, partnerId);
@@ -108,6 +117,9 @@ export class PortalUsersService {
         throw conflict('role', 'the last admin cannot become a member; make another user admin first');
       }
       await this.repo.setRole(em, userId, role);
+      await this.audit.record(em, actor, {
+        partnerId, action: 'portal_user.role_changed', targetId: userId, details: { email: target.email, role: { from: target.role, to: role } },
+      });
     });
   }
 
@@ -119,6 +131,7 @@ export class PortalUsersService {
     userId: string,
     keepSession: Buffer,
     input: { current?: unknown; next?: unknown; repeat?: unknown },
+    actor: Actor,
   ): Promise<{ otherSessionsEnded: number }> {
     await this.limiter.consume('portal-password', userId, PASSWORD_CHANGES_PER_MINUTE);
     const user = await this.repo.findById(userId);
@@ -134,7 +147,12 @@ export class PortalUsersService {
     const hash = await hashPassword(input.next as string);
     return this.dataSource.transaction(async (em) => {
       await this.repo.setPasswordHash(em, userId, hash);
-      return { otherSessionsEnded: await this.sessions.deleteOthersOf(em, userId, keepSession) };
+      const otherSessionsEnded = await this.sessions.deleteOthersOf(em, userId, keepSession);
+      // Who and when only: neither password nor hash.
+      await this.audit.record(em, actor, {
+        partnerId: user.partnerId, action: 'portal_user.password_changed', targetId: userId, details: { other_sessions_ended: otherSessionsEnded },
+      });
+      return { otherSessionsEnded };
     });
   }
 

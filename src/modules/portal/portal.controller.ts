@@ -33,6 +33,7 @@ import {
   keysBody,
   merchantsBody,
   accountBody,
+  auditBody,
   ratesBody,
   secretBody,
   usersBody,
@@ -43,13 +44,19 @@ import {
 import { PortalRenderer } from './portal-renderer';
 import { AdminRequired, PortalSessionGuard } from './portal-session.guard';
 import type { PortalSession } from './portal-sessions.service';
-import { PAGE_SIZE, PortalService, type PingResult } from './portal.service';
+import { PAGE_SIZE, PortalService, type PingResult, type PortalActor } from './portal.service';
 import { doneNotice, refusalNotice } from './portal-words';
 import type { SafeHtml } from '../pages/html';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 
 /** The signed-in user's session, attached by PortalSessionGuard. */
 const Session = createParamDecorator((_: unknown, ctx: ExecutionContext): PortalSession => ctx.switchToHttp().getRequest<PortalRequest>().portal!);
+
+/** The signed-in user as the audit trail records them: user, partner and client address. */
+const Acting = createParamDecorator((_: unknown, ctx: ExecutionContext): PortalActor => {
+  const req = ctx.switchToHttp().getRequest<PortalRequest>();
+  return { kind: 'portal_user', userId: req.portal!.userId, partnerId: req.portal!.partnerId, address: req.ip ?? null };
+});
 
 /** User management is for the partner's admins; a member gets 403 in words before anything is read or done. */
 function adminOnly(s: PortalSession): void {
@@ -117,16 +124,16 @@ export class PortalController {
   }
 
   @Post('keys')
-  async createKey(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+  async createKey(@Session() s: PortalSession, @Acting() a: PortalActor, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
     const form: KeyForm = { mode: field(req.body, 'mode'), scopes: fieldValues(req.body, 'scopes'), label: field(req.body, 'label') };
-    const r = await this.portal.createKey(s.partnerId, { mode: form.mode, scopes: form.scopes ?? [], label: form.label });
+    const r = await this.portal.createKey(a, { mode: form.mode, scopes: form.scopes ?? [], label: form.label });
     if (!r.ok) return this.keysPage(res, r.refusal.status, s, { notice: refusalNotice('keys', r.refusal), form });
     this.page(res, 201, s, 'keys', 'New API key', keyCreatedBody(r.value));
   }
 
   @Post('keys/:keyId/revoke')
-  async revokeKey(@Session() s: PortalSession, @Param('keyId', UuidParamPipe) keyId: string, @Res() res: Response): Promise<void> {
-    await this.portal.revokeKey(s.partnerId, keyId);
+  async revokeKey(@Acting() a: PortalActor, @Param('keyId', UuidParamPipe) keyId: string, @Res() res: Response): Promise<void> {
+    await this.portal.revokeKey(a, keyId);
     seeOther(res, '/portal/keys?done=key-revoked');
   }
 
@@ -142,25 +149,25 @@ export class PortalController {
   }
 
   @Post('webhook')
-  async saveWebhook(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+  async saveWebhook(@Session() s: PortalSession, @Acting() a: PortalActor, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
     const url = field(req.body, 'url') ?? '';
     const enabled = field(req.body, 'enabled') === 'on';
-    const r = await this.portal.configureWebhook(s.partnerId, { url, enabled });
+    const r = await this.portal.configureWebhook(a, { url, enabled });
     if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('webhook', r.refusal), urlInput: url, enabledInput: enabled });
     if (r.value.secret) return this.page(res, 200, s, 'webhook', 'Webhook secret', secretBody(s, r.value.secret, 'generated'));
     seeOther(res, '/portal/webhook?done=webhook-saved');
   }
 
   @Post('webhook/rotate')
-  async rotate(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
-    const r = await this.portal.rotateSecret(s.partnerId);
+  async rotate(@Session() s: PortalSession, @Acting() a: PortalActor, @Res() res: Response): Promise<void> {
+    const r = await this.portal.rotateSecret(a);
     if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('rotate', r.refusal) });
     this.page(res, 200, s, 'webhook', 'New webhook secret', secretBody(s, r.value, 'rotated'));
   }
 
   @Post('webhook/confirm-rotation')
-  async confirmRotation(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
-    const r = await this.portal.confirmRotation(s.partnerId);
+  async confirmRotation(@Session() s: PortalSession, @Acting() a: PortalActor, @Res() res: Response): Promise<void> {
+    const r = await this.portal.confirmRotation(a);
     if (!r.ok) return this.webhookPage(res, r.refusal.status, s, { notice: refusalNotice('confirm', r.refusal) });
     seeOther(res, '/portal/webhook?done=rotation-confirmed');
   }
@@ -198,8 +205,8 @@ export class PortalController {
   }
 
   @Post('deliveries/:deliveryId/redeliver')
-  async redeliver(@Session() s: PortalSession, @Param('deliveryId', UuidParamPipe) id: string, @Res() res: Response): Promise<void> {
-    const r = await this.portal.redeliver(s.partnerId, id);
+  async redeliver(@Session() s: PortalSession, @Acting() a: PortalActor, @Param('deliveryId', UuidParamPipe) id: string, @Res() res: Response): Promise<void> {
+    const r = await this.portal.redeliver(a, id);
     if (!r.ok) return this.deliveryPage(res, r.refusal.status, s, id, refusalNotice('redeliver', r.refusal));
     seeOther(res, `/portal/deliveries/${encodeURIComponent(id)}?done=redelivery-queued`);
   }
@@ -217,8 +224,8 @@ export class PortalController {
   }
 
   @Post('rates/refresh')
-  async refreshRates(@Session() s: PortalSession, @Res() res: Response): Promise<void> {
-    const r = await this.portal.refreshRates(s.partnerId);
+  async refreshRates(@Session() s: PortalSession, @Acting() a: PortalActor, @Res() res: Response): Promise<void> {
+    const r = await this.portal.refreshRates(a);
     if (!r.ok) return this.page(res, r.refusal.status, s, 'rates', 'Rates', ratesBody(s, this.portal.currentRates(), refusalNotice('rates', r.refusal)));
     seeOther(res, '/portal/rates?done=rates-refreshed');
   }
@@ -241,8 +248,8 @@ export class PortalController {
   }
 
   @Post('account/password')
-  async changePassword(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
-    const r = await this.portal.changePassword(s, {
+  async changePassword(@Session() s: PortalSession, @Acting() a: PortalActor, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+    const r = await this.portal.changePassword(s, a, {
       current: field(req.body, 'current_password'),
       next: field(req.body, 'new_password'),
       repeat: field(req.body, 'new_password_repeat'),
@@ -259,26 +266,32 @@ export class PortalController {
   }
 
   @Post('users')
-  async invite(@Session() s: PortalSession, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+  async invite(@Session() s: PortalSession, @Acting() a: PortalActor, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
     adminOnly(s);
     const form = { email: field(req.body, 'email'), role: field(req.body, 'role') };
-    const r = await this.portal.invite(s.partnerId, { ...form, password: field(req.body, 'password') });
+    const r = await this.portal.invite(a, { ...form, password: field(req.body, 'password') });
     if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('invite', r.refusal), form });
     seeOther(res, '/portal/users?done=user-invited');
   }
 
   @Post('users/:userId/remove')
-  async removeUser(@Session() s: PortalSession, @Param('userId', UuidParamPipe) userId: string, @Res() res: Response): Promise<void> {
+  async removeUser(@Session() s: PortalSession, @Acting() a: PortalActor, @Param('userId', UuidParamPipe) userId: string, @Res() res: Response): Promise<void> {
     adminOnly(s);
-    const r = await this.portal.removeUser(s, userId);
+    const r = await this.portal.removeUser(a, userId);
     if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('remove', r.refusal) });
     seeOther(res, '/portal/users?done=user-removed');
   }
 
   @Post('users/:userId/role')
-  async setRole(@Session() s: PortalSession, @Param('userId', UuidParamPipe) userId: string, @Req() req: PortalRequest, @Res() res: Response): Promise<void> {
+  async setRole(
+    @Session() s: PortalSession,
+    @Acting() a: PortalActor,
+    @Param('userId', UuidParamPipe) userId: string,
+    @Req() req: PortalRequest,
+    @Res() res: Response,
+  ): Promise<void> {
     adminOnly(s);
-    const r = await this.portal.setRole(s.partnerId, userId, field(req.body, 'role'));
+    const r = await this.portal.setRole(a, userId, field(req.body, 'role'));
     if (!r.ok) return this.usersPage(res, r.refusal.status, s, { notice: refusalNotice('role', r.refusal) });
     // Demoting yourself ends your access to this page: go to your account instead.
     seeOther(res, userId === s.userId && field(req.body, 'role') === 'member' ? '/portal/account?done=role-changed' : '/portal/users?done=role-changed');
@@ -287,6 +300,17 @@ export class PortalController {
   private async usersPage(res: Response, status: number, s: PortalSession, o: { notice?: Notice; form?: InviteForm }): Promise<void> {
     adminOnly(s);
     this.page(res, status, s, 'users', 'Users', usersBody(s, await this.portal.usersOf(s.partnerId), o));
+  }
+
+  // ---- audit trail (the partner's admins only)
+
+  @Get('audit')
+  async audit(@Session() s: PortalSession, @Res() res: Response, @Query('offset') offset?: string): Promise<void> {
+    adminOnly(s);
+    const at = offsetOf(offset);
+    const [p, users] = await Promise.all([this.portal.auditPage(s.partnerId, at), this.portal.usersOf(s.partnerId)]);
+    const emails = new Map(users.map((u) => [u.id, u.email]));
+    this.page(res, 200, s, 'audit', 'Audit log', auditBody(p.events, emails, { offset: at, hasMore: p.hasMore, pageSize: PAGE_SIZE }));
   }
 
   /** Anything else under /portal: the portal's own 404 page (after the session check, like every page). */

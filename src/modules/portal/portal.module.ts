@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PartnersModule } from '../admin/partners.module';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { PagesModule } from '../pages/pages.module';
@@ -25,7 +26,7 @@ import { PortalService } from './portal.service';
  * admin API, which this module also serves.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([PortalUserEntity, PortalSessionEntity]), PartnersModule, AuthModule, MerchantsModule, PagesModule],
+  imports: [TypeOrmModule.forFeature([PortalUserEntity, PortalSessionEntity]), PartnersModule, AuthModule, MerchantsModule, PagesModule, AuditCoreModule],
   // PortalAuthController first: PortalController ends with a catch-all under /portal.
   controllers: [PortalAuthController, PortalController, PortalUsersAdminController],
   providers: [

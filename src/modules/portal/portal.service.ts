@@ -5,6 +5,8 @@ import type { Mode } from '../../config/config';
 import { AppError, type ErrorCode, type FieldError } from '../../common/errors';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import type { ApiKeyInfo, IssuedKey } from '../auth/api-key';
+import type { Actor } from '../audit/audit';
+import { AuditService, type AuditPage } from '../audit/audit.service';
 import { ApiKeyService } from '../auth/api-key.service';
 import { SCOPES } from '../auth/scopes';
 import type { Merchant } from '../merchants/merchant';
@@ -72,6 +74,9 @@ export interface PingResult {
   outcome: PostOutcome;
 }
 
+/** The signed-in user making a change: every change below is recorded in the audit trail as theirs. */
+export type PortalActor = Extract<Actor, { kind: 'portal_user' }>;
+
 export const PAGE_SIZE = 25;
 /** Test pings per partner and minute: enough to debug a receiver, too few to use the portal as a load generator. */
 export const PINGS_PER_MINUTE = 10;
@@ -93,6 +98,7 @@ export class PortalService {
     private readonly limiter: PartnerLimiter,
     private readonly poster: WebhookPoster,
     private readonly users: PortalUsersService,
+    private readonly audit: AuditService,
   ) {}
 
   // ---- API keys
@@ -101,7 +107,7 @@ export class PortalService {
     return this.apiKeys.list(partnerId);
   }
 
-  async createKey(partnerId: string, input: { mode?: string; scopes: string[]; label?: string }): Promise<Outcome<IssuedKey>> {
+  async createKey(a: PortalActor, input: { mode?: string; scopes: string[]; label?: string }): Promise<Outcome<IssuedKey>> {
     const errors: FieldError[] = [];
     if (input.mode !== 'test' && input.mode !== 'live') errors.push({ field: 'mode', message: 'Choose test or live.' });
     const scopes = SCOPES.filter((s) => input.scopes.includes(s));
@@ -111,11 +117,11 @@ export class PortalService {
     const label = input.label?.trim() || undefined;
     if (label && [...label].length > LABEL_MAX) errors.push({ field: 'label', message: `At most ${LABEL_MAX} characters.` });
     if (errors.length) return refused('invalid_request', errors);
-    return { ok: true, value: await this.apiKeys.issue(partnerId, { mode: input.mode as Mode, scopes, label }) };
+    return { ok: true, value: await this.apiKeys.issue(a.partnerId, { mode: input.mode as Mode, scopes, label }, a) };
   }
 
-  async revokeKey(partnerId: string, keyId: string): Promise<void> {
-    await this.apiKeys.revoke(partnerId, keyId);
+  async revokeKey(a: PortalActor, keyId: string): Promise<void> {
+    await this.apiKeys.revoke(a.partnerId, keyId, a);
   }
 
   // ---- Webhook settings (the update limit of §8 is WebhookSettingsService's, shared with the admin API)
@@ -125,21 +131,21 @@ export class PortalService {
   }
 
   /** Saves URL and switch; `secret` is set when this save generated the partner's first secret. */
-  configureWebhook(partnerId: string, input: { url: string; enabled: boolean }): Promise<Outcome<{ secret?: string }>> {
+  configureWebhook(a: PortalActor, input: { url: string; enabled: boolean }): Promise<Outcome<{ secret?: string }>> {
     if (input.url.trim() === '') return Promise.resolve(refused('invalid_request', [{ field: 'url', message: 'Enter the URL that receives the events.' }]));
     return refusable(['invalid_request', 'rate_limited'], async () => {
-      const r = await this.webhooks.configure(partnerId, { url: input.url.trim(), enabled: input.enabled });
+      const r = await this.webhooks.configure(a.partnerId, { url: input.url.trim(), enabled: input.enabled }, a);
       return { secret: typeof r.secret === 'string' ? r.secret : undefined };
     });
   }
 
-  rotateSecret(partnerId: string): Promise<Outcome<string>> {
-    return refusable(['conflict', 'rate_limited'], async () => (await this.webhooks.rotate(partnerId)).secret as string);
+  rotateSecret(a: PortalActor): Promise<Outcome<string>> {
+    return refusable(['conflict', 'rate_limited'], async () => (await this.webhooks.rotate(a.partnerId, a)).secret as string);
   }
 
-  confirmRotation(partnerId: string): Promise<Outcome<void>> {
+  confirmRotation(a: PortalActor): Promise<Outcome<void>> {
     return refusable(['rate_limited'], async () => {
-      await this.webhooks.confirmRotation(partnerId);
+      await this.webhooks.confirmRotation(a.partnerId, a);
     });
   }
 
@@ -181,10 +187,10 @@ export class PortalService {
     return { delivery: d as unknown as DeliveryView, attempts: d.attempt_log as AttemptView[] };
   }
 
-  async redeliver(partnerId: string, deliveryId: string): Promise<Outcome<void>> {
-    await this.delivery(partnerId, deliveryId);
+  async redeliver(a: PortalActor, deliveryId: string): Promise<Outcome<void>> {
+    await this.delivery(a.partnerId, deliveryId);
     return refusable(['conflict'], async () => {
-      await this.deliveries.redeliver(deliveryId);
+      await this.deliveries.redeliver(deliveryId, a);
     });
   }
 
@@ -195,10 +201,10 @@ export class PortalService {
   }
 
   /** A manual refresh: the same per-partner counter as the admin endpoint (one per minute, spec §8). */
-  refreshRates(partnerId: string): Promise<Outcome<RateRow[]>> {
+  refreshRates(a: PortalActor): Promise<Outcome<RateRow[]>> {
     return refusable(['rate_limited', 'rate_source_unavailable'], async () => {
-      await this.limiter.consume('rates-refresh', partnerId, 1);
-      return this.rates.refresh();
+      await this.limiter.consume('rates-refresh', a.partnerId, 1);
+      return this.rates.refresh({ actor: a, partnerId: a.partnerId });
     });
   }
 
@@ -211,9 +217,9 @@ export class PortalService {
 
   // ---- Your account and users (user management is for the partner's admins: PortalController checks the role)
 
-  changePassword(s: PortalSession, input: { current?: string; next?: string; repeat?: string }): Promise<Outcome<void>> {
+  changePassword(s: PortalSession, a: PortalActor, input: { current?: string; next?: string; repeat?: string }): Promise<Outcome<void>> {
     return refusable(['invalid_request', 'rate_limited'], async () => {
-      await this.users.changePassword(s.userId, s.sessionId, input);
+      await this.users.changePassword(s.userId, s.sessionId, input, a);
     });
   }
 
@@ -221,15 +227,21 @@ export class PortalService {
     return this.users.list(partnerId);
   }
 
-  invite(partnerId: string, input: { email?: string; password?: string; role?: string }): Promise<Outcome<PortalUserInfo>> {
-    return refusable(['invalid_request', 'conflict'], () => this.users.create(partnerId, input));
+  invite(a: PortalActor, input: { email?: string; password?: string; role?: string }): Promise<Outcome<PortalUserInfo>> {
+    return refusable(['invalid_request', 'conflict'], () => this.users.create(a.partnerId, input, a));
   }
 
-  removeUser(s: PortalSession, userId: string): Promise<Outcome<void>> {
-    return refusable(['conflict'], () => this.users.remove(s.partnerId, userId, s.userId));
+  removeUser(a: PortalActor, userId: string): Promise<Outcome<void>> {
+    return refusable(['conflict'], () => this.users.remove(a.partnerId, userId, a));
   }
 
-  setRole(partnerId: string, userId: string, role: string | undefined): Promise<Outcome<void>> {
-    return refusable(['invalid_request', 'conflict'], () => this.users.setRole(partnerId, userId, role));
+  setRole(a: PortalActor, userId: string, role: string | undefined): Promise<Outcome<void>> {
+    return refusable(['invalid_request', 'conflict'], () => this.users.setRole(a.partnerId, userId, role, a));
+  }
+
+  // ---- Audit trail (admins only, like Users: it names the partner's users)
+
+  auditPage(partnerId: string, offset: number): Promise<AuditPage> {
+    return this.audit.list({ partnerId, limit: PAGE_SIZE, offset });
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import type { Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import { RateEntity } from './rate.entity';
 
 /** The rates table: the only reader and writer of it. */
@@ -13,10 +13,11 @@ export class RateRepository {
   }
 
   /** Stores every rate of one fetch in one statement; an existing currency gets the new rate and source. */
-  async upsertAll(rates: Record<string, string>, source: string): Promise<void> {
+  async upsertAll(em: EntityManager, rates: Record<string, string>, source: string): Promise<void> {
     const rows = Object.entries(rates).map(([currency, rate]) => ({ currency, rate, source, updatedAt: () => 'now()' }));
     if (rows.length === 0) return;
-    await this.rates
+    await em
+      .getRepository(RateEntity)
       .createQueryBuilder()
       .insert()
       .into(RateEntity)

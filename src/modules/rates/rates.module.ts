@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder, Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { HttpRateProvider } from './http-rate.provider';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -20,7 +21,7 @@ const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModule
 /** Rates: the provider port (`forRoot({ provider })`, static RATES, or an HTTP JSON source) and the store. */
 @Global()
 @Module({
-  imports: [TypeOrmModule.forFeature([RateEntity])],
+  imports: [TypeOrmModule.forFeature([RateEntity]), AuditCoreModule],
   providers: [
     {
       provide: RATE_PROVIDER,

@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { normalizeCurrency } from '../../common/currencies';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
 import { RateRepository } from './rate.repository';
 import { StaticRateProvider } from './static-rate.provider';
@@ -32,6 +35,8 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     @Inject(RATE_PROVIDER) private readonly provider: RateProvider,
     private readonly repo: RateRepository,
     private readonly feed: ChangeFeed,
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
   ) {}
 
   async onModuleInit(): Promise<void> {
@@ -77,8 +82,11 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     return [...this.current.values()].sort((a, b) => a.currency.localeCompare(b.currency));
   }
 
-  /** Fetches from the provider and stores the result; every instance reloads. */
-  async refresh(): Promise<RateRow[]> {
+  /**
+   * Fetches from the provider and stores the result; every instance reloads. `by` names who asked for a manual
+   * refresh (admin API or portal), recorded in the audit trail with the stored rates; the schedule passes none.
+   */
+  async refresh(by?: { actor: Actor; partnerId: string }): Promise<RateRow[]> {
     let rates: Record<string, string>;
     try {
       rates = await this.provider.fetchRates();
@@ -86,7 +94,12 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
       this.logger.error(`rate source ${this.provider.name} failed: ${(e as Error).message}`);
       throw new AppError('rate_source_unavailable', { source: this.provider.name });
     }
-    await this.repo.upsertAll(rates, this.provider.name);
+    await this.dataSource.transaction(async (em) => {
+      await this.repo.upsertAll(em, rates, this.provider.name);
+      if (by) {
+        await this.audit.record(em, by.actor, { partnerId: by.partnerId, action: 'rates.refreshed', targetId: null, details: { source: this.provider.name, rates } });
+      }
+    });
     await this.reload();
     await this.feed.publish(CHANGE_TOPICS.rates, '1').catch((e: Error) => this.logger.warn(`could not announce the refresh; other instances reload within ${RELOAD_MS} ms: ${e.message}`));
     return this.list();

@@ -1,6 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
 import { PAGE_DEFAULT } from '../../common/paging';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import type { ListDeliveriesQuery } from './webhooks.dto';
 import { toAttemptView, toDeliveryView, type DeliveryDetail, type DeliveryPage, type DeliveryView } from './webhooks.mapper';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
@@ -17,6 +20,8 @@ export class DeliveriesService {
     private readonly events: WebhookEventsRepository,
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly queue: WebhookDeliveryQueue,
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
   ) {}
 
   /** Delivery counts by state and attempt counts by outcome, for the metrics scrape. */
@@ -42,7 +47,7 @@ export class DeliveriesService {
    * attempts on the usual schedule. Events recorded while webhooks were off were never meant for delivery
    * and stay unsent; a delivery still in progress is not doubled.
    */
-  async redeliver(deliveryId: string): Promise<DeliveryView> {
+  async redeliver(deliveryId: string, actor: Actor): Promise<DeliveryView> {
     const current = await this.load(deliveryId);
     if (current.state === 'skipped') {
       throw new AppError('conflict', { errors: [{ field: 'delivery_id', message: 'recorded while webhooks were disabled: never delivered' }] });
@@ -51,7 +56,16 @@ export class DeliveriesService {
     if (!endpoint?.enabled || !endpoint.url) {
       throw new AppError('conflict', { errors: [{ field: 'delivery_id', message: "the partner's webhooks are disabled" }] });
     }
-    const reopened = await this.events.reopen(deliveryId);
+    const reopened = await this.dataSource.transaction(async (em) => {
+      const row = await this.events.reopen(em, deliveryId);
+      if (row) {
+        await this.audit.record(em, actor, {
+          partnerId: row.partnerId, action: 'delivery.redelivered', targetId: deliveryId,
+          details: { event: row.event, request_id: row.requestId, previous_state: current.state, attempts_before: row.attempts },
+        });
+      }
+      return row;
+    });
     if (!reopened) {
       throw new AppError('conflict', { errors: [{ field: 'delivery_id', message: 'delivery still in progress' }] });
     }

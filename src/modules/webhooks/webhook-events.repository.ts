@@ -292,8 +292,9 @@ export class WebhookEventsRepository {
    * Opens a new series of attempts for a finished delivery, keeping its id (the payload's delivery_id).
    * Attempt numbers continue, so job ids stay unique. Null when the event is not in a finished state.
    */
-  async reopen(eventId: string): Promise<WebhookEventEntity | null> {
-    const result = await this.events
+  async reopen(em: EntityManager, eventId: string): Promise<WebhookEventEntity | null> {
+    const events = em.getRepository(WebhookEventEntity);
+    const result = await events
       .createQueryBuilder()
       .update()
       .set({ state: 'pending', nextAttemptAt: () => 'now()' })
@@ -301,7 +302,7 @@ export class WebhookEventsRepository {
       .andWhere(`deliver AND state IN ('delivered','abandoned')`)
       .updateEntity(false)
       .execute();
-    return result.affected ? this.get(eventId) : null;
+    return result.affected ? events.findOneBy({ id: eventId }) : null;
   }
 }
 

@@ -4,6 +4,8 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isForeignKeyViolation } from '../../database/pg-errors';
+import { auditUrl, type Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { assertWebhookUrlAllowed, WebhookUrlRejectedError } from './url-guard';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
@@ -37,13 +39,14 @@ export class WebhookSettingsService {
     private readonly endpoints: WebhookEndpointsRepository,
     private readonly limiter: WebhookUpdateLimiter,
     private readonly secrets: WebhookSecrets,
+    private readonly audit: AuditService,
   ) {}
 
   /**
    * Sets the URL and the on/off switch. The secret is generated on the first call and shown only in that
    * answer. Switching on stamps enabled_at: events are recorded for delivery from then on only.
    */
-  async configure(partnerId: string, input: { url: string; enabled: boolean }): Promise<WebhookConfigured> {
+  async configure(partnerId: string, input: { url: string; enabled: boolean }, actor: Actor): Promise<WebhookConfigured> {
     await this.limiter.consume(partnerId);
     try {
       await assertWebhookUrlAllowed(input.url, { allowPrivate: this.config.webhookAllowPrivateUrls });
@@ -60,6 +63,17 @@ export class WebhookSettingsService {
       const generated = current.secret === null || current.secret === sealed;
       const enabledAt = input.enabled && !current.enabled ? new Date() : current.enabledAt;
       await this.endpoints.update(em, partnerId, { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: sealed } : {}) });
+      // Where payment events go: the trail shows the old and new destination (never the secret, nor the URL's
+      // query or user info, which may carry the receiver's own token).
+      await this.audit.record(em, actor, {
+        partnerId, action: 'webhook.updated', targetId: partnerId,
+        details: {
+          url: { from: auditUrl(current.url), to: auditUrl(input.url) },
+          url_changed: current.url !== input.url,
+          enabled: { from: current.enabled, to: input.enabled },
+          secret_generated: generated,
+        },
+      });
       return { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: candidate } : {}) };
     });
   }
@@ -69,7 +83,7 @@ export class WebhookSettingsService {
    * each. Rotating again before confirming replaces the new secret but keeps the last confirmed one, so
    * the partner's deployed secret keeps verifying throughout.
    */
-  async rotate(partnerId: string): Promise<{ secret: string }> {
+  async rotate(partnerId: string, actor: Actor): Promise<{ secret: string }> {
     await this.limiter.consume(partnerId);
     const secret = generateWebhookSecret();
     await this.dataSource.transaction(async (em) => {
@@ -81,16 +95,22 @@ export class WebhookSettingsService {
         previousSecret: this.secrets.carry(partnerId, current.previousSecret ?? current.secret),
         secret: this.secrets.seal(partnerId, secret),
       });
+      await this.audit.record(em, actor, {
+        partnerId, action: 'webhook.secret_rotated', targetId: partnerId, details: { replaced_pending_rotation: current.previousSecret !== null },
+      });
     });
     return { secret };
   }
 
   /** Retires the old secret: from now on deliveries carry the new signature only. A no-op when none is pending. */
-  async confirmRotation(partnerId: string): Promise<void> {
+  async confirmRotation(partnerId: string, actor: Actor): Promise<void> {
     await this.limiter.consume(partnerId);
     await this.dataSource.transaction(async (em) => {
       const current = await this.lockedEndpoint(em, partnerId, null);
       if (current.previousSecret !== null) await this.endpoints.update(em, partnerId, { previousSecret: null });
+      await this.audit.record(em, actor, {
+        partnerId, action: 'webhook.rotation_confirmed', targetId: partnerId, details: { previous_secret_retired: current.previousSecret !== null },
+      });
     });
   }
 

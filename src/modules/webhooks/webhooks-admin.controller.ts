@@ -6,6 +6,8 @@ import { toConfiguredView } from './webhooks.mapper';
 import { ListDeliveriesQuery, PutWebhookDto } from './webhooks.dto';
 import { WebhookSettingsService } from './webhook-settings.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
+import { AdminActor } from '../audit/admin-actor.decorator';
+import type { Actor } from '../audit/audit';
 
 /** Webhook settings and the delivery log on the admin listener (DESIGN §4). */
 @Controller('admin/api')
@@ -14,20 +16,20 @@ export class WebhooksAdminController {
   constructor(private readonly settings: WebhookSettingsService, private readonly deliveries: DeliveriesService) {}
 
   @Put('partners/:id/webhook')
-  async configure(@Param('id', UuidParamPipe) id: string, @Body() dto: PutWebhookDto) {
-    return { ok: true, ...toConfiguredView(await this.settings.configure(id, dto)) };
+  async configure(@Param('id', UuidParamPipe) id: string, @Body() dto: PutWebhookDto, @AdminActor() actor: Actor) {
+    return { ok: true, ...toConfiguredView(await this.settings.configure(id, dto, actor)) };
   }
 
   @Post('partners/:id/webhook/rotate')
   @HttpCode(200)
-  async rotate(@Param('id', UuidParamPipe) id: string) {
-    return { ok: true, ...(await this.settings.rotate(id)) };
+  async rotate(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+    return { ok: true, ...(await this.settings.rotate(id, actor)) };
   }
 
   @Post('partners/:id/webhook/confirm-rotation')
   @HttpCode(200)
-  async confirmRotation(@Param('id', UuidParamPipe) id: string) {
-    await this.settings.confirmRotation(id);
+  async confirmRotation(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+    await this.settings.confirmRotation(id, actor);
     return { ok: true };
   }
 
@@ -43,7 +45,7 @@ export class WebhooksAdminController {
 
   @Post('deliveries/:deliveryId/redeliver')
   @HttpCode(200)
-  async redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string) {
-    return { ok: true, ...(await this.deliveries.redeliver(deliveryId)) };
+  async redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string, @AdminActor() actor: Actor) {
+    return { ok: true, ...(await this.deliveries.redeliver(deliveryId, actor)) };
   }
 }

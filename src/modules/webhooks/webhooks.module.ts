@@ -1,5 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { AuditCoreModule } from '../audit/audit-core.module';
 import { DeliveriesService } from './deliveries.service';
 import { EventOutbox } from './event-outbox';
 import { WebhookPoster } from './webhook-poster';
@@ -17,7 +18,7 @@ import { WebhooksCoreModule } from './webhooks-core.module';
  */
 @Global()
 @Module({
-  imports: [WebhooksCoreModule],
+  imports: [WebhooksCoreModule, AuditCoreModule],
   controllers: [WebhooksAdminController],
   providers: [
     EventOutbox,

@@ -1,0 +1,64 @@
+/** The fixed vocabulary of audited changes (the audit_events_action_check constraint lists the same). */
+export const AUDIT_ACTIONS = [
+  'partner.created',
+  'partner.updated',
+  'key.issued',
+  'key.revoked',
+  'merchant.disabled',
+  'merchant.enabled',
+  'webhook.updated',
+  'webhook.secret_rotated',
+  'webhook.rotation_confirmed',
+  'delivery.redelivered',
+  'rates.refreshed',
+  'portal_user.added',
+  'portal_user.removed',
+  'portal_user.role_changed',
+  'portal_user.password_changed',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+/**
+ * Who made a change. The admin token is shared by every operator, so an admin is told apart only by the
+ * client address (Express' req.ip: TRUST_PROXY decides whether that is the socket or the forwarded client).
+ */
+export type Actor =
+  | { kind: 'admin'; address: string | null }
+  | { kind: 'portal_user'; userId: string; partnerId: string; address: string | null };
+
+/**
+ * One change to record. `details` says what changed, as plain JSON, and NEVER holds a secret: no webhook
+ * secret, API key, key hash, session token or password (hash) — whoever reads the trail must not gain access.
+ */
+export interface AuditEntry {
+  partnerId: string | null;
+  action: AuditAction;
+  targetId: string | null;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditEvent {
+  id: string;
+  at: Date;
+  actorKind: Actor['kind'];
+  actorId: string | null;
+  clientAddress: string | null;
+  partnerId: string | null;
+  action: AuditAction;
+  targetId: string | null;
+  details: Record<string, unknown>;
+}
+
+/**
+ * A webhook URL as the trail shows it: scheme, host, port and path. User info, query and fragment are left
+ * out, since receivers often carry a token there.
+ */
+export function auditUrl(raw: string | null): string | null {
+  if (raw === null) return null;
+  try {
+    const u = new URL(raw);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return null;
+  }
+}
