@@ -2,9 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
-import { nextStep, type SendResult } from './notification';
+import { nextStep, type SendResult, type StoredNotification } from './notification';
 import { NotificationRequestsPort } from './notification-facts.port';
-import type { NotificationEntity } from './notification.entity';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
 import { SmsClient } from './sms-client';
@@ -89,7 +88,7 @@ export class NotificationSender {
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
   }
 
-  private async build(row: NotificationEntity, facts: MessageFacts): Promise<Built> {
+  private async build(row: StoredNotification, facts: MessageFacts): Promise<Built> {
     switch (row.channel) {
       case 'email':
         if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
@@ -111,7 +110,7 @@ export class NotificationSender {
     }
   }
 
-  private async factsOf(row: NotificationEntity): Promise<MessageFacts> {
+  private async factsOf(row: StoredNotification): Promise<MessageFacts> {
     const r = await this.requests.notifiedRequest(row.requestId);
     // The outbox row references its request (foreign key): not finding it is a failed read, retried by BullMQ.
     if (!r) throw new Error(`request ${row.requestId} of notification ${row.id} not found`);

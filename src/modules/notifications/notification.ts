@@ -22,6 +22,25 @@ export interface NewNotification {
   dueAt?: Date | null;
 }
 
+/** An outbox message as stored: what the repository answers (never its entity). */
+export interface StoredNotification {
+  id: string;
+  kind: NotificationKind;
+  channel: NotificationChannel;
+  to: string;
+  requestId: string;
+  planId: string | null;
+  periodIndex: number | null;
+  dueAt: Date | null;
+  status: NotificationStatus;
+  messageId: string;
+  attempts: number;
+  nextAttemptAt: Date;
+  lastError: string | null;
+  sentAt: Date | null;
+  createdAt: Date;
+}
+
 /** Which channels are on (SMTP_URL set; all four SMS_* set). */
 export interface Channels {
   email: boolean;

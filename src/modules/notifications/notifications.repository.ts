@@ -2,8 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, In, type EntityManager, type Repository } from 'typeorm';
-import type { NewNotification, NotificationChannel, NotificationKind, NotificationStatus } from './notification';
-import { NotificationAttemptEntity } from './notification-attempt.entity';
+import type { NewNotification, NotificationChannel, NotificationKind, NotificationStatus, StoredNotification } from './notification';
 import { NotificationEntity } from './notification.entity';
 
 /** A message claimed for one attempt: what the sender needs to build and send it. */
@@ -51,7 +50,6 @@ export class NotificationsRepository {
   constructor(
     private readonly dataSource: DataSource,
     @InjectRepository(NotificationEntity) private readonly rows: Repository<NotificationEntity>,
-    @InjectRepository(NotificationAttemptEntity) private readonly attemptLog: Repository<NotificationAttemptEntity>,
   ) {}
 
   /**
@@ -91,8 +89,9 @@ export class NotificationsRepository {
   }
 
   /** The message, when attempt n is the one it waits for. */
-  async waitingFor(id: string, attempt: number): Promise<NotificationEntity | null> {
-    return this.rows.findOneBy({ id, attempts: attempt - 1, status: 'pending' });
+  async waitingFor(id: string, attempt: number): Promise<StoredNotification | null> {
+    const e = await this.rows.findOneBy({ id, attempts: attempt - 1, status: 'pending' });
+    return e ? toStored(e) : null;
   }
 
   /**
@@ -176,23 +175,21 @@ export class NotificationsRepository {
   }
 
   /** The messages of one request, oldest first. */
-  forRequest(requestId: string): Promise<NotificationEntity[]> {
-    return this.rows.find({ where: { requestId }, order: { createdAt: 'ASC', kind: 'ASC', channel: 'ASC' } });
+  async forRequest(requestId: string): Promise<StoredNotification[]> {
+    return (await this.rows.find({ where: { requestId }, order: { createdAt: 'ASC', kind: 'ASC', channel: 'ASC' } })).map(toStored);
   }
 
   /** Newest first; `limit + 1` rows tell the caller whether more exist. */
-  list(f: { statuses: NotificationStatus[]; requestId?: string; limit: number; offset: number }): Promise<NotificationEntity[]> {
-    return this.rows.find({
+  async list(f: { statuses: NotificationStatus[]; requestId?: string; limit: number; offset: number }): Promise<StoredNotification[]> {
+    const rows = await this.rows.find({
       where: { status: In(f.statuses), ...(f.requestId ? { requestId: f.requestId } : {}) },
       order: { createdAt: 'DESC', id: 'DESC' },
       take: f.limit,
       skip: f.offset,
     });
+    return rows.map(toStored);
   }
 
-  attempts(notificationId: string): Promise<NotificationAttemptEntity[]> {
-    return this.attemptLog.find({ where: { notificationId }, order: { attempt: 'ASC' } });
-  }
 }
 
 interface ClaimRow {
@@ -207,4 +204,12 @@ interface ClaimRow {
   message_id: string;
   created_at: Date;
   attempts: number;
+}
+
+function toStored(e: NotificationEntity): StoredNotification {
+  return {
+    id: e.id, kind: e.kind, channel: e.channel, to: e.to, requestId: e.requestId, planId: e.planId, periodIndex: e.periodIndex,
+    dueAt: e.dueAt, status: e.status, messageId: e.messageId, attempts: e.attempts, nextAttemptAt: e.nextAttemptAt,
+    lastError: e.lastError, sentAt: e.sentAt, createdAt: e.createdAt,
+  };
 }

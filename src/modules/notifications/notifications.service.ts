@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PAGE_DEFAULT } from '../../common/paging';
-import type { NotificationChannel, NotificationKind, NotificationStatus } from './notification';
-import type { NotificationEntity } from './notification.entity';
+import type { NotificationChannel, NotificationKind, NotificationStatus, StoredNotification } from './notification';
 import { NotificationsRepository } from './notifications.repository';
 
 /** What was sent about a request, as the dashboard shows it (DESIGN §8). */
@@ -51,7 +50,7 @@ export class NotificationsService {
   }
 }
 
-function toRecord(n: NotificationEntity): NotificationRecord {
+function toRecord(n: StoredNotification): NotificationRecord {
   return {
     id: n.id, kind: n.kind, channel: n.channel, to: n.to, status: n.status, sentAt: n.sentAt, requestId: n.requestId, planId: n.planId,
     periodIndex: n.periodIndex, messageId: n.messageId, attempts: n.attempts, lastError: n.lastError, nextAttemptAt: n.nextAttemptAt,
