@@ -6,19 +6,10 @@ import type { NewNotification, NotificationChannel, NotificationKind, Notificati
 import { NotificationEntity } from './notification.entity';
 
 /** A message claimed for one attempt: what the sender needs to build and send it. */
-export interface ClaimedNotification {
-  id: string;
-  kind: NotificationKind;
-  channel: NotificationChannel;
-  to: string;
-  requestId: string;
-  planId: string | null;
-  periodIndex: number | null;
-  dueAt: Date | null;
-  messageId: string;
-  createdAt: Date;
-  attempt: number;
-}
+export type ClaimedNotification = Pick<
+  StoredNotification,
+  'id' | 'kind' | 'channel' | 'to' | 'requestId' | 'planId' | 'periodIndex' | 'dueAt' | 'messageId' | 'createdAt'
+> & { attempt: number };
 
 /** A pending message that should have a job: its id and the number of its next attempt. */
 export interface DueNotification {
