@@ -24,6 +24,8 @@ export type RcptRule = (to: string) => number | null;
 export class SmtpCatcher {
   readonly mails: CaughtMail[] = [];
   rcptRule: RcptRule = () => null;
+  /** What to answer once the whole message arrived (after DATA): null accepts (250); a code refuses it, and it is not kept. */
+  dataRule: RcptRule = () => null;
   /** Called once the whole message arrived, before the server answers 250; the answer waits for it. */
   beforeAccept: (mail: CaughtMail) => Promise<void> | void = () => undefined;
   private server: SMTPServer | null = null;
@@ -67,6 +69,11 @@ export class SmtpCatcher {
         const chunks: Buffer[] = [];
         stream.on('data', (d: Buffer) => chunks.push(d));
         stream.on('end', () => {
+          const refusal = session.envelope.rcptTo.map((a) => this.dataRule(a.address)).find((c) => c !== null);
+          if (refusal) {
+            cb(Object.assign(new Error(refusal >= 500 ? 'message refused' : 'try again later'), { responseCode: refusal }));
+            return;
+          }
           const raw = Buffer.concat(chunks).toString('utf8');
           simpleParser(raw)
             .then(async (parsed) => {

@@ -384,6 +384,16 @@ describe('a charge paid late, within its grace window, after it counted as misse
     await waitFor(async () => (await planRow(p.plan_id)).status === 'active', 15_000, 100);
   });
 
+  it('a plan paused for unpaid that the merchant then pauses is the merchant\'s: paying its latest charge late leaves it paused', async () => {
+    const p = await pausedUnpaid();
+    const paused = await a.call('POST', `/plans/${p.plan_id}/pause`);
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({ status: 'paused', pause_reason: 'merchant', next_charge_at: null });
+    await payLate(await chargeOf(p.plan_id, 1));
+    await waitFor(async () => (await planRow(p.plan_id)).missed_in_row === 0, 15_000, 100);
+    expect(await planRow(p.plan_id)).toMatchObject({ status: 'paused', pause_reason: 'merchant', next_charge_at: null });
+  });
+
   it('a plan paused by the merchant, or canceled, keeps its status', async () => {
     // Paused by the merchant with period 1 open; period 1 then lapses (the sweep counts the miss) and is paid in its grace window.
     const byMerchant = await mustPlan(a, {});

@@ -59,6 +59,12 @@ async function receiptFor(customer: string): Promise<{ requestId: string; id: st
 
 const row = async (id: string) =>
   (await sql<{ status: string; last_error: string | null }>(`SELECT status, last_error FROM notifications WHERE id = $1`, [id]))[0];
+/** The message once it ended: failed (in doubt) or sent. */
+const finalRow = async (id: string) =>
+  (await waitFor(async () => {
+    const x = await row(id);
+    return x.status === 'failed' || x.status === 'sent' ? x : null;
+  }, 20000))!;
 const outcomes = async (id: string) =>
   (await sql<{ outcome: string }>(`SELECT outcome FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt`, [id])).map((a) => a.outcome);
 
@@ -70,10 +76,7 @@ it('the 250 for a message the server took arrives after the send timeout → sen
   try {
     const { id } = await receiptFor(customer);
     // Final either way: failed in doubt, or sent by a retry (100 ms of back-off) that the server took again.
-    const r = (await waitFor(async () => {
-      const x = await row(id);
-      return x.status === 'failed' || x.status === 'sent' ? x : null;
-    }, 20000))!;
+    const r = await finalRow(id);
     expect(smtp.to(customer)).toHaveLength(1);
     expect(r.status).toBe('failed');
     expect(r.last_error).toMatch(/in doubt/);
@@ -83,16 +86,22 @@ it('the 250 for a message the server took arrives after the send timeout → sen
   }
 }, 40000);
 
-it('a failure before the message was handed over (451 at RCPT) is still retried and sent once', async () => {
+// A 4xx answer to the message itself (after DATA) says the server did not take it (greylisting, a filter's soft
+// reject): nothing is in doubt, and it is retried like a 451 at RCPT.
+it.each([
+  ['a failure before the message was handed over (451 at RCPT)', 'rcptRule'],
+  ['a 4xx answer to the message itself (451 after DATA: the server did not take it)', 'dataRule'],
+] as const)('%s is retried, not in doubt, and sent once', async (_what, rule) => {
   const customer = `busy-${randomBytes(3).toString('hex')}@example.com`;
   let refusals = 0;
-  smtp.rcptRule = (to) => (to === customer && refusals++ < 1 ? 451 : null);
+  smtp[rule] = (to) => (to === customer && refusals++ < 1 ? 451 : null);
   try {
     const { id } = await receiptFor(customer);
-    await waitFor(async () => (await row(id)).status === 'sent', 20000);
+    expect(await finalRow(id)).toMatchObject({ status: 'sent' });
+    expect(refusals).toBeGreaterThanOrEqual(1);
     expect(await outcomes(id)).toEqual(['retry', 'sent']);
     expect(smtp.to(customer)).toHaveLength(1);
   } finally {
-    smtp.rcptRule = () => null;
+    smtp[rule] = () => null;
   }
 }, 40000);

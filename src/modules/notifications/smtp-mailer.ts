@@ -81,12 +81,13 @@ export class SmtpMailer {
         );
       if (deadline.aborted) return onDeadline();
       deadline.addEventListener('abort', onDeadline, { once: true });
-      // A failure after the message went out (the server silent past stepTimeoutMs, or the connection lost,
-      // before its final 250: RFC 5321 gives that reply 10 minutes) is in doubt too: a retry would be a second
-      // copy. Before DATA was answered, nothing was handed over and a transient failure is tried again.
+      // A failure after the message went out without the server's answer (silent past stepTimeoutMs, or the
+      // connection lost, before its final reply: RFC 5321 gives that reply 10 minutes) is in doubt too: a retry
+      // would be a second copy. A 4xx answer to the message itself says the server did not take it (greylisting,
+      // a full mailbox, a filter's soft reject): tried again, as is a transient failure before DATA was answered.
       const failed = (e: SmtpError) => {
         const r = classifySmtpError(e);
-        return r.kind === 'transient' && body.readableDidRead
+        return r.kind === 'transient' && body.readableDidRead && e.responseCode === undefined
           ? { kind: 'in_doubt' as const, error: `in doubt: ${r.error} after the message went out; not resent, to avoid a duplicate` }
           : r;
       };

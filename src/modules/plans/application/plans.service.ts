@@ -157,10 +157,14 @@ export class PlansService {
     return { plan, merchantName: await this.merchants.payeeName(plan.merchantId), charges, openCharge: openCharge(charges, new Date()) };
   }
 
-  /** → paused (reason merchant). Already paused: unchanged. Canceled or completed: 409 plan_not_active. */
+  /**
+   * → paused (reason merchant). Already paused by the merchant: unchanged. Paused for unpaid: the pause becomes
+   * the merchant's, so paying the latest charge late no longer resumes it (afterPaid); only /resume does.
+   * Canceled or completed: 409 plan_not_active.
+   */
   pause(m: Merchant, id: string): Promise<Plan> {
     return this.change(m, id, (p) => {
-      if (p.status === 'paused') return null;
+      if (p.status === 'paused') return p.pauseReason === 'merchant' ? null : { ...changeOf(p), pauseReason: 'merchant' };
       if (p.status !== 'active') throw new AppError('plan_not_active');
       return { ...changeOf(p), status: 'paused', pauseReason: 'merchant', nextChargeAt: null };
     });
