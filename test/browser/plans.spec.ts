@@ -168,3 +168,33 @@ it('a plan submitted again after its answer was lost is the same plan: the form 
     wallet.close();
   }
 });
+
+it('a plan paused because charges went unpaid offers "Keep paused", which makes the pause the merchant\'s', async () => {
+  const wallet = new TestWallet(merchantKey, testEnv().rpcUrl);
+  const { context, page, problems } = await openContext(browser, wallet);
+  try {
+    await signInThroughPage(page, svc, wallet, '/dashboard/plans/new');
+    await settled(page);
+    await page.fill('#plan-title-input', `Unpaid ${Date.now()}`);
+    await page.fill('#plan-amount', '9.00');
+    await page.click('#plan-submit');
+    await page.waitForURL(/\/dashboard\/plans\/[0-9a-f-]{36}$/);
+    await settled(page);
+    const planId = page.url().split('/').pop()!;
+    // Two charges missed in a row (the test clock) pause it for unpaid.
+    await page.click('#plan-advance');
+    await waitFor(async () => (await page.locator('#charge-list li').count()) === 2);
+    await page.click('#plan-advance');
+    await waitForText(page, '#plan-state', 'Paused: charges went unpaid');
+    expect(await text(page, '#plan-pause')).toBe('Keep paused');
+    await page.click('#plan-pause');
+    await waitFor(async () => (await text(page, '#plan-state')) === 'Paused');
+    expect(await page.locator('#plan-pause').isVisible()).toBe(false);
+    expect(await page.locator('#plan-resume').isVisible()).toBe(true);
+    expect(await sql(`SELECT status, pause_reason FROM plans WHERE id = $1`, [planId])).toEqual([{ status: 'paused', pause_reason: 'merchant' }]);
+    expect(problems).toEqual([]);
+  } finally {
+    await context.close();
+    wallet.close();
+  }
+});

@@ -149,7 +149,11 @@ function showPlan(p: Plan, testMode: boolean): void {
     ['Payer’s page', payerPage],
     ['Metadata', meta],
   ]);
-  byId('plan-pause').hidden = p.status !== 'active';
+  // A plan paused because charges went unpaid resumes by itself when its latest charge is paid late; pausing
+  // it again makes the pause the merchant's, so it stays paused until the merchant resumes it.
+  const unpaid = p.status === 'paused' && p.pause_reason === 'unpaid';
+  byId('plan-pause').hidden = p.status !== 'active' && !unpaid;
+  byId('plan-pause').textContent = unpaid ? 'Keep paused' : 'Pause';
   byId('plan-resume').hidden = p.status !== 'paused';
   byId('plan-cancel').hidden = p.status === 'canceled' || p.status === 'completed';
   byId('plan-advance').hidden = !(testMode && p.status === 'active');
