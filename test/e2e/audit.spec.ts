@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { AUDIT_ACTIONS } from '../../src/modules/audit/audit';
 import { recordProofEvent } from '../factories/events';
 import { admin, createOnboardedMerchant, createPartner, uniqueSlug, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { PortalClient } from '../support/portal-client';
@@ -20,7 +20,8 @@ const PASSWORD = 'correct horse battery staple';
 const secrets: string[] = [];
 
 beforeAll(async () => {
-  svc = await startService();
+  // As behind a load balancer: the public listener believes X-Forwarded-For from loopback. The admin trail must not.
+  svc = await startService({ env: { TRUST_PROXY: 'loopback' } });
 });
 
 afterAll(async () => {
@@ -41,6 +42,9 @@ interface Row {
 
 const trail = (partnerId: string): Promise<Row[]> =>
   sql(`SELECT id, actor_kind, actor_id, client_address, partner_id, action, target_id, details FROM audit_events WHERE partner_id = $1 ORDER BY at, id`, [partnerId]);
+
+/** How the trail names a webhook URL's path: its SHA-256's first 12 hex digits. */
+const pathDigest = (path: string) => createHash('sha256').update(path).digest('hex').slice(0, 12);
 
 /** Runs the change and returns the one row it added to the partner's trail (failing on none or several). */
 async function oneRow(partnerId: string, change: () => Promise<unknown>): Promise<Row> {
@@ -113,19 +117,32 @@ describe('admin changes', () => {
     expect(on).toMatchObject({ ...ADMIN, action: 'merchant.enabled', target_id: id, details: { was_disabled: true } });
   });
 
-  it('records where webhooks go (old and new URL without query or fragment) and rotations, never a secret', async () => {
-    const first = await oneRow(p.id, async () => {
-      const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/hooks/a?token=q-secret#frag', enabled: true });
+  it("records an operator's TCP address, never an X-Forwarded-For sent to the admin port", async () => {
+    const row = await oneRow(p.id, async () => {
+      const r = await call(svc.adminUrl, 'PATCH', `/admin/api/partners/${p.id}`, {
+        key: ADMIN_TOKEN,
+        headers: { 'x-forwarded-for': '203.0.113.7' },
+        body: { name: `Renamed ${Date.now()}` },
+      });
       expect(r.status).toBe(200);
-      secrets.push(r.body.secret, 'q-secret');
+    });
+    expect(row).toMatchObject({ ...ADMIN, action: 'partner.updated' });
+    expect(row.client_address).not.toContain('203.0.113.7');
+  });
+
+  it('records where webhooks go (host, and the path only as a digest: no query, fragment or path token) and rotations, never a secret', async () => {
+    const first = await oneRow(p.id, async () => {
+      const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/hooks/T0/path-secret-9f8e?token=q-secret#frag', enabled: true });
+      expect(r.status).toBe(200);
+      secrets.push(r.body.secret, 'q-secret', 'path-secret-9f8e');
     });
     expect(first).toMatchObject({
       ...ADMIN, action: 'webhook.updated', target_id: p.id,
-      details: { url: { from: null, to: 'http://127.0.0.1:9/hooks/a' }, url_changed: true, enabled: { from: false, to: true }, secret_generated: true },
+      details: { url: { from: null, to: `http://127.0.0.1:9/<sha256:${pathDigest('/hooks/T0/path-secret-9f8e')}>` }, url_changed: true, enabled: { from: false, to: true }, secret_generated: true },
     });
     const moved = await oneRow(p.id, () => admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/elsewhere', enabled: true }));
     expect(moved.details).toEqual({
-      url: { from: 'http://127.0.0.1:9/hooks/a', to: 'http://127.0.0.1:9/elsewhere' }, url_changed: true, enabled: { from: true, to: true }, secret_generated: false,
+      url: { from: `http://127.0.0.1:9/<sha256:${pathDigest('/hooks/T0/path-secret-9f8e')}>`, to: `http://127.0.0.1:9/<sha256:${pathDigest('/elsewhere')}>` }, url_changed: true, enabled: { from: true, to: true }, secret_generated: false,
     });
     const rotated = await oneRow(p.id, async () => {
       const r = await admin(svc, 'POST', `/partners/${p.id}/webhook/rotate`);
@@ -233,7 +250,7 @@ describe('portal changes', () => {
       expect(r.status).toBe(200);
       secrets.push(/\b[0-9a-f]{64}\b/.exec(r.text)![0]);
     });
-    expect(hook).toMatchObject({ ...PORTAL, action: 'webhook.updated', details: { url: { from: null, to: 'http://127.0.0.1:9/portal-hook' }, secret_generated: true } });
+    expect(hook).toMatchObject({ ...PORTAL, action: 'webhook.updated', details: { url: { from: null, to: `http://127.0.0.1:9/<sha256:${pathDigest('/portal-hook')}>` }, secret_generated: true } });
     const rotated = await oneRow(p.id, async () => {
       const r = await c.post('/portal/webhook/rotate', { _csrf: csrf });
       expect(r.status).toBe(200);
@@ -273,6 +290,9 @@ describe('portal changes', () => {
     for (const r of await trail(other.id)) expect(page.text).not.toContain(r.id);
     expect(page.text).not.toContain('Other Partner Renamed');
     expect(page.text).toContain('data-action="portal_user.password_changed"');
+    // The operators' addresses are the service's, not the partner's business: an admin row shows none.
+    const adminRow = new RegExp(`<tr data-event-id="${(await trail(p.id)).find((r) => r.actor_kind === 'admin')!.id}"[\\s\\S]*?</tr>`).exec(page.text)![0];
+    expect(adminRow).not.toMatch(/127\.0\.0\.1|::1/);
 
     const member = await portalUser(p.id, 'member');
     expect((await member.client.get('/portal/audit')).status).toBe(403);

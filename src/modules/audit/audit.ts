@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /** The fixed vocabulary of audited changes (the audit_events_action_check constraint lists the same). */
 export const AUDIT_ACTIONS = [
   'partner.created',
@@ -50,14 +52,16 @@ export interface AuditEvent {
 }
 
 /**
- * A webhook URL as the trail shows it: scheme, host, port and path. User info, query and fragment are left
- * out, since receivers often carry a token there.
+ * A webhook URL as the trail shows it: scheme, host and port, and its path only as a digest (`/<sha256:…>`,
+ * the first 12 hex digits: enough to tell two paths apart). Receivers often carry a token in the path (Slack,
+ * Discord) as well as in the query or user info, and the trail cannot be deleted; none of them is kept.
  */
 export function auditUrl(raw: string | null): string | null {
   if (raw === null) return null;
   try {
     const u = new URL(raw);
-    return `${u.protocol}//${u.host}${u.pathname}`;
+    const path = u.pathname === '/' ? '' : `/<sha256:${createHash('sha256').update(u.pathname).digest('hex').slice(0, 12)}>`;
+    return `${u.protocol}//${u.host}${path}`;
   } catch {
     return null;
   }

@@ -556,7 +556,7 @@ ${events.map(
   (e) => html`<tr data-event-id="${e.id}" data-action="${e.action}">
 <td data-label="When"><div class="cell">${when(iso(e.at))}</div></td>
 <td data-label="Who"><div class="cell">${who(e)}</div></td>
-<td data-label="From"><div class="cell">${e.clientAddress ? html`<code>${e.clientAddress}</code>` : html`<span class="muted">—</span>`}</div></td>
+<td data-label="From"><div class="cell">${e.clientAddress && e.actorKind !== 'admin' ? html`<code>${e.clientAddress}</code>` : html`<span class="muted">—</span>`}</div></td>
 <td data-label="Action"><div class="cell"><code>${e.action}</code></div></td>
 <td data-label="Details"><div class="cell"><code>${JSON.stringify({ ...(e.targetId ? { target_id: e.targetId } : {}), ...e.details })}</code></div></td>
 </tr>`,
