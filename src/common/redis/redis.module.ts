@@ -66,7 +66,10 @@ export class RedisConnections implements OnApplicationShutdown {
       const sent = Date.now();
       const [seconds, micros] = await this.main.time();
       const received = Date.now();
-      if (received - sent > CLOCK_SYNC_MAX_RTT_MS) return;
+      if (received - sent > CLOCK_SYNC_MAX_RTT_MS) {
+        this.logger.warn(`Redis TIME took ${received - sent} ms; keeping the last clock offset (${this.clockOffsetMs} ms)`);
+        return;
+      }
       this.clockOffsetMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - Math.round((sent + received) / 2);
     } catch (e) {
       this.logger.warn(`cannot read Redis's clock, keeping the last offset: ${(e as Error).message}`);
