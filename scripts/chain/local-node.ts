@@ -299,7 +299,7 @@ export async function deployContract(url: string, file: string, name: string, ar
 }
 
 /** Sends `data` to contract `to` from `senderKey` and waits for it to be mined. Needs automine. */
-export async function sendCall(url: string, to: string, data: string, senderKey = DEV_KEYS[0]): Promise<MinedTx> {
+export async function sendCall(url: string, to: string, data: string, senderKey: string = DEV_KEYS[0]): Promise<MinedTx> {
   return withProvider(url, async (provider) => waitMined(provider, await sendSerialised(provider, url, senderKey, { to, data })));
 }
 

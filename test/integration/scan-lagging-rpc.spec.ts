@@ -1,13 +1,14 @@
-import { Wallet } from 'ethers';
+import { randomBytes } from 'node:crypto';
+import { Interface, MaxUint256, Wallet } from 'ethers';
 import {
-  DEV_KEYS, broadcast, deployToken, findFreePort, mine, mint, revert, rpc as nodeRpc, signTokenTransfer, snapshot,
-  startLocalNode, transferToken, type LocalNode,
+  DEV_KEYS, broadcast, deployContract, mine, revert, rpc as nodeRpc, sendCall, signTokenTransfer, snapshot,
+  transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
-import { closeSql, sql } from '../support/db';
+import { type TestService } from '../support/app';
+import { sql } from '../support/db';
 import { call } from '../support/http';
-import { LaggingRpc } from '../support/lagging-rpc';
+import { LaggingRpc, startLaggingChain, startScanningService, stopScanning } from '../support/lagging-rpc';
 import { waitFor } from '../support/wait';
 
 /**
@@ -22,39 +23,21 @@ const PAYER = DEV_KEYS[1];
 let node: LocalNode;
 let rpc: LaggingRpc;
 let token: string;
+let batch: string;
 let svc: TestService;
 let partner: TestPartner;
 let merchant: { id: string; wallet: Wallet };
 
 beforeAll(async () => {
-  node = await startLocalNode({ port: await findFreePort() });
-  token = await deployToken(node.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
-  await mint(node.url, token, new Wallet(PAYER).address, 10n ** 15n);
-  rpc = new LaggingRpc(node.url);
-  await rpc.start();
-  svc = await startService({
-    worker: true,
-    env: {
-      CHAIN_TEST_RPC_URL: rpc.url,
-      CHAIN_TEST_TOKEN_ADDRESS: token,
-      CHAIN_TEST_CONFIRMATIONS: String(CONFIRMATIONS),
-      CHAIN_LIVE_RPC_URL: '',
-      VERIFY_POLL_MS: '100',
-      CHAIN_SCAN_INTERVAL_MS: '300',
-      EXPIRY_SWEEP_INTERVAL_MS: '300',
-      CHAIN_RPC_TIMEOUT_MS: '2000',
-    },
-  });
+  ({ node, token, rpc } = await startLaggingChain(PAYER));
+  batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
+  await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, MaxUint256]), PAYER);
+  svc = await startScanningService(rpc, token, { CHAIN_TEST_CONFIRMATIONS: String(CONFIRMATIONS), CHAIN_LIVE_RPC_URL: '' });
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
 }, 60000);
 
-afterAll(async () => {
-  await closeSql();
-  await svc?.close();
-  await rpc?.stop();
-  await node?.stop();
-});
+afterAll(() => stopScanning(svc, rpc, node));
 
 let fiat = 500;
 async function newRequest(price = (fiat += 13)): Promise<{ id: string; amount: bigint }> {
@@ -77,6 +60,10 @@ const locked = async (id: string) =>
 const claimUntil = async (id: string) =>
   Math.floor((await sql<{ claim_until: Date }>(`SELECT claim_until FROM payment_requests WHERE id = $1`, [id]))[0].claim_until.getTime() / 1000);
 const unmatched = (txHash: string) => sql<{ reason: string }>(`SELECT reason FROM unmatched_transfers WHERE tx_hash = $1`, [txHash]);
+/** Every row the scan keeps of a transaction, with its schedule. */
+const kept = (txHash: string) =>
+  sql<{ log_index: number; reason: string; pending_request_id: string | null; retries: number }>(
+    `SELECT log_index, reason, pending_request_id, retries FROM unmatched_transfers WHERE tx_hash = $1 ORDER BY log_index`, [txHash]);
 const cursor = async (): Promise<number> => {
   const [row] = await sql<{ last_block: string }>(`SELECT last_block FROM chain_cursors WHERE token_address = $1`, [token.toLowerCase()]);
   return row ? Number(row.last_block) : -1;
@@ -148,6 +135,134 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     expect(await unmatched(hash)).toEqual([]);
   });
 
+  it.each([['in log order'], ['the second one first']])(
+    'of two transfers of one transaction to the same request (retried %s), only the one that paid leaves no row',
+    async (order) => {
+      const r = await newRequest();
+      const to = merchant.wallet.address;
+      const data = new Interface(['function transferEach(address,address[],uint256[])'])
+        .encodeFunctionData('transferEach', [token, [to, to], [r.amount, r.amount]]);
+      const tx = await sendCall(node.url, batch, data, PAYER); // 1 confirmation
+      rpc.lagAfterLogsOf(tx.txHash, 1);
+      await mine(node.url, CONFIRMATIONS - 1);
+      const both = await waitFor(async () => {
+        const rows = await kept(tx.txHash);
+        return rows.length === 2 ? rows : null;
+      });
+      const [first, second] = both!;
+      expect([first, second].map((u) => [u.reason, u.pending_request_id])).toEqual([
+        ['unconfirmed_confirmations', r.id],
+        ['unconfirmed_confirmations', r.id],
+      ]);
+      if (order === 'the second one first') {
+        await sql(`UPDATE unmatched_transfers SET retry_at = retry_at - interval '1 hour' WHERE tx_hash = $1 AND log_index = $2`, [
+          tx.txHash, second.log_index,
+        ]);
+      }
+
+      rpc.catchUp();
+      await mine(node.url, 1);
+      await waitFor(async () => (await stored(r.id)).proof_status === 'verified');
+      const [claimed] = await sql<{ tx_hash: string; claimed_log_index: number }>(
+        `SELECT tx_hash, claimed_log_index FROM payment_requests WHERE id = $1`, [r.id]);
+      expect(claimed).toEqual({ tx_hash: tx.txHash, claimed_log_index: first.log_index });
+      // The second transfer paid nothing: it stays for operators, as the scan keeps any such transfer.
+      const left = await waitFor(async () => {
+        const rows = await kept(tx.txHash);
+        return rows.length === 1 && rows[0].pending_request_id === null ? rows : null;
+      });
+      expect(left).toEqual([expect.objectContaining({ log_index: second.log_index, reason: 'request_already_verified' })]);
+      await mine(node.url, 2);
+      await scannedThroughTip();
+      expect(await kept(tx.txHash)).toEqual(left);
+      expect(await events(r.id)).toEqual(['payment.proof_verified']);
+    },
+  );
+
+  it('are retried earliest retry first: a hundred older transfers stuck undecided do not starve a newer one', async () => {
+    const stuck = await newRequest();
+    const chainId = BigInt(await nodeRpc<string>(node.url, 'eth_chainId')).toString();
+    // A hundred transfers the node does not know (dropped), kept undecided for `stuck`, all older than the next.
+    const dropped = Array.from({ length: 100 }, () => `0x${randomBytes(32).toString('hex')}`);
+    await sql(
+      `INSERT INTO unmatched_transfers
+              (chain_id, tx_hash, log_index, block_number, token_address, from_address, to_address, value, reason, pending_request_id)
+       SELECT $1, h, 0, 1, $2, $3, $4, $5, 'unconfirmed_unknown', $6 FROM unnest($7::text[]) h`,
+      [chainId, token.toLowerCase(), new Wallet(PAYER).address.toLowerCase(), merchant.wallet.address.toLowerCase(),
+        stuck.amount.toString(), stuck.id, dropped],
+    );
+    const r = await newRequest();
+    const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    rpc.hideReceiptOf(tx.txHash);
+    await mine(node.url, CONFIRMATIONS - 1);
+    expect((await waitFor(async () => (await unmatched(tx.txHash))[0])).reason).toBe('unconfirmed_not_mined');
+
+    rpc.catchUp();
+    await mine(node.url, 1);
+    await waitFor(async () => (await stored(r.id)).proof_status === 'verified');
+    expect(await unmatched(tx.txHash)).toEqual([]);
+    // The old ones were tried as well, and wait out their back-off (the node does not know them).
+    const [old] = await sql<{ tried: number; backed_off: number }>(
+      `SELECT count(*) FILTER (WHERE retries > 0)::int AS tried, count(*) FILTER (WHERE retry_at > now())::int AS backed_off
+         FROM unmatched_transfers WHERE pending_request_id = $1`, [stuck.id]);
+    expect(old.tried).toBe(100);
+    expect(old.backed_off).toBeGreaterThan(0);
+    await sql(`DELETE FROM unmatched_transfers WHERE pending_request_id = $1`, [stuck.id]);
+  });
+
+  it('a retry that fails (a rate-limited receipt) stops neither the cursor nor other payments, and backs off alone', async () => {
+    const r1 = await newRequest();
+    const tx1 = await transferToken(node.url, token, PAYER, merchant.wallet.address, r1.amount);
+    rpc.hideReceiptOf(tx1.txHash);
+    await mine(node.url, CONFIRMATIONS - 1);
+    expect((await waitFor(async () => (await unmatched(tx1.txHash))[0])).reason).toBe('unconfirmed_not_mined');
+    rpc.failReceiptOf(tx1.txHash);
+
+    const r2 = await newRequest();
+    const tx2 = await transferToken(node.url, token, PAYER, merchant.wallet.address, r2.amount);
+    await mine(node.url, CONFIRMATIONS - 1);
+    await waitFor(async () => (await stored(r2.id)).proof_status === 'verified');
+    expect((await stored(r2.id)).tx_hash).toBe(tx2.txHash);
+    // tx1's retry failed and was put back, not lost.
+    const failed = await waitFor(async () => {
+      const [u] = await kept(tx1.txHash);
+      return u?.retries > 0 ? u : null;
+    });
+    expect(failed).toMatchObject({ reason: 'unconfirmed_not_mined', pending_request_id: r1.id });
+
+    rpc.catchUp();
+    await mine(node.url, 1);
+    await waitFor(async () => (await stored(r1.id)).proof_status === 'verified', 30000);
+    expect(await unmatched(tx1.txHash)).toEqual([]);
+    expect(await events(r1.id)).toEqual(['payment.proof_verified']);
+  });
+
+  it('gives up on one still undecided hours after its request\'s window, and releases its amount', async () => {
+    const r = await newRequest();
+    const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    rpc.lagAfterLogsOf(tx.txHash, 1); // for good: it always waits for one more confirmation
+    await mine(node.url, CONFIRMATIONS - 1);
+    expect((await waitFor(async () => (await unmatched(tx.txHash))[0])).reason).toBe('unconfirmed_confirmations');
+    expect(await locked(r.id)).toBe(true);
+
+    // Its window ended 7 hours ago (the scan gives up 6 hours after it).
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '8 hours', claim_until = now() - interval '7 hours' WHERE id = $1`, [r.id]);
+    const row = await waitFor(async () => {
+      const [u] = await kept(tx.txHash);
+      return u?.reason === 'undecided_gave_up' ? u : null;
+    });
+    expect(row!.pending_request_id).toBeNull();
+    await waitFor(async () => !(await locked(r.id)));
+
+    // Decided for good: the RPC in step again changes nothing.
+    rpc.catchUp();
+    await mine(node.url, 2);
+    await scannedThroughTip();
+    expect((await stored(r.id)).proof_status).toBe('none');
+    expect(await events(r.id)).not.toContain('payment.proof_verified');
+    expect((await kept(tx.txHash))[0].reason).toBe('undecided_gave_up');
+  });
+
   // Last: it moves the chain's clock past the requests' windows for good.
   it('keeps the amount of its request held past the window as the scan sees it, until it is decided', async () => {
     const price = (fiat += 13);
@@ -169,7 +284,9 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     expect((await unmatched(tx.txHash))[0].reason).toBe('unconfirmed_not_mined');
 
     // The receipt is found again: the transfer was mined inside r's window, so it pays r; then the amount goes.
+    // (A transfer waiting for its block is tried again on the next block, not on every scan.)
     rpc.catchUp();
+    await mine(node.url, 1);
     await waitFor(async () => (await stored(r.id)).proof_status === 'verified');
     expect((await stored(r.id)).tx_hash).toBe(tx.txHash);
     await waitFor(async () => !(await locked(r.id)));

@@ -1,4 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { Wallet } from 'ethers';
+import { deployToken, findFreePort, mint, startLocalNode, type LocalNode } from '../../scripts/chain/local-node';
+import { startService, type TestService } from './app';
+import { closeSql } from './db';
 
 interface RpcRequest {
   jsonrpc: '2.0';
@@ -24,13 +28,16 @@ const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN)
  * behind right after the first eth_getLogs answer that holds `tx` (the chain scan's view of the transfer came
  * from the backend that was up to date, the next calls reach the one that is not). `hideReceiptOf(tx)`: the
  * receipt of `tx` is not found (it comes from a backend that has not got its block yet), however far the
- * chain has grown, while everything else is in step.
+ * chain has grown, while everything else is in step. `failReceiptOf(tx)` and `failMethod(m)` answer with a
+ * JSON-RPC error instead (a rate-limited endpoint).
  */
 export class LaggingRpc {
   private server: Server | null = null;
   private lag = 0;
   private armed: { txHash: string; lag: number } | null = null;
   private readonly hidden = new Set<string>();
+  private readonly failing = new Set<string>();
+  private readonly failingMethods = new Set<string>();
   port = 0;
 
   constructor(private readonly target: string) {}
@@ -47,6 +54,17 @@ export class LaggingRpc {
     this.hidden.add(txHash.toLowerCase());
   }
 
+  /** The receipt of `tx` is answered with an error, as a rate-limited (429-like) endpoint does; the rest is in step. */
+  failReceiptOf(txHash: string): void {
+    this.hidden.delete(txHash.toLowerCase());
+    this.failing.add(txHash.toLowerCase());
+  }
+
+  /** Every call of `method` is answered with an error (until catchUp). */
+  failMethod(method: string): void {
+    this.failingMethods.add(method);
+  }
+
   /** Whether the lag has set in (after the armed eth_getLogs answer). */
   get lagging(): boolean {
     return this.lag > 0;
@@ -57,6 +75,8 @@ export class LaggingRpc {
     this.lag = 0;
     this.armed = null;
     this.hidden.clear();
+    this.failing.clear();
+    this.failingMethods.clear();
   }
 
   async start(): Promise<void> {
@@ -82,6 +102,10 @@ export class LaggingRpc {
   }
 
   private async handle(req: RpcRequest): Promise<RpcResponse> {
+    const receiptOf = req.method === 'eth_getTransactionReceipt' ? String(req.params?.[0]).toLowerCase() : null;
+    if (this.failingMethods.has(req.method) || (receiptOf !== null && this.failing.has(receiptOf))) {
+      return { jsonrpc: '2.0', id: req.id, error: { code: -32005, message: 'request rate exceeded' } };
+    }
     const out = await this.forward(req);
     if (out.error !== undefined) return out;
     if (req.method === 'eth_getTransactionReceipt' && this.hidden.has(String(req.params?.[0]).toLowerCase())) return { ...out, result: null };
@@ -126,4 +150,38 @@ export class LaggingRpc {
     });
     return (await res.json()) as RpcResponse;
   }
+}
+
+/** A fresh Hardhat node with a 6-decimal token minted to `payer`, and a LaggingRpc in front of it. */
+export async function startLaggingChain(payer: string): Promise<{ node: LocalNode; token: string; rpc: LaggingRpc }> {
+  const node = await startLocalNode({ port: await findFreePort() });
+  const token = await deployToken(node.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
+  await mint(node.url, token, new Wallet(payer).address, 10n ** 15n);
+  const rpc = new LaggingRpc(node.url);
+  await rpc.start();
+  return { node, token, rpc };
+}
+
+/** A service with its worker that scans and verifies often, test mode reading `token` through `rpc`; `env` adds. */
+export function startScanningService(rpc: LaggingRpc, token: string, env: Record<string, string>): Promise<TestService> {
+  return startService({
+    worker: true,
+    env: {
+      CHAIN_TEST_RPC_URL: rpc.url,
+      CHAIN_TEST_TOKEN_ADDRESS: token,
+      VERIFY_POLL_MS: '100',
+      CHAIN_SCAN_INTERVAL_MS: '300',
+      EXPIRY_SWEEP_INTERVAL_MS: '300',
+      CHAIN_RPC_TIMEOUT_MS: '2000',
+      ...env,
+    },
+  });
+}
+
+/** Undoes startLaggingChain and startScanningService (any may be missing after a failed start), and the SQL pool. */
+export async function stopScanning(svc?: TestService, rpc?: LaggingRpc, node?: LocalNode): Promise<void> {
+  await closeSql();
+  await svc?.close();
+  await rpc?.stop();
+  await node?.stop();
 }

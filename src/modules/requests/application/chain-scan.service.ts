@@ -5,7 +5,7 @@ import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { ChainCursorsRepository } from '../infrastructure/chain-cursors.repository';
 import { RequestsRepository } from '../infrastructure/requests.repository';
-import { UnmatchedTransfersRepository, type SeenTransfer } from '../infrastructure/unmatched-transfers.repository';
+import { UnmatchedTransfersRepository, type NextTry, type SeenTransfer } from '../infrastructure/unmatched-transfers.repository';
 import { deepThrough } from '../domain/finality';
 import { readHead } from './chain-head';
 import { VerificationService } from './verification.service';
@@ -13,23 +13,49 @@ import { VerificationService } from './verification.service';
 /** How far back a first scan of a chain starts. */
 const FIRST_SCAN_LOOKBACK_BLOCKS = 1000;
 const RECIPIENTS_PER_QUERY = 100;
-/** Undecided transfers retried per scan of an asset, oldest first. */
+/** Undecided transfers tried per scan of an asset, earliest retry_at first. */
 const RETRIES_PER_SCAN = 100;
+/** Back-off of a transfer the node does not know, or whose retry failed: 1 s, doubling, at most 5 minutes. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 300_000;
+/** Retries that fail in a row before the scan leaves the rest for later (the node is likely down). */
+const FAILURES_PER_SCAN = 3;
+/**
+ * An undecided transfer still undecided this long after its request's claim window is given up (above the
+ * verification's own hour, after which a transaction that is not mined is refused as transaction_not_found).
+ */
+export const GIVE_UP_AFTER_WINDOW_MS = 6 * 3600_000;
+
+const backoff = (retries: number): number => Math.min(RETRY_FIRST_MS * 2 ** Math.min(retries, 20), RETRY_MAX_MS);
+
+/** A retry of an undecided transfer: what its row says of it, and the tip the scan read. */
+interface Retry {
+  retries: number;
+  retryTip: number | null;
+  scanTip: number;
+  /** Past its request's window plus GIVE_UP_AFTER_WINDOW_MS: decided now, whatever the outcome. */
+  last: boolean;
+}
 
 /**
  * Finds payments nobody submitted a hash for: reads Transfer logs of each mode's token to wallets with
  * claimable requests, from a persisted cursor up to the tip less the confirmations, in bounded ranges, and
  * pays through the same verification path. Transfers to those wallets that pay nothing are kept for
  * operators. One scan per chain at a time, whatever the number of workers (a transaction-scoped advisory
- * lock); the cursor moves only after its range was fully handled, so a failure re-reads the range.
+ * lock); the cursor moves only after its range was fully handled, so a failure re-reads the range. A mode
+ * whose scan fails does not stop the other's.
  *
  * A transfer whose verification cannot be decided yet (it must wait: a load-balanced RPC whose backend is
- * behind the one that served the logs, a reorg under way) is kept with the request it may pay and retried by
- * every scan until it pays or is refused, however far the cursor has moved: the cursor is not held back, so
- * one such transfer cannot stall the scan of every other payment. The retry goes through the same
- * verification (canonical block, confirmations, the claim's unique index), so it verifies at most once and
- * never a transfer a reorg removed; a removed one that is never mined again is refused once its request's
- * window has passed (transaction_not_found).
+ * behind the one that served the logs, a reorg under way) is kept with the request it may pay and retried
+ * after the range is committed, in a transaction of its own under the same lock, however far the cursor has
+ * moved: a retry can neither hold the cursor back nor undo it, and a failed one is logged and backs off
+ * alone. Retries take the earliest `retry_at` first and a tried transfer goes to the back, so none is starved;
+ * one that waits for a block is tried again only when the tip (read once per scan) has passed the one of its
+ * last try, one the node does not know (or whose try failed) backs off in time. The retry goes through the
+ * same verification (canonical block, confirmations, the claim's unique index), so it verifies at most once
+ * and never a transfer a reorg removed. Every undecided transfer is bounded: one never mined is refused once
+ * its request's window has passed (transaction_not_found), and any still undecided GIVE_UP_AFTER_WINDOW_MS
+ * after that window is given up (undecided_gave_up, with a warning), which releases its request's amount.
  */
 @Injectable()
 export class ChainScanService {
@@ -45,8 +71,18 @@ export class ChainScanService {
     private readonly verification: VerificationService,
   ) {}
 
+  /** Scans every mode; one that fails is logged and the others still run. Throws the first failure after. */
   async scanAll(): Promise<void> {
-    for (const mode of MODES) await this.scan(mode);
+    let failure: unknown = null;
+    for (const mode of MODES) {
+      try {
+        await this.scan(mode);
+      } catch (e) {
+        this.logger.error(`chain scan of ${mode} mode failed: ${(e as Error).message}`);
+        failure ??= e;
+      }
+    }
+    if (failure !== null) throw failure;
   }
 
   async scan(mode: Mode): Promise<{ from: number; to: number; transfers: number } | null> {
@@ -54,14 +90,10 @@ export class ChainScanService {
     const asset = this.assets.asset(mode);
     if (!reader || !asset) return null;
     const { chainId, token } = asset;
-    return this.dataSource.transaction(async (em) => {
+    const scanned = await this.dataSource.transaction(async (em) => {
       if (!(await this.cursors.tryLockScan(em, chainId, token))) return null;
       const head = await readHead(reader, asset.confirmations);
       const tip = head.tip;
-      for (const u of await this.unmatched.undecided(chainId, token, RETRIES_PER_SCAN)) {
-        if (await this.requests.transferClaimed(chainId, u.transfer.txHash, u.transfer.logIndex)) await this.unmatched.forget(chainId, u.transfer);
-        else await this.decide(chainId, u.transfer, u.requestId);
-      }
       const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);
       let from = last !== null ? last + 1 : Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
@@ -72,56 +104,128 @@ export class ChainScanService {
         this.logger.warn(`chain ${chainId} tip ${tip} is below the scan cursor ${last}; rescanning from ${from}`);
       }
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
-      if (from > to) return { from, to, transfers: 0 };
+      if (from > to) return { tip, range: { from, to, transfers: 0 } };
       const recipients = await this.requests.claimableRecipients(chainId, token);
       let seen = 0;
       for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
         const batch = recipients.slice(i, i + RECIPIENTS_PER_QUERY);
         const transfers = await reader.transfers({ token, to: batch, fromBlock: from, toBlock: to });
         seen += transfers.length;
-        for (const t of transfers) await this.handle(chainId, t);
+        for (const t of transfers) await this.handle(chainId, t, tip);
       }
       const block = await reader.block(to);
       await this.cursors.advance(em, chainId, token, to, block ? new Date(block.timestamp * 1000) : null);
-      return { from, to, transfers: seen };
+      return { tip, range: { from, to, transfers: seen } };
+    });
+    if (!scanned) return null;
+    await this.retryUndecided(chainId, token, scanned.tip);
+    return scanned.range;
+  }
+
+  /**
+   * The undecided transfers due, after the range is committed. Under the scan lock again (in its own
+   * transaction): when another worker took it meanwhile, that worker's scan retries them.
+   */
+  private async retryUndecided(chainId: bigint, token: string, tip: number): Promise<void> {
+    await this.dataSource.transaction(async (em) => {
+      if (!(await this.cursors.tryLockScan(em, chainId, token))) return;
+      const giveUpBefore = new Date(Date.now() - GIVE_UP_AFTER_WINDOW_MS);
+      let failures = 0;
+      for (const u of await this.unmatched.due(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN)) {
+        const t = u.transfer;
+        const last = u.claimUntil === null || u.claimUntil < giveUpBefore;
+        try {
+          if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) await this.unmatched.forget(chainId, t);
+          else await this.decide(chainId, t, u.requestId, { retries: u.retries, retryTip: u.retryTip, scanTip: tip, last });
+          failures = 0;
+        } catch (e) {
+          const why = (e as Error).message;
+          if (last) {
+            await this.giveUp(chainId, t, u.requestId, `its retry failed: ${why}`);
+            continue;
+          }
+          const delay = backoff(u.retries);
+          await this.unmatched.postpone(chainId, t, delay);
+          this.logger.warn(`retry of transfer ${t.txHash}#${t.logIndex} failed, next in ${delay} ms: ${why}`);
+          if (++failures >= FAILURES_PER_SCAN) {
+            this.logger.warn(`chain ${chainId}: ${failures} retries failed in a row; the others wait for the next scan`);
+            return;
+          }
+        }
+      }
     });
   }
 
-  private async handle(chainId: bigint, t: ChainTransfer): Promise<void> {
+  private async handle(chainId: bigint, t: ChainTransfer, tip: number): Promise<void> {
     if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) return;
     // Amounts are unique among open requests of a merchant and asset, so the value names the request.
-    await this.decide(chainId, t, await this.requests.claimableByAmount(chainId, t.token, t.to, t.value));
+    const candidate = await this.requests.claimableByAmount(chainId, t.token, t.to, t.value);
+    await this.decide(chainId, t, candidate, { retries: 0, retryTip: null, scanTip: tip, last: false }, false);
   }
 
   /**
    * Verifies `t` against the request it may pay. What pays nothing is kept for operators; what cannot be
-   * decided yet is kept with its request, to be retried.
+   * decided yet is kept with its request, to be retried (`tried`: this is a retry of a kept one).
    */
-  private async decide(chainId: bigint, t: SeenTransfer, candidate: string | null): Promise<void> {
+  private async decide(chainId: bigint, t: SeenTransfer, candidate: string | null, retry: Retry, tried = true): Promise<void> {
     let reason = 'no_open_request_for_amount';
     if (candidate) {
-      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan');
+      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', tried ? (retry.retryTip ?? undefined) : undefined);
       switch (outcome.kind) {
         case 'verified':
-          return this.unmatched.forget(chainId, t);
+          // verify says the request is verified by this transaction, not which log: another transfer of the
+          // same transaction, or (a lost race) another transaction, may be the one that paid it.
+          if (await this.paid(candidate, t)) return this.unmatched.forget(chainId, t);
+          reason = 'request_already_verified';
+          break;
         case 'wait':
-          await this.unmatched.record(chainId, t, `unconfirmed_${outcome.why}`, candidate);
-          this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to} undecided (${outcome.why}), retried by the next scan`);
+          if (retry.last) return this.giveUp(chainId, t, candidate, outcome.why);
+          if (outcome.why === 'same_block') return this.unmatched.postpone(chainId, t, 0, Math.max(outcome.tip, retry.scanTip));
+          await this.unmatched.hold(chainId, t, `unconfirmed_${outcome.why}`, candidate, this.nextTry(outcome.why, outcome.tip, retry), tried);
+          if (!tried) this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to} undecided (${outcome.why}), retried by the next scans`);
           return;
         case 'rejected':
           reason = outcome.reason;
           break;
-        case 'moot': {
-          // Verified meanwhile: by this very transaction (the payer's hash, or the transaction mined again
+        case 'moot':
+          // Verified meanwhile: by this very transfer (the payer's hash, or the transaction mined again
           // elsewhere after a reorg), or by another one, and then this transfer paid nothing.
-          const r = await this.requests.findById(candidate);
-          if (r?.proofStatus === 'verified' && r.txHash === t.txHash) return this.unmatched.forget(chainId, t);
+          if (outcome.why === 'already_verified' && (await this.paid(candidate, t))) return this.unmatched.forget(chainId, t);
           reason = `request_${outcome.why}`;
           break;
-        }
       }
     }
     await this.unmatched.record(chainId, t, reason);
     this.logger.log(`unmatched transfer ${t.txHash}#${t.logIndex} to ${t.to}: ${reason}`);
+  }
+
+  /** Still undecided past its bound: kept for operators as undecided_gave_up, which releases the request's amount. */
+  private async giveUp(chainId: bigint, t: SeenTransfer, requestId: string, why: string): Promise<void> {
+    await this.unmatched.record(chainId, t, 'undecided_gave_up');
+    this.logger.warn(
+      `transfer ${t.txHash}#${t.logIndex} to ${t.to} still undecided (${why}) ${GIVE_UP_AFTER_WINDOW_MS / 3600_000} h after the ` +
+        `window of request ${requestId}: given up (unmatched, undecided_gave_up); the request's amount is no longer held for it`,
+    );
+  }
+
+  /**
+   * A transfer the node does not know backs off in time; one that waits for a block is tried again once the
+   * tip passes both the scan's and the verification's (a lagging backend's tip is lower than the scan's).
+   */
+  private nextTry(why: string, verifiedTip: number, retry: Retry): NextTry {
+    if (why === 'unknown') return { delayMs: backoff(retry.retries), tip: null };
+    return { delayMs: 0, tip: Math.max(verifiedTip, retry.scanTip) };
+  }
+
+  /**
+   * Whether `t` is the transfer that paid `requestId`: its claimed log, or the same transaction's log seen in
+   * a block that another has replaced since (the transaction mined again elsewhere; the claim moved there).
+   */
+  private async paid(requestId: string, t: SeenTransfer): Promise<boolean> {
+    const claim = await this.requests.claimOf(requestId);
+    if (!claim || claim.txHash !== t.txHash) return false;
+    if (claim.logIndex === t.logIndex) return true;
+    if (claim.blockHash !== null && t.blockHash !== null) return claim.blockHash !== t.blockHash;
+    return claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
   }
 }

@@ -323,6 +323,18 @@ export class RequestsRepository {
     return rows.map((r) => r.recipient);
   }
 
+  /** The transfer that paid a verified request (its block as last known); null when it is not verified. */
+  async claimOf(id: string): Promise<{ txHash: string; logIndex: number; blockNumber: number | null; blockHash: string | null } | null> {
+    const [row] = await this.requests.query<{ tx_hash: string; claimed_log_index: number; claimed_block_number: string | null; claimed_block_hash: string | null }[]>(
+      `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash FROM payment_requests
+        WHERE id = $1 AND proof_status = 'verified' AND claimed_log_index IS NOT NULL`,
+      [id],
+    );
+    if (!row) return null;
+    const blockNumber = row.claimed_block_number === null ? null : Number(row.claimed_block_number);
+    return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash };
+  }
+
   async transferClaimed(chainId: bigint, txHash: string, logIndex: number): Promise<boolean> {
     return this.requests.existsBy({ chainId, txHash, claimedLogIndex: logIndex });
   }
@@ -398,7 +410,8 @@ export class RequestsRepository {
    * handled a block stamped after claim_until (plus the 60 s of clock tolerance), so no unseen transfer can
    * still pay them. Released on the wall clock instead, a payment mined near the end of the window but
    * scanned after it would find no open request, or the next request of the same price. A request a transfer
-   * the scan could not decide yet may pay keeps its amount until that transfer is decided.
+   * the scan could not decide yet may pay keeps its amount until that transfer is decided, or given up (the
+   * scan gives up on it a while after the request's window, see ChainScanService).
    */
   async releaseClosedAmounts(): Promise<number> {
     const result = await this.requests

@@ -7,6 +7,7 @@ import { bigintColumn } from '../../../database/transformers';
  */
 @Entity('unmatched_transfers')
 @Index('unmatched_transfers_pending', ['pendingRequestId'], { where: '(pending_request_id IS NOT NULL)' })
+@Index('unmatched_transfers_retry', ['chainId', 'tokenAddress', 'retryAt'], { where: '(pending_request_id IS NOT NULL)' })
 @Unique('unmatched_transfers_chain_id_tx_hash_log_index_key', ['chainId', 'txHash', 'logIndex'])
 export class UnmatchedTransferEntity {
   @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'unmatched_transfers_pkey' })
@@ -23,6 +24,10 @@ export class UnmatchedTransferEntity {
 
   @Column('bigint', { name: 'block_number', transformer: bigintColumn })
   blockNumber!: bigint;
+
+  /** The block it was seen in (null on rows from before it was kept). */
+  @Column('text', { name: 'block_hash', nullable: true })
+  blockHash!: string | null;
 
   @Column('text', { name: 'token_address' })
   tokenAddress!: string;
@@ -42,6 +47,18 @@ export class UnmatchedTransferEntity {
   /** Set while undecided: the request the scan matched it to, retried until it pays or is refused. */
   @Column('uuid', { name: 'pending_request_id', nullable: true })
   pendingRequestId!: string | null;
+
+  /** While undecided: tries so far (the back-off grows with them). */
+  @Column('integer', { default: 0 })
+  retries!: number;
+
+  /** While undecided: its next try. Retries take the earliest first, so none is starved. */
+  @Column('timestamp with time zone', { name: 'retry_at', precision: 3, default: () => 'now()' })
+  retryAt!: Date;
+
+  /** While it waits for a block: the tip at its last try; not tried again before the tip passes it. */
+  @Column('bigint', { name: 'retry_tip', nullable: true, transformer: bigintColumn })
+  retryTip!: bigint | null;
 
   @Column('timestamp with time zone', { name: 'seen_at', precision: 3, default: () => 'now()' })
   seenAt!: Date;

@@ -4,46 +4,72 @@ import type { Repository } from 'typeorm';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { UnmatchedTransferEntity } from './unmatched-transfer.entity';
 
-/** A transfer as the scan keeps it (its block hash is not kept: a retry re-reads the receipt anyway). */
-export type SeenTransfer = Omit<ChainTransfer, 'blockHash'>;
+/** A transfer as the scan keeps it; `blockHash` is null on rows kept before it was. */
+export type SeenTransfer = Omit<ChainTransfer, 'blockHash'> & { blockHash: string | null };
 
 /** A transfer the scan could not decide yet, and the request it may pay. */
 export interface UndecidedTransfer {
   transfer: SeenTransfer;
   requestId: string;
+  /** Tries so far. */
+  retries: number;
+  /** The tip at its last try when it waits for a block; null when it waits on time. */
+  retryTip: number | null;
+  /** Its request's claim window; null when the request is gone. */
+  claimUntil: Date | null;
+}
+
+/** When an undecided transfer is tried next: after `delayMs`, and when `tip` is given, not before the tip passes it. */
+export interface NextTry {
+  delayMs: number;
+  tip: number | null;
+}
+
+interface UndecidedRow {
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  block_hash: string | null;
+  token_address: string;
+  from_address: string;
+  to_address: string;
+  value: string;
+  pending_request_id: string;
+  retries: number;
+  retry_tip: string | null;
+  claim_until: Date | null;
 }
 
 /**
  * unmatched_transfers: transfers to merchant wallets that paid nothing, for operators, and transfers the scan
- * could not decide yet (pending_request_id set), which it retries.
+ * could not decide yet (pending_request_id set), which it retries on their own schedule (retry_at, retry_tip).
  */
 @Injectable()
 export class UnmatchedTransfersRepository {
   constructor(@InjectRepository(UnmatchedTransferEntity) private readonly transfers: Repository<UnmatchedTransferEntity>) {}
 
+  /** Decided, and paid nothing: kept for operators with its reason. Seen again, it keeps one row. */
+  async record(chainId: bigint, t: SeenTransfer, reason: string): Promise<void> {
+    await this.upsert(chainId, t, reason, null, { delayMs: 0, tip: null }, false);
+  }
+
   /**
-   * Seen again (a re-read range, a retry), the transfer keeps one row with the latest reason; `pendingRequestId`
-   * only while it is undecided.
+   * Undecided: kept with the request it may pay, tried again at `next`. `tried`: this was a retry (the
+   * back-off counts it); a first sighting, or a re-read range, leaves the count as it is.
    */
-  async record(chainId: bigint, t: SeenTransfer, reason: string, pendingRequestId: string | null = null): Promise<void> {
-    await this.transfers
-      .createQueryBuilder()
-      .insert()
-      .values({
-        chainId,
-        txHash: t.txHash,
-        logIndex: t.logIndex,
-        blockNumber: BigInt(t.blockNumber),
-        tokenAddress: t.token,
-        fromAddress: t.from,
-        toAddress: t.to,
-        value: t.value,
-        reason,
-        pendingRequestId,
-      })
-      .orUpdate(['reason', 'pending_request_id'], ['chain_id', 'tx_hash', 'log_index'])
-      .updateEntity(false)
-      .execute();
+  async hold(chainId: bigint, t: SeenTransfer, reason: string, requestId: string, next: NextTry, tried: boolean): Promise<void> {
+    await this.upsert(chainId, t, reason, requestId, next, tried);
+  }
+
+  /** A retry that changed nothing (the same tip, or a failure): only its schedule moves; `tip` undefined keeps it. */
+  async postpone(chainId: bigint, t: SeenTransfer, delayMs: number, tip?: number): Promise<void> {
+    await this.transfers.query(
+      `UPDATE unmatched_transfers
+          SET retries = retries + 1, retry_at = now() + $4 * interval '1 millisecond',
+              retry_tip = CASE WHEN $5::bigint IS NULL THEN retry_tip ELSE $5::bigint END
+        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND pending_request_id IS NOT NULL`,
+      [chainId.toString(), t.txHash, t.logIndex, delayMs, tip ?? null],
+    );
   }
 
   /** A transfer that paid a request is not unmatched: the row kept while it was undecided goes. */
@@ -51,25 +77,55 @@ export class UnmatchedTransfersRepository {
     await this.transfers.delete({ chainId, txHash: t.txHash, logIndex: t.logIndex });
   }
 
-  /** The oldest undecided transfers of one asset. */
-  async undecided(chainId: bigint, token: string, limit: number): Promise<UndecidedTransfer[]> {
-    const rows = await this.transfers
-      .createQueryBuilder('u')
-      .where('u.pending_request_id IS NOT NULL AND u.chain_id = :chainId AND u.token_address = :token', { chainId: chainId.toString(), token })
-      .orderBy('u.id')
-      .limit(limit)
-      .getMany();
+  /**
+   * The undecided transfers of one asset due for a try, earliest retry_at first (a tried one goes to the back,
+   * so none is starved): due by time and, when waiting for a block, with a tip past the one of its last try;
+   * or whose request's window ended before `giveUpBefore` (or is gone), whatever their schedule.
+   */
+  async due(chainId: bigint, token: string, tip: number, giveUpBefore: Date, limit: number): Promise<UndecidedTransfer[]> {
+    const rows = await this.transfers.query<UndecidedRow[]>(
+      `SELECT u.tx_hash, u.log_index, u.block_number, u.block_hash, u.token_address, u.from_address, u.to_address,
+              u.value, u.pending_request_id, u.retries, u.retry_tip, r.claim_until
+         FROM unmatched_transfers u LEFT JOIN payment_requests r ON r.id = u.pending_request_id
+        WHERE u.pending_request_id IS NOT NULL AND u.chain_id = $1 AND u.token_address = $2
+          AND ((u.retry_at <= now() AND (u.retry_tip IS NULL OR u.retry_tip < $3))
+               OR r.claim_until IS NULL OR r.claim_until < $4)
+        ORDER BY u.retry_at, u.id LIMIT $5`,
+      [chainId.toString(), token, tip, giveUpBefore, limit],
+    );
     return rows.map((u) => ({
-      requestId: u.pendingRequestId!,
+      requestId: u.pending_request_id,
+      retries: u.retries,
+      retryTip: u.retry_tip === null ? null : Number(u.retry_tip),
+      claimUntil: u.claim_until,
       transfer: {
-        txHash: u.txHash,
-        logIndex: u.logIndex,
-        blockNumber: Number(u.blockNumber),
-        token: u.tokenAddress,
-        from: u.fromAddress,
-        to: u.toAddress,
-        value: u.value,
+        txHash: u.tx_hash,
+        logIndex: u.log_index,
+        blockNumber: Number(u.block_number),
+        blockHash: u.block_hash,
+        token: u.token_address,
+        from: u.from_address,
+        to: u.to_address,
+        value: BigInt(u.value),
       },
     }));
+  }
+
+  private async upsert(chainId: bigint, t: SeenTransfer, reason: string, requestId: string | null, next: NextTry, tried: boolean): Promise<void> {
+    await this.transfers.query(
+      `INSERT INTO unmatched_transfers AS u
+              (chain_id, tx_hash, log_index, block_number, block_hash, token_address, from_address, to_address, value,
+               reason, pending_request_id, retry_at, retry_tip)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now() + $12 * interval '1 millisecond', $13)
+       ON CONFLICT (chain_id, tx_hash, log_index) DO UPDATE
+          SET reason = EXCLUDED.reason, pending_request_id = EXCLUDED.pending_request_id,
+              block_number = EXCLUDED.block_number, block_hash = COALESCE(EXCLUDED.block_hash, u.block_hash),
+              retry_at = EXCLUDED.retry_at,
+              retry_tip = EXCLUDED.retry_tip, retries = u.retries + $14`,
+      [
+        chainId.toString(), t.txHash, t.logIndex, t.blockNumber, t.blockHash, t.token, t.from, t.to, t.value.toString(),
+        reason, requestId, next.delayMs, next.tip, tried ? 1 : 0,
+      ],
+    );
   }
 }
