@@ -237,6 +237,32 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     expect(await events(r1.id)).toEqual(['payment.proof_verified']);
   });
 
+  it('never gives up on an error: past its bound, a retry the RPC fails is put back, and decided once the node answers', async () => {
+    const r = await newRequest();
+    const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
+    rpc.hideReceiptOf(tx.txHash);
+    await mine(node.url, CONFIRMATIONS - 1);
+    expect((await waitFor(async () => (await unmatched(tx.txHash))[0])).reason).toBe('unconfirmed_not_mined');
+    rpc.failReceiptOf(tx.txHash); // e.g. a provider's 429, on every try
+    // Its window ended 7 hours ago (the scan gives up 6 hours after it, but only on the node's answer).
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '8 hours', claim_until = now() - interval '7 hours' WHERE id = $1`, [r.id]);
+    const failing = await waitFor(async () => {
+      const [u] = await kept(tx.txHash);
+      return u?.retries >= 2 ? u : null;
+    });
+    expect(failing).toMatchObject({ reason: 'unconfirmed_not_mined', pending_request_id: r.id });
+    expect(await locked(r.id)).toBe(true);
+    // The node answers again: the transfer is decided on what it says (mined after the window moved back, so
+    // it pays nothing), not given up.
+    rpc.catchUp();
+    const decided = await waitFor(async () => {
+      const [u] = await kept(tx.txHash);
+      return u && u.pending_request_id === null ? u : null;
+    }, 30000);
+    expect(decided!.reason).toBe('after_window');
+    expect((await stored(r.id)).proof_status).toBe('none');
+  });
+
   it('gives up on one still undecided hours after its request\'s window, and releases its amount', async () => {
     const r = await newRequest();
     const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);

@@ -33,7 +33,11 @@ interface Retry {
   retries: number;
   retryTip: number | null;
   scanTip: number;
-  /** Past its request's window plus GIVE_UP_AFTER_WINDOW_MS: decided now, whatever the outcome. */
+  /**
+   * Past its request's window plus GIVE_UP_AFTER_WINDOW_MS: this try reads the chain afresh (no seen tip), and
+   * if the node still cannot decide, the transfer is given up. A try that fails (the RPC erred) decides
+   * nothing and is put back like any other: a payment is never given up on an error.
+   */
   last: boolean;
 }
 
@@ -140,10 +144,6 @@ export class ChainScanService {
           failures = 0;
         } catch (e) {
           const why = (e as Error).message;
-          if (last) {
-            await this.giveUp(chainId, t, u.requestId, `its retry failed: ${why}`);
-            continue;
-          }
           const delay = backoff(u.retries);
           await this.unmatched.postpone(chainId, t, delay);
           this.logger.warn(`retry of transfer ${t.txHash}#${t.logIndex} failed, next in ${delay} ms: ${why}`);
@@ -170,7 +170,8 @@ export class ChainScanService {
   private async decide(chainId: bigint, t: SeenTransfer, candidate: string | null, retry: Retry, tried = true): Promise<void> {
     let reason = 'no_open_request_for_amount';
     if (candidate) {
-      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', tried ? (retry.retryTip ?? undefined) : undefined);
+      const seenTip = tried && !retry.last ? (retry.retryTip ?? undefined) : undefined;
+      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', seenTip);
       switch (outcome.kind) {
         case 'verified':
           // verify says the request is verified by this transaction, not which log: another transfer of the

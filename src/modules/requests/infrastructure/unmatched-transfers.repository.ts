@@ -79,8 +79,9 @@ export class UnmatchedTransfersRepository {
 
   /**
    * The undecided transfers of one asset due for a try, earliest retry_at first (a tried one goes to the back,
-   * so none is starved): due by time and, when waiting for a block, with a tip past the one of its last try;
-   * or whose request's window ended before `giveUpBefore` (or is gone), whatever their schedule.
+   * so none is starved): due by time and, when waiting for a block, with a tip past the one of its last try, or
+   * whose request's window ended before `giveUpBefore` (or is gone), whatever the tip (its last try reads the
+   * chain afresh). A try that failed backs off in time either way.
    */
   async due(chainId: bigint, token: string, tip: number, giveUpBefore: Date, limit: number): Promise<UndecidedTransfer[]> {
     const rows = await this.transfers.query<UndecidedRow[]>(
@@ -88,8 +89,8 @@ export class UnmatchedTransfersRepository {
               u.value, u.pending_request_id, u.retries, u.retry_tip, r.claim_until
          FROM unmatched_transfers u LEFT JOIN payment_requests r ON r.id = u.pending_request_id
         WHERE u.pending_request_id IS NOT NULL AND u.chain_id = $1 AND u.token_address = $2
-          AND ((u.retry_at <= now() AND (u.retry_tip IS NULL OR u.retry_tip < $3))
-               OR r.claim_until IS NULL OR r.claim_until < $4)
+          AND u.retry_at <= now()
+          AND (u.retry_tip IS NULL OR u.retry_tip < $3 OR r.claim_until IS NULL OR r.claim_until < $4)
         ORDER BY u.retry_at, u.id LIMIT $5`,
       [chainId.toString(), token, tip, giveUpBefore, limit],
     );
