@@ -1,3 +1,5 @@
+import { doubling } from '../../common/time';
+
 /** Notifications (DESIGN §6): what is sent, to whom, and the rule that decides what follows an attempt. */
 export const NOTIFICATION_KINDS = ['receipt', 'charge_notice', 'merchant_note'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
@@ -113,7 +115,7 @@ export function nextStep(result: SendResult, attempt: number, ageMs: number, p: 
     case 'in_doubt':
       return { outcome: 'in_doubt' };
     case 'transient': {
-      const delayMs = Math.min(p.maxMs, p.baseMs * 2 ** Math.min(attempt - 1, 40));
+      const delayMs = doubling(p.baseMs, p.maxMs, attempt - 1);
       return ageMs + delayMs > p.giveUpMs ? { outcome: 'abandoned' } : { outcome: 'retry', delayMs };
     }
   }

@@ -1,4 +1,5 @@
 import { dueAt, latestDuePeriod, firstPeriodAfter, type PlanInterval, type Schedule } from './schedule';
+import { doubling } from '../../../common/time';
 
 export type PlanStatus = 'active' | 'paused' | 'canceled' | 'completed';
 export type PauseReason = 'merchant' | 'unpaid';
@@ -116,7 +117,7 @@ export const CHARGE_RETRY_MAX_MS = 15 * 60_000;
  */
 export function afterChargeFailed(p: Plan, now: Date): PlanChange {
   const chargeFailures = p.chargeFailures + 1;
-  const wait = Math.min(CHARGE_RETRY_FIRST_MS * 2 ** Math.min(chargeFailures - 1, 30), CHARGE_RETRY_MAX_MS);
+  const wait = doubling(CHARGE_RETRY_FIRST_MS, CHARGE_RETRY_MAX_MS, chargeFailures - 1);
   return { ...changeOf(p), chargeFailures, retryAt: new Date(now.getTime() + wait) };
 }
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, MODES, type AppConfig, type Mode } from '../../../config/config';
+import { doubling } from '../../../common/time';
 import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainTransfer } from '../../chain/chain-reader';
 import { ChainCursorsRepository } from '../infrastructure/chain-cursors.repository';
@@ -26,7 +27,6 @@ const FAILURES_PER_SCAN = 3;
  */
 export const GIVE_UP_AFTER_WINDOW_MS = 6 * 3600_000;
 
-const backoff = (retries: number): number => Math.min(RETRY_FIRST_MS * 2 ** Math.min(retries, 20), RETRY_MAX_MS);
 
 /** A retry of an undecided transfer: what its row says of it, and the tip the scan read. */
 interface Retry {
@@ -144,7 +144,7 @@ export class ChainScanService {
           failures = 0;
         } catch (e) {
           const why = (e as Error).message;
-          const delay = backoff(u.retries);
+          const delay = doubling(RETRY_FIRST_MS, RETRY_MAX_MS, u.retries);
           await this.unmatched.postpone(chainId, t, delay);
           this.logger.warn(`retry of transfer ${t.txHash}#${t.logIndex} failed, next in ${delay} ms: ${why}`);
           if (++failures >= FAILURES_PER_SCAN) {
@@ -214,7 +214,7 @@ export class ChainScanService {
    * tip passes both the scan's and the verification's (a lagging backend's tip is lower than the scan's).
    */
   private nextTry(why: string, verifiedTip: number, retry: Retry): NextTry {
-    if (why === 'unknown') return { delayMs: backoff(retry.retries), tip: null };
+    if (why === 'unknown') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
     return { delayMs: 0, tip: Math.max(verifiedTip, retry.scanTip) };
   }
 

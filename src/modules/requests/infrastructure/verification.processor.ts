@@ -3,6 +3,7 @@ import { Inject } from '@nestjs/common';
 import { DelayedError, type Job } from 'bullmq';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { QUEUES, type VerificationJob } from '../../../common/queue/queues';
+import { doubling } from '../../../common/time';
 import { VerificationService } from '../application/verification.service';
 import { cappedBackoff } from './verification.queue';
 
@@ -36,7 +37,7 @@ export class VerificationProcessor extends WorkerHost {
       }
       wait = { for: 'backoff', since, tries };
       // The last look falls exactly on the bound, so the give-up is not a whole doubling late.
-      delay = Math.min(this.config.verifyNotFoundBackoffMs * 2 ** Math.min(tries, 30), left);
+      delay = doubling(this.config.verifyNotFoundBackoffMs, left, tries);
     } else {
       wait = { for: 'block', mode: outcome.mode, tip: outcome.tip };
       delay = this.config.verifyPollMs;

@@ -2,6 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Injectable } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { QUEUES, type VerificationJob } from '../../../common/queue/queues';
+import { doubling } from '../../../common/time';
 
 /** RPC failures back off up to 30 s between tries, for as long as a payment could still arrive. */
 export const VERIFY_JOB_OPTIONS = {
@@ -12,7 +13,7 @@ export const VERIFY_JOB_OPTIONS = {
 } as const;
 
 export function cappedBackoff(attemptsMade: number): number {
-  return Math.min(30000, 500 * 2 ** Math.min(attemptsMade, 10));
+  return doubling(500, 30000, attemptsMade);
 }
 
 /** Producer of the verification queue: one job per (request, submitted hash). */
