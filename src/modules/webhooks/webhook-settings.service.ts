@@ -63,8 +63,8 @@ export class WebhookSettingsService {
       const generated = current.secret === null || current.secret === sealed;
       const enabledAt = input.enabled && !current.enabled ? new Date() : current.enabledAt;
       await this.endpoints.update(em, partnerId, { url: input.url, enabled: input.enabled, enabledAt, ...(generated ? { secret: sealed } : {}) });
-      // Where payment events go: the trail shows the old and new destination (never the secret, nor the URL's
-      // query or user info, which may carry the receiver's own token).
+      // Where payment events go: the trail shows the old and new destination (never the secret; the URL's path
+      // only as a digest, its query and user info not at all: any of them may carry the receiver's own token).
       await this.audit.record(em, actor, {
         partnerId, action: 'webhook.updated', targetId: partnerId,
         details: {

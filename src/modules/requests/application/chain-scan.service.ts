@@ -27,7 +27,6 @@ const FAILURES_PER_SCAN = 3;
  */
 export const GIVE_UP_AFTER_WINDOW_MS = 6 * 3600_000;
 
-
 /** A retry of an undecided transfer: what its row says of it, and the tip the scan read. */
 interface Retry {
   retries: number;
