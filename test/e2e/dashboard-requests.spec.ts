@@ -193,7 +193,7 @@ describe('GET /dashboard/api/requests and /:id', () => {
     expect(until.map((x: any) => x.request_id)).toEqual([ids[0]]);
   });
 
-  it.each(['account_id=' + '00000000-0000-4000-8000-000000000000', 'limit=101', 'offset=-1', 'status=paid', 'source=api', 'plan_id=nope', 'since=yesterday', 'colour=red'])(
+  it.each(['account_id=' + '00000000-0000-4000-8000-000000000000', 'limit=101', 'offset=-1', 'status=paid', 'source=api', 'plan_id=nope', 'since=yesterday', 'since=2026-W48', 'until=2026', 'colour=red'])(
     'a bad query (%s) is 400 invalid_request',
     async (query) => {
       const r = await mine.call('GET', `/requests?${query}`);

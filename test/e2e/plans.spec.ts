@@ -105,6 +105,8 @@ describe('POST /dashboard/api/plans', () => {
     ['a zero amount', { fiat_amount_int: 0 }, 'fiat_amount_int'],
     ['max_charges 0', { max_charges: 0 }, 'max_charges'],
     ['a malformed start_at', { start_at: 'tomorrow' }, 'start_at'],
+    ['a week date as start_at', { start_at: '2026-W48' }, 'start_at'],
+    ['an ordinal date as start_at', { start_at: '2026-330' }, 'start_at'],
     ['a payer_name over 200 characters', { payer_name: 'x'.repeat(201) }, 'payer_name'],
     ['a payer_email over 254 characters', { payer_email: `${'x'.repeat(250)}@a.io` }, 'payer_email'],
     ['metadata with a number', { metadata: { n: 1 } }, 'metadata'],

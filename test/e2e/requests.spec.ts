@@ -773,6 +773,11 @@ describe('GET /api/v1/requests: list', () => {
     'proof_status=pending', 'since=garbage', 'since=2024-13-01T00:00:00Z', 'until=yesterday', 'account_id=not-uuid',
     // Malformed integers are not guessed at (DESIGN §3: "nothing is silently clamped").
     'limit=1e1', 'limit=0x10', 'limit=%205', 'offset=', 'limit=',
+    // ISO 8601 forms that are not a moment (a year, a month, a week, an hour without minutes, a comma fraction):
+    // class-validator takes them, Postgres does not (they were a 500).
+    'since=2026', 'until=2026-11', 'since=2026-W48', 'until=2026-W48-3', 'since=2026-11-26T10', 'until=2026-11-26T10:00:00,5Z',
+    // Forms Postgres reads but JavaScript does not (an ordinal date, the basic format): one reading for every caller.
+    'since=2026-330', 'until=20261126',
   ])('%s → 400 invalid_request', async (query) => {
     const r = await list(q.testKey, `?${query}`);
     expectError(r, 400, 'invalid_request');

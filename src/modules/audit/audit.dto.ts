@@ -1,13 +1,14 @@
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsISO8601, IsOptional, IsUUID, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
 import { strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
 import { AUDIT_ACTIONS, type AuditAction } from './audit';
+import { IsTimestamp } from '../../common/http/timestamp';
 
 export class ListAuditQuery {
   @IsOptional() @IsUUID('all', { message: 'partner_id must be a UUID' }) partner_id?: string;
   @IsOptional() @IsIn(AUDIT_ACTIONS as unknown as string[]) action?: AuditAction;
-  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
+  @IsOptional() @IsTimestamp() since?: string;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }

@@ -2,7 +2,7 @@ import { Transform } from 'class-transformer';
 import { strictInt } from '../../../common/http/query';
 import { PAGE_MAX } from '../../../common/paging';
 import {
-  IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, Validate, ValidateIf,
+  IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, Validate, ValidateIf,
   ValidatorConstraint, type ValidatorConstraintInterface, type ValidationArguments,
 } from 'class-validator';
 import type { ErrorCode } from '../../../common/errors';
@@ -10,6 +10,7 @@ import type { CreateRequestInput, RequestListQuery } from '../application/reques
 import type { RequestSource } from '../domain/payment-request';
 import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
+import { IsTimestamp } from '../../../common/http/timestamp';
 
 @ValidatorConstraint({ name: 'metadata' })
 export class MetadataRule implements ValidatorConstraintInterface {
@@ -55,8 +56,8 @@ export class ListRequestsQuery {
   @IsOptional() @IsIn(REQUEST_STATUSES as RequestStatus[]) status?: RequestStatus;
   @IsOptional() @IsIn(PROOF_STATUSES as ProofStatus[]) proof_status?: ProofStatus;
   @IsOptional() @IsUUID('all', { message: 'account_id must be a UUID' }) account_id?: string;
-  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) since?: string;
-  @IsOptional() @IsISO8601({ strict: true, strictSeparator: true }) until?: string;
+  @IsOptional() @IsTimestamp() since?: string;
+  @IsOptional() @IsTimestamp() until?: string;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }
