@@ -253,6 +253,37 @@ describe('CSRF on every POST', () => {
   });
 });
 
+describe('form text Postgres cannot store', () => {
+  // A NUL: text columns refuse it (the insert failed, a 500). The API refuses it in JSON bodies; a portal form is
+  // read by its own parser, and must too.
+  it.each([
+    ['a key label with a NUL', '/portal/keys', { mode: 'test', scopes: ['requests:read'], label: 'back\u0000end' }],
+    ['a webhook URL with a NUL', '/portal/webhook', { url: 'http://127.0.0.1:9/ho\u0000ok', enabled: 'on' }],
+    ['an invited email with a NUL', '/portal/users', { email: 'new\u0000user@example.com', password: PASSWORD, role: 'member' }],
+  ])('%s → 400 in words, nothing stored', async (_, path, form) => {
+    const c = client();
+    await c.signIn(await createUser(svc, partner.id), PASSWORD);
+    const csrf = await c.csrf('/portal/keys');
+    const before = await sql(`SELECT (SELECT count(*)::int FROM api_keys WHERE partner_id = $1) AS keys,
+                                     (SELECT count(*)::int FROM portal_users WHERE partner_id = $1) AS users,
+                                     (SELECT url FROM webhook_endpoints WHERE partner_id = $1) AS url`, [partner.id]);
+    const r = await c.post(path, { _csrf: csrf, ...form });
+    expect(r.status).toBe(400);
+    expect(r.text).toContain('That form could not be read');
+    expect(await sql(`SELECT (SELECT count(*)::int FROM api_keys WHERE partner_id = $1) AS keys,
+                             (SELECT count(*)::int FROM portal_users WHERE partner_id = $1) AS users,
+                             (SELECT url FROM webhook_endpoints WHERE partner_id = $1) AS url`, [partner.id])).toEqual(before);
+  });
+
+  it('a sign-in with a NUL in the email is a 400, before any lookup', async () => {
+    const c = client();
+    const token = await c.csrf('/portal/login');
+    const r = await c.post('/portal/login', { _csrf: token, email: 'some\u0000one@example.com', password: PASSWORD });
+    expect(r.status).toBe(400);
+    expect(c.cookies.has('prs_portal')).toBe(false);
+  });
+});
+
 describe('signing out', () => {
   it('deletes the session and clears the cookie; the old cookie no longer works', async () => {
     const email = await createUser(svc, partner.id);

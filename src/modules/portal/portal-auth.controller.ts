@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Post, Query, Req, Res, UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
-import { BodyCheckGuard } from '../../common/http/body';
+import { BodyCheckGuard, raiseBodyProblem, type ParsedRequest } from '../../common/http/body';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
@@ -58,6 +58,8 @@ export class PortalAuthController {
     // Login CSRF: the form's token must repeat the one this browser got with the form (double submit).
     const expected = cookie(req, LOGIN_COOKIE);
     if (!expected || !LOGIN_TOKEN_SHAPE.test(expected) || !sameToken(field(req.body, CSRF_FIELD), expected)) throw new CsrfRejected();
+    // A field Postgres cannot store (a NUL in the email): 400, before any counter or lookup sees it.
+    raiseBodyProblem(req as ParsedRequest);
     const email = field(req.body, 'email');
     const signedIn = await this.auth.signIn(req.ip ?? 'unknown', email, field(req.body, 'password'));
     if (!signedIn) return sendPage(res, 401, this.loginDocument(expected, email, SIGN_IN_FAILED));
