@@ -494,7 +494,8 @@ describe('admin: deliveries', () => {
     const skipped = await admin(svc, 'GET', `/deliveries?partner_id=${skippedShop.partner.id}&status=skipped`);
     expect(skipped.body.deliveries).toHaveLength(1);
     expect(skipped.body.deliveries[0]).toMatchObject({ state: 'skipped', attempts: 0, next_attempt_at: null });
-    for (const bad of ['status=sent', 'partner_id=nope', 'limit=101', 'offset=-1']) {
+    // Malformed integers are refused as on every other list (DESIGN §3), not read by Number() (1e1 → 10, '' → 0).
+    for (const bad of ['status=sent', 'partner_id=nope', 'limit=101', 'offset=-1', 'limit=1e1', 'limit=0x10', 'offset=', 'offset=%201']) {
       const r = await admin(svc, 'GET', `/deliveries?${bad}`);
       expect(r.status).toBe(400);
       expect(r.body.error).toBe('invalid_request');

@@ -1,5 +1,6 @@
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Max, Min } from 'class-validator';
+import { strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
 import { DELIVERY_STATES, type DeliveryState } from './webhook-events.repository';
 
@@ -13,6 +14,6 @@ export class ListDeliveriesQuery {
   @IsOptional() @IsUUID('all', { message: 'partner_id must be a UUID' }) partner_id?: string;
   @IsOptional() @IsUUID('all', { message: 'request_id must be a UUID' }) request_id?: string;
   @IsOptional() @IsIn(DELIVERY_STATES as unknown as string[]) status?: DeliveryState;
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
-  @IsOptional() @Type(() => Number) @IsInt() @Min(0) @Max(2147483647) offset?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
+  @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }
