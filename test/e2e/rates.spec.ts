@@ -63,3 +63,31 @@ it('refuses a malformed source answer and keeps the rates it had', async () => {
   const listed = await admin(svc, 'GET', '/rates');
   expect(listed.body.rates.find((x: { currency: string }) => x.currency === 'usd').rate).toBe('2');
 });
+
+it('a currency the source no longer quotes loses its rate: its requests are refused, not priced at the last rate seen', async () => {
+  const p = await createPartner(svc);
+  sourceRates = { usd: '1', eur: '0.92' };
+  expect((await admin(svc, 'POST', `/partners/${p.id}/rates/refresh`)).status).toBe(200);
+  const m = await createOnboardedMerchant(svc, p.testKey, { display_currency: 'eur' });
+  const priced = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
+  expect(priced.status).toBe(201);
+
+  // The source stops quoting eur (a peg broke, a market closed): 0.92 is no longer anybody's rate.
+  sourceRates = { usd: '1' };
+  const q = await createPartner(svc);
+  const refreshed = await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`);
+  expect(refreshed.status).toBe(200);
+  expect(refreshed.body.rates.map((x: { currency: string }) => x.currency)).toEqual(['usd']);
+  expect((await admin(svc, 'GET', '/rates')).body.rates.map((x: { currency: string }) => x.currency)).toEqual(['usd']);
+  const refused = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
+  expect(refused.status).toBe(400);
+  expect(refused.body).toMatchObject({ ok: false, error: 'unsupported_currency', expected_fiat_code: 'eur' });
+  // The request made before keeps the rate it used.
+  expect((await call(svc.publicUrl, 'GET', `/api/v1/requests/${priced.body.request_id}`, { key: p.testKey })).body.amount).toBe('1000000');
+
+  // Quoted again: priced again.
+  sourceRates = { usd: '1', eur: '0.92' };
+  const r = await createPartner(svc);
+  expect((await admin(svc, 'POST', `/partners/${r.id}/rates/refresh`)).status).toBe(200);
+  expect((await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } })).status).toBe(201);
+});

@@ -12,10 +12,15 @@ export class RateRepository {
     return this.rates.find();
   }
 
-  /** Stores every rate of one fetch in one statement; an existing currency gets the new rate and source. */
-  async upsertAll(em: EntityManager, rates: Record<string, string>, source: string): Promise<void> {
+  /**
+   * Makes one fetch the stored rates, in the caller's transaction: an existing currency gets the new rate and
+   * source, and a currency the fetch no longer names loses its rate (its requests are refused as
+   * unsupported_currency, never priced at a rate nobody quotes any more).
+   */
+  async replaceAll(em: EntityManager, rates: Record<string, string>, source: string): Promise<void> {
     const rows = Object.entries(rates).map(([currency, rate]) => ({ currency, rate, source, updatedAt: () => 'now()' }));
     if (rows.length === 0) return;
+    await em.query(`DELETE FROM rates WHERE NOT (currency = ANY($1::text[]))`, [Object.keys(rates)]);
     await em
       .getRepository(RateEntity)
       .createQueryBuilder()

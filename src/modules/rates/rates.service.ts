@@ -95,7 +95,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
       throw new AppError('rate_source_unavailable', { source: this.provider.name });
     }
     await this.dataSource.transaction(async (em) => {
-      await this.repo.upsertAll(em, rates, this.provider.name);
+      await this.repo.replaceAll(em, rates, this.provider.name);
       if (by) {
         await this.audit.record(em, by.actor, { partnerId: by.partnerId, action: 'rates.refreshed', targetId: null, details: { source: this.provider.name, rates } });
       }
