@@ -178,3 +178,22 @@ it('prices requests with its token decimals and names its chain in asset_id', as
   expect(verified.tx_hash).toBe(txHash);
   expect(readers.get('test')!.calls).toContain('receipt');
 });
+
+it("the pay page names a request's own token, also once its mode is configured with another", async () => {
+  const partner = await createPartner(svc);
+  const merchant = await createOnboardedMerchant(svc, partner.testKey);
+  const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 1234 });
+  // The operator moves test mode to another chain and token (the test env's: TUSD, 6 decimals). The open
+  // request is still priced in XUSD, 18 decimals, and its payer must be told so: 12.34 XUSD, not
+  // 12340000000000 TUSD.
+  const moved = await startService();
+  try {
+    const pay = await call(moved.publicUrl, 'GET', `/pay/api/${r.request_id}`);
+    expect(pay.status).toBe(200);
+    expect(pay.body).toMatchObject({ asset_id: r.asset_id, amount: '12340000000000000000', token_symbol: SYMBOL, token_decimals: DECIMALS });
+    const page = await fetch(`${moved.publicUrl}/pay/${r.request_id}`).then((x) => x.text());
+    expect(page).toContain(`12.34 ${SYMBOL}`);
+  } finally {
+    await moved.close();
+  }
+});

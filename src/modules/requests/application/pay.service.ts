@@ -56,10 +56,11 @@ export class PayService {
 
   async view(id: string): Promise<PayView> {
     const r = await this.load(id);
-    const asset = this.assets.asset(r.testMode ? 'test' : 'live');
+    // The request's own token, not the mode's current one: after the mode moves to another token, a payer
+    // told the new symbol or decimals would pay the wrong token, or a wrong amount.
     const [merchantName, stored] = await Promise.all([
       this.merchants.payeeName(r.merchantId),
-      asset ? asset : this.assets.storedAsset(r.chainId, r.tokenAddress),
+      this.assets.tokenOf(r.chainId, r.tokenAddress),
     ]);
     return {
       request_id: r.id,
