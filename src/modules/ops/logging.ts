@@ -11,7 +11,7 @@ import { UNMATCHED_ROUTE, matchedRoute } from './metrics.service';
 /**
  * Structured JSON logs (pino through nestjs-pino). Three guards keep credentials out of them:
  *  1. nothing logs headers or bodies: a request is logged as its id, method, matched route and path (the
- *     query string dropped, the onboarding token cut out), a response as its status;
+ *     query string dropped, the onboarding and plan tokens cut out), a response as its status;
  *  2. fields named like credentials are censored at any depth of what is logged (pino's own `redact`
  *     would do it too, but costs ~10 µs per request on child loggers even when nothing is written);
  *  3. every string that reaches a log line — messages, error messages and stacks — is scrubbed of things
@@ -36,9 +36,10 @@ const SECRET_KEYS = new Set(SECRET_FIELDS.map((f) => f.toLowerCase()));
 const PATTERNS: Array<[RegExp, string]> = [
   // API keys: <service>_<mode>_<base64url secret>
   [/\b([a-z][a-z0-9]{1,15})_(test|live)_[A-Za-z0-9_-]{8,}/g, `$1_$2_${REDACTED}`],
-  // The onboarding token is the path segment after /onboarding/ (page) or /onboarding/api/ (JSON API).
+  // The onboarding token is the path segment after /onboarding/ (page) or /onboarding/api/ (JSON API); a
+  // plan's payer token likewise after /plan/ or /plan/api/. Both are capability URLs.
   // (`api` alone and route patterns such as `:token` are not tokens.)
-  [/(\/onboarding\/(?:api\/)?)(?!api(?:[^A-Za-z0-9_-]|$))(?!:)[^/?#\s"'<>{},;]+/g, `$1${REDACTED}`],
+  [/(\/(?:onboarding|plan)\/(?:api\/)?)(?!api(?:[^A-Za-z0-9_-]|$))(?!:)[^/?#\s"'<>{},;]+/g, `$1${REDACTED}`],
   // Webhook secrets (and any other bare 64-hex value; 0x-prefixed tx hashes are public and stay).
   [/(?<![0-9A-Za-z])[0-9a-fA-F]{64}(?![0-9A-Za-z])/g, REDACTED],
   // 65-byte ECDSA signatures (SIWE wallet proofs).
@@ -68,7 +69,7 @@ export function makeScrubber(literals: string[] = []): (s: string) => string {
 
 const defaultScrub = makeScrubber();
 
-/** The request path as logged: query string dropped (it can carry anything), onboarding token cut out. */
+/** The request path as logged: query string dropped (it can carry anything), onboarding and plan tokens cut out. */
 export function loggablePath(url: string | undefined, scrub: (s: string) => string = defaultScrub): string {
   if (!url) return '';
   const q = url.indexOf('?');

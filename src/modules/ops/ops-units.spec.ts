@@ -18,6 +18,9 @@ describe('log scrubbing', () => {
     ['a basic value', 'Basic YWRtaW46c2VjcmV0', `Basic ${REDACTED}`],
     ['the onboarding page token', 'GET /onboarding/Zm9vYmFy-_baz', `GET /onboarding/${REDACTED}`],
     ['the onboarding API token', '/onboarding/api/Zm9vYmFy/wallet', `/onboarding/api/${REDACTED}/wallet`],
+    // A plan's payer page is a capability URL too: whoever holds it sees the payer's plan and charges.
+    ['the plan page token', 'GET /plan/Zm9vYmFy-_baz', `GET /plan/${REDACTED}`],
+    ['the plan API token', 'GET /plan/api/Zm9vYmFy-_baz 404', `GET /plan/api/${REDACTED} 404`],
     ['a literal secret', 'token the-admin-token-123!', `token ${REDACTED}!`],
   ])('removes %s', (_what, input, output) => {
     expect(scrub(input)).toBe(output);
@@ -26,6 +29,8 @@ describe('log scrubbing', () => {
   it.each([
     ['a tx hash', `0x${hex}`],
     ['a route pattern', '/onboarding/api/:token/wallet'],
+    ['a plan route pattern', '/plan/api/:token'],
+    ['a dashboard plan path', '/dashboard/api/plans/4b1c6a57-5d2c-4a8e-9c53-0e1f6f0b5a11/advance'],
     ['the bare API prefix', '/onboarding/api'],
     ['Nest route listing', 'OnboardingController {/onboarding/api}:'],
     ['a uuid path', '/api/v1/requests/4b1c6a57-5d2c-4a8e-9c53-0e1f6f0b5a11'],
