@@ -6,7 +6,7 @@ import { isISO8601, ValidateBy, type ValidationOptions } from 'class-validator';
  * isISO8601 alone also takes a bare year, a month, a week or ordinal date, an hour without minutes and a
  * comma fraction, which one or the other refuses (Postgres then failed the query: a 500).
  */
-const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
+const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
 
 export function isTimestamp(value: unknown): boolean {
   return (
