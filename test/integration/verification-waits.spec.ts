@@ -4,8 +4,8 @@ import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry'
 import type { ChainReader } from '../../src/modules/chain/chain-reader';
 import { EthersChainReader } from '../../src/modules/chain/ethers-chain-reader';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, sendTokenTransfer, setAutomine, startLocalNode, transferToken,
-  type LocalNode,
+  DEV_KEYS, broadcast, deployToken, findFreePort, mine, mint, rpc, sendTokenTransfer, setAutomine, signTokenTransfer, startLocalNode,
+  transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
@@ -85,8 +85,9 @@ beforeAll(async () => {
       HEAD_POLL_MS: '50',
       VERIFY_NOT_FOUND_BACKOFF_MS: String(BACKOFF_MS),
       VERIFY_NOT_FOUND_GIVE_UP_MS: String(GIVE_UP_MS),
-      // The scan reads logs, never receipts of these hashes; kept slow so it stays out of the way.
-      CHAIN_SCAN_INTERVAL_MS: '60000',
+      // The scan reads logs, never receipts of these hashes; kept slow so it stays out of the way (and so a
+      // payment verified here was verified by the payer's job: proof_source 'payer').
+      CHAIN_SCAN_INTERVAL_MS: '3600000',
     },
   });
   partner = await createPartner(svc);
@@ -194,5 +195,39 @@ describe('a hash the node does not know', () => {
     const after = calls.filter((c) => c.hash === hash).length;
     await sleep(800);
     expect(calls.filter((c) => c.hash === hash).length).toBe(after);
+  }, 30000);
+});
+
+describe('a hash given up on that turns up later', () => {
+  it('is verified when the payer submits it again: the finished job is replaced, not kept as a duplicate', async () => {
+    const r = await newRequest();
+    // Signed once, so a later broadcast is the very same transaction (same hash), as a wallet re-sending it.
+    const signed = await signTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount);
+    await setAutomine(a.url, false);
+    let hash: string;
+    try {
+      hash = await broadcast(a.url, signed);
+      expect((await submit(r.id, hash)).body.proof_status).toBe('attached'); // pending: accepted
+      await rpc(a.url, 'hardhat_dropTransaction', [hash]);
+    } finally {
+      await setAutomine(a.url, true);
+    }
+    // The job looks for it until the bound, then gives up with a note: its BullMQ job has completed. (A block
+    // wakes a job that saw it pending; from then on it is unknown and backs off.)
+    await waitFor(async () => {
+      await mine(a.url, 1);
+      return (await call(svc.publicUrl, 'GET', `/pay/api/${r.id}`)).body.proof_note === 'transaction_not_found';
+    }, GIVE_UP_MS + 5000, 200);
+
+    // The wallet sends it again, it is mined and confirmed, and the payer submits the same hash again.
+    expect(await broadcast(a.url, signed)).toBe(hash!);
+    await mine(a.url, CONFIRMATIONS);
+    const again = await submit(r.id, hash!);
+    expect(again.status).toBe(200);
+    const verified = await waitFor(async () => {
+      const [row] = await sql(`SELECT proof_status, proof_source, tx_hash FROM payment_requests WHERE id = $1`, [r.id]);
+      return row.proof_status === 'verified' ? row : null;
+    }, 10000, 100);
+    expect(verified).toEqual({ proof_status: 'verified', proof_source: 'payer', tx_hash: hash! });
   }, 30000);
 });

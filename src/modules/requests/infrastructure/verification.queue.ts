@@ -21,7 +21,16 @@ export function cappedBackoff(attemptsMade: number): number {
 export class VerificationQueue {
   constructor(@InjectQueue(QUEUES.verification) private readonly queue: Queue<VerificationJob>) {}
 
+  /**
+   * Queues the verification of (request, hash), once: a job under its id that is waiting, delayed or running is
+   * left alone. One that has finished (kept by removeOnComplete/removeOnFail) is replaced: BullMQ ignores an add
+   * under a finished job's id, so a payer submitting again a hash given up on (transaction_not_found) that has
+   * since been mined would otherwise have nothing look at it.
+   */
   async add(requestId: string, txHash: string): Promise<void> {
-    await this.queue.add('verify', { requestId, txHash }, { jobId: `verify-${requestId}-${txHash}`, ...VERIFY_JOB_OPTIONS });
+    const jobId = `verify-${requestId}-${txHash}`;
+    const state = await this.queue.getJobState(jobId);
+    if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
+    await this.queue.add('verify', { requestId, txHash }, { jobId, ...VERIFY_JOB_OPTIONS });
   }
 }
