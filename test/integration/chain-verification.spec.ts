@@ -221,6 +221,26 @@ describe('proof submission, in the order of DESIGN §8', () => {
     expect((await get(r.id)).tx_hash).toBe(hash);
   });
 
+  it('a pending transaction an hour past the claim window → 400 tx_does_not_pay after_window, nothing changes, no event', async () => {
+    // Mined from now on it can only land after the window: attaching it would tell the partner (proof_attached)
+    // of a payment that cannot be, and the verification would refuse it at its first look.
+    const r = await newRequest();
+    await db.query(
+      `UPDATE payment_requests SET status = 'expired', expired_at = now(), expires_at = now() - interval '3 hours',
+              claim_until = now() - interval '2 hours' WHERE id = $1`,
+      [r.id],
+    );
+    await withPending(async () => {
+      const h = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount);
+      const res = await submit(r.id, h);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ ok: false, error: 'tx_does_not_pay', reason: 'after_window' });
+    });
+    expect(await stored(r.id)).toMatchObject({ proof_status: 'none', tx_hash: null, verify_note: null });
+    expect(await events(r.id)).toEqual([]);
+    await mine(node.url, 1);
+  });
+
   it('another hash while an attached one may still pay → 409 proof_already_attached, the attached one stays', async () => {
     const r = await newRequest();
     const first = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount); // 1 of 3 confirmations

@@ -41,6 +41,11 @@ export class ChainUnavailable extends Error {}
 /** After the claim window, plus this much clock tolerance, no transaction mined later could pay. */
 const PAST_WINDOW_MS = 3600_000;
 
+/** Whether nothing mined from now on can pay `r`: its claim window closed more than the tolerance ago. */
+function pastWindow(r: PaymentRequest): boolean {
+  return Date.now() > r.claimUntil.getTime() + PAST_WINDOW_MS;
+}
+
 /**
  * Verifies one transaction against one request: waits for the confirmations, re-reads the receipt and its
  * block from the canonical chain, applies the pay rule, and claims the (chain, tx, log) through the unique
@@ -69,7 +74,12 @@ export class VerificationService {
     const { reader, chainId } = this.chainOf(r, (why) => new ChainUnavailable(why));
     try {
       const receipt = await reader.receipt(txHash);
-      if (!receipt) return (await reader.transaction(txHash)) ? { kind: 'pending' } : { kind: 'unknown' };
+      if (!receipt) {
+        if (!(await reader.transaction(txHash))) return { kind: 'unknown' };
+        // Pending, but it can only be mined after the window: refused now, as the verification would at its
+        // first look, rather than attached with a proof_attached for a payment that cannot be.
+        return pastWindow(r) ? { kind: 'does_not_pay', reason: 'after_window' } : { kind: 'pending' };
+      }
       const block = await reader.block(receipt.blockNumber);
       // A receipt from a block being reorged away: whether it pays is the verification's call, after confirmations.
       if (!block || block.hash !== receipt.blockHash) return { kind: 'pending' };
@@ -98,7 +108,7 @@ export class VerificationService {
     const receipt = await reader.receipt(txHash);
     if (!receipt) {
       // Past the window plus tolerance nothing mined from now on can pay: stop looking.
-      if (Date.now() > r.claimUntil.getTime() + PAST_WINDOW_MS) return this.reject(r, txHash, source, 'transaction_not_found');
+      if (pastWindow(r)) return this.reject(r, txHash, source, 'transaction_not_found');
       // Pending (waits for a block) or unknown to the node (dropped or not propagated: backs off).
       const known = await reader.transaction(txHash);
       return { kind: 'wait', why: known ? 'not_mined' : 'unknown', mode, tip };
