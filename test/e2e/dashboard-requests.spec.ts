@@ -601,4 +601,20 @@ describe('GET and PATCH /dashboard/api/me', () => {
     expect(r.status).toBe(201);
     expect(r.body.fiat_currency).toBe('eur');
   });
+
+  it('fiat_currency_code asserts the currency the form showed, as the API\'s does: another → 400 currency_mismatch, nothing made', async () => {
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    // The form was rendered in USD; the merchant then switched to EUR in another tab.
+    expect((await c.call('PATCH', '/me', { body: { display_currency: 'eur' } })).status).toBe(200);
+    const stale = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'usd' });
+    expect(stale.status).toBe(400);
+    expect(stale.body).toEqual({ ok: false, error: 'currency_mismatch', expected_fiat_code: 'eur' });
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [c.merchantId])).toEqual([]);
+    const fresh = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'EUR' });
+    expect(fresh.status).toBe(201);
+    expect(fresh.body).toMatchObject({ fiat_amount: 2500, fiat_currency: 'eur' });
+    const malformed = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'euro' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toBe('invalid_request');
+  });
 });

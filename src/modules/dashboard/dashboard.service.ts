@@ -83,6 +83,7 @@ export class DashboardService {
     return this.requests.create(await this.creatorOf(m), {
       merchantId: m.id,
       fiatAmount: dto.fiat_amount_int,
+      fiatCurrencyCode: dto.fiat_currency_code,
       memo: dto.memo,
       idempotencyKey: idempotencyKey === undefined ? undefined : `dashboard:${m.id}:${idempotencyKey}`,
       metadata: null,

@@ -31,6 +31,7 @@ export class HandlePageService {
     const { request } = await this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,
+      fiatCurrencyCode: dto.fiat_currency_code,
       memo: dto.memo,
       metadata: null,
       paymentMode: 'pos',

@@ -32,6 +32,7 @@ export class PlansController {
     const { plan, created } = await this.plans.create(s.merchant, {
       title: dto.title,
       fiatAmount: dto.fiat_amount_int,
+      fiatCurrencyCode: dto.fiat_currency_code,
       interval: dto.interval,
       intervalCount: dto.interval_count,
       startAt: dto.start_at === undefined ? undefined : new Date(dto.start_at),

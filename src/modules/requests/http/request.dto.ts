@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { strictInt } from '../../../common/http/query';
 import { PAGE_MAX } from '../../../common/paging';
@@ -10,6 +11,14 @@ import type { CreateRequestInput, RequestListQuery } from '../application/reques
 import type { RequestSource } from '../domain/payment-request';
 import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
+
+/**
+ * `fiat_currency_code`: an assertion of the currency the caller priced the amount in (spec §4.1), not an override.
+ * The merchant-side forms (dashboard request and plan, handle page) send the currency they showed, so a currency
+ * changed meanwhile in another tab is refused (400 currency_mismatch) instead of re-pricing the amount.
+ */
+export const CurrencyAssertion = () =>
+  applyDecorators(IsOptional(), IsString(), Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' }));
 
 @ValidatorConstraint({ name: 'metadata' })
 export class MetadataRule implements ValidatorConstraintInterface {
@@ -34,8 +43,7 @@ export class CreateRequestDto {
 
   @IsUUID('all', { message: 'account_id must be a UUID' }) account_id: string;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
-  @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' })
-  fiat_currency_code?: string;
+  @CurrencyAssertion() fiat_currency_code?: string;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString({ message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
   @Matches(IDEMPOTENCY_KEY, { message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
