@@ -636,6 +636,33 @@ describe('GET /api/v1/requests/:id', () => {
   });
 });
 
+describe('PAY_URL (DESIGN §2, §4): the pay page is served at {pay_url}/<request_id>', () => {
+  // A PAY_URL with a path other than /pay, or none (a host of its own routed to this listener): the
+  // pay_page_url the partner hands out must open the page, not a 404.
+  it.each([
+    ['a path of its own', 'http://localhost:3999/checkout'],
+    ['a host of its own, no path', 'http://pay.localhost:3999'],
+  ])('%s', async (_label, payUrl) => {
+    const alt = await startService({ env: { PAY_URL: payUrl } });
+    try {
+      const partner = await createPartner(alt);
+      const merchant = await createOnboardedMerchant(alt, partner.testKey);
+      const created = await mustCreateRequest(alt, partner.testKey, { account_id: merchant.id, fiat_amount_int: 1234 });
+      expect(created.pay_page_url).toBe(`${payUrl}/${created.request_id}`);
+      const page = await fetch(`${alt.publicUrl}${new URL(created.pay_page_url).pathname}`);
+      expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({ status: 200, type: 'text/html; charset=utf-8' });
+      expect(await page.text()).toContain(created.request_id);
+      // Its API and the partner API are where they always are; a GET of the page opens nothing.
+      const state = await call(alt.publicUrl, 'GET', `/pay/api/${created.request_id}`);
+      expect({ status: state.status, request_status: state.body.status }).toEqual({ status: 200, request_status: 'requested' });
+      // Not served on the admin listener, like every page.
+      expect((await fetch(`${alt.adminUrl}${new URL(created.pay_page_url).pathname}`)).status).toBe(404);
+    } finally {
+      await alt.close();
+    }
+  });
+});
+
 describe('GET /api/v1/requests: list', () => {
   let q: TestPartner;
   let a: string;
