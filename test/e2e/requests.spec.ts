@@ -310,6 +310,26 @@ describe('create: validation (spec §4.1, §7, DESIGN §3)', () => {
     expect(r.body.errors).toEqual(expect.arrayContaining([{ field, message: expect.any(String) }]));
   });
 
+  it('every optional field sent as null reads as absent (JSON clients send unset fields as null)', async () => {
+    // Before: fiat_currency_code null → currency_mismatch, expiry_minutes null → invalid_expiry_minutes,
+    // customer_name null → invalid_request, while memo, metadata, payment_mode and the rest read null as absent.
+    const nulls = {
+      fiat_currency_code: null, memo: null, idempotency_key: null, metadata: null, payment_mode: null,
+      customer_name: null, customer_email: null, customer_phone: null, expiry_minutes: null,
+    };
+    const r = await create({ ...base(), ...nulls });
+    expect({ status: r.status, text: r.status === 201 ? '' : r.text }).toEqual({ status: 201, text: '' });
+    expect(r.body).toMatchObject({ fiat_currency: 'usd', metadata: {} });
+    expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60000);
+    for (const [field, value] of Object.entries(nulls)) {
+      const one = await create({ ...base(), [field]: value });
+      expect({ field, status: one.status }).toEqual({ field, status: 201 });
+    }
+    // In service mode a null name is no name.
+    const service = await create({ ...base(), payment_mode: 'service', customer_name: null });
+    expectError(service, 400, 'customer_name_required');
+  });
+
   it.each([[7], [45], [10081], [16]])('expiry_minutes %i (not allowed) → 400 invalid_expiry_minutes with the allowed list', async (v) => {
     const r = await create({ ...base(), expiry_minutes: v });
     expect(r.status).toBe(400);
