@@ -117,6 +117,14 @@ describe('POST /dashboard/api/requests', () => {
     expect(Date.parse(ok.body.expires_at) - Date.parse(ok.body.created_at)).toBe(1440 * 60_000);
   });
 
+  it('optional fields sent as null read as absent: the partner\'s default expiry, no customer fields', async () => {
+    // Before: expiry_minutes null → 400 invalid_expiry_minutes (null checked against the allowed list).
+    const r = await create(a, { fiat_amount_int: 100, memo: null, customer_name: null, customer_email: null, customer_phone: null, expiry_minutes: null, fiat_currency_code: null });
+    expect({ status: r.status, text: r.status === 201 ? '' : r.text }).toEqual({ status: 201, text: '' });
+    expect(r.body).toMatchObject({ memo: null, customer_name: null, customer_email: null, customer_phone: null });
+    expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60_000);
+  });
+
   it('an Idempotency-Key header replays like the API\'s key: 200 with the original, idempotent_replay true', async () => {
     const key = idemKey();
     const first = await create(a, { fiat_amount_int: 4200 }, { 'idempotency-key': key });

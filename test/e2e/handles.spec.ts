@@ -221,6 +221,10 @@ describe('public handle API', () => {
     expect(r.status).toBe(201);
     expect((await sql(`SELECT fiat_amount, fiat_currency FROM payment_requests WHERE id = $1`, [r.body.request_id]))[0]).toEqual({ fiat_amount: 2500, fiat_currency: 'eur' });
     expect((await pay(h, { fiat_amount_int: 2500, fiat_currency_code: 12 })).body.error).toBe('invalid_request');
+    // Sent as null, an optional field is one not sent, as on every create.
+    const nulls = await pay(h, { fiat_amount_int: 300, fiat_currency_code: null, memo: null, customer_email: null });
+    expect(nulls.status).toBe(201);
+    expect((await sql(`SELECT fiat_currency, memo, customer_email FROM payment_requests WHERE id = $1`, [nulls.body.request_id]))[0]).toEqual({ fiat_currency: 'eur', memo: null, customer_email: null });
   });
 
   it('a disabled merchant is not accepting payments: accepting_payments false, create 400 merchant_disabled', async () => {

@@ -50,7 +50,8 @@ export class CreateRequestDto {
   idempotency_key?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
   @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
-  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || o.customer_name !== undefined)
+  // null is no name, as for every optional field (createInput); in service mode it is a missing one.
+  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || (o.customer_name !== undefined && o.customer_name !== null))
   @IsString({ message: 'customer_name is required in service mode' }) @MaxLength(200)
   @Matches(/\S/, { message: 'customer_name must not be blank' })
   customer_name?: string;
@@ -69,20 +70,24 @@ export class ListRequestsQuery {
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }
 
-/** The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent. */
+/**
+ * The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent.
+ * An optional field sent as null (@IsOptional lets it through) is one not sent: the use case tells "given" by
+ * `!== undefined`, and a null currency or expiry would otherwise be checked as a value.
+ */
 export function createInput(dto: CreateRequestDto): CreateRequestInput {
   return {
     merchantId: dto.account_id,
     fiatAmount: dto.fiat_amount_int,
-    fiatCurrencyCode: dto.fiat_currency_code,
-    memo: dto.memo,
-    idempotencyKey: dto.idempotency_key,
+    fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
+    memo: dto.memo ?? undefined,
+    idempotencyKey: dto.idempotency_key ?? undefined,
     metadata: dto.metadata ?? {},
     paymentMode: dto.payment_mode ?? 'pos',
-    customerName: dto.customer_name,
-    customerEmail: dto.customer_email,
-    customerPhone: dto.customer_phone,
-    expiryMinutes: dto.expiry_minutes,
+    customerName: dto.customer_name ?? undefined,
+    customerEmail: dto.customer_email ?? undefined,
+    customerPhone: dto.customer_phone ?? undefined,
+    expiryMinutes: dto.expiry_minutes ?? undefined,
     source: 'partner',
   };
 }
