@@ -16,6 +16,7 @@ import { httpMetrics } from './modules/ops/http-metrics.middleware';
 import { apiAccessLog } from './modules/ops/logging';
 import { MetricsService } from './modules/ops/metrics.service';
 import { mountQueueBoard } from './modules/ops/queue-board';
+import { payUrlAlias } from './modules/pages/pay-url-alias';
 import { portalFormBody } from './modules/portal/portal-http';
 
 export interface Running {
@@ -87,6 +88,8 @@ export async function start(
   if (json) app.useLogger(app.get(JsonLogger));
   expressSettings(app, config.trustProxy);
   app.use(literalPercents);
+  const payAlias = payUrlAlias(config.payUrl);
+  if (payAlias) app.use(payAlias); // before the gate, which then keeps the page off the admin listener
   app.use(listenerGate);
   app.use(BROWSER_API_PATHS, browserApiHeaders);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed

@@ -24,6 +24,7 @@ function explain(e: unknown): string {
     if (e.code === 'merchant_disabled') return 'This merchant is not accepting payments right now.';
     if (e.code === 'not_found') return 'There is no merchant at this address. Check the link.';
     if (e.code === 'invalid_request') return 'Some details need fixing: see the messages next to the fields.';
+    if (e.code === 'currency_mismatch') return 'This merchant now takes payments in another currency. Reload the page and enter the amount again.';
     if (e.code === 'rate_source_unavailable') return 'Prices cannot be converted right now. Please try again in a minute.';
   }
   return commonProblem(e) ?? 'Something went wrong. Please try again.';
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
     try {
       const created = await api<{ pay_page_url: string }>('POST', `${apiBase}/requests`, {
         fiat_amount_int: amount,
+        fiat_currency_code: currency,
         ...(v.memo ? { memo: v.memo } : {}),
         ...(v.customer_email ? { customer_email: v.customer_email } : {}),
       });

@@ -8,6 +8,7 @@ import { launchBrowser, openContext, screenshots, TestWallet, unlabelledControls
 import { foreignRequests, overflowsSideways, signInThroughPage, startAtOwnOrigin, textOf as text } from '../support/dashboard-browser';
 import { closeSql } from '../support/db';
 import { call } from '../support/http';
+import { signInDashboard } from '../factories/dashboard';
 import { testEnv } from '../support/test-env';
 
 /**
@@ -99,6 +100,35 @@ describe('the handle', () => {
     } finally {
       await context.close();
       m.wallet.close();
+    }
+  });
+
+  it('refuses an amount priced in the currency the page showed once the merchant has changed it, and says to reload', async () => {
+    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Kiosk' });
+    const dash = await signInDashboard(svc, m.wallet);
+    const handle = `kiosk-${randomBytes(3).toString('hex')}`;
+    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const { context, page, problems } = await openContext(browser);
+    try {
+      await page.goto(`${origin}/m/${handle}`);
+      await waitForText(page, 'label[for="handle-amount"]', 'Amount in USD');
+      // The merchant switches to EUR while the payer types: $7.50 must not become €7.50.
+      expect((await dash.call('PATCH', '/me', { body: { display_currency: 'eur' } })).status).toBe(200);
+      await page.locator('#handle-amount').fill('7.50');
+      await page.locator('#handle-pay').click();
+      await waitForText(page, '#handle-error', 'now takes payments in another currency. Reload the page');
+      expect(page.url()).toBe(`${origin}/m/${handle}`);
+      expect(await call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.id}`, { key: partner.testKey }).then((r) => r.body.requests)).toEqual([]);
+      await page.reload();
+      await waitForText(page, 'label[for="handle-amount"]', 'Amount in EUR');
+      await page.locator('#handle-amount').fill('7.50');
+      await page.locator('#handle-pay').click();
+      await page.waitForURL(/\/pay\/[0-9a-f-]{36}$/);
+      const seen = await call(svc.publicUrl, 'GET', `/api/v1/requests/${page.url().split('/').pop()}`, { key: partner.testKey });
+      expect(seen.body).toMatchObject({ account_id: m.id, fiat_amount: 750, fiat_currency: 'eur' });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
     }
   });
 

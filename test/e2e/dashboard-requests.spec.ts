@@ -117,6 +117,14 @@ describe('POST /dashboard/api/requests', () => {
     expect(Date.parse(ok.body.expires_at) - Date.parse(ok.body.created_at)).toBe(1440 * 60_000);
   });
 
+  it('optional fields sent as null read as absent: the partner\'s default expiry, no customer fields', async () => {
+    // Before: expiry_minutes null → 400 invalid_expiry_minutes (null checked against the allowed list).
+    const r = await create(a, { fiat_amount_int: 100, memo: null, customer_name: null, customer_email: null, customer_phone: null, expiry_minutes: null, fiat_currency_code: null });
+    expect({ status: r.status, text: r.status === 201 ? '' : r.text }).toEqual({ status: 201, text: '' });
+    expect(r.body).toMatchObject({ memo: null, customer_name: null, customer_email: null, customer_phone: null });
+    expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60_000);
+  });
+
   it('an Idempotency-Key header replays like the API\'s key: 200 with the original, idempotent_replay true', async () => {
     const key = idemKey();
     const first = await create(a, { fiat_amount_int: 4200 }, { 'idempotency-key': key });
@@ -600,5 +608,21 @@ describe('GET and PATCH /dashboard/api/me', () => {
     const r = await create(c, { fiat_amount_int: 100 });
     expect(r.status).toBe(201);
     expect(r.body.fiat_currency).toBe('eur');
+  });
+
+  it('fiat_currency_code asserts the currency the form showed, as the API\'s does: another → 400 currency_mismatch, nothing made', async () => {
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    // The form was rendered in USD; the merchant then switched to EUR in another tab.
+    expect((await c.call('PATCH', '/me', { body: { display_currency: 'eur' } })).status).toBe(200);
+    const stale = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'usd' });
+    expect(stale.status).toBe(400);
+    expect(stale.body).toEqual({ ok: false, error: 'currency_mismatch', expected_fiat_code: 'eur' });
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [c.merchantId])).toEqual([]);
+    const fresh = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'EUR' });
+    expect(fresh.status).toBe(201);
+    expect(fresh.body).toMatchObject({ fiat_amount: 2500, fiat_currency: 'eur' });
+    const malformed = await create(c, { fiat_amount_int: 2500, fiat_currency_code: 'euro' });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toBe('invalid_request');
   });
 });

@@ -206,6 +206,27 @@ describe('public handle API', () => {
     expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [m.id])).toEqual([]);
   });
 
+  it('fiat_currency_code asserts the currency the page showed: another → 400 currency_mismatch with expected_fiat_code, nothing made', async () => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    expect((await view(h)).body.fiat_currency).toBe('usd');
+    // The payer's page says USD; the merchant switches to EUR before the payer presses Pay.
+    expect((await m.dash.call('PATCH', '/me', { body: { display_currency: 'eur' } })).status).toBe(200);
+    const stale = await pay(h, { fiat_amount_int: 2500, fiat_currency_code: 'usd' });
+    expect(stale.status).toBe(400);
+    expect(stale.body).toEqual({ ok: false, error: 'currency_mismatch', expected_fiat_code: 'eur' });
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [m.id])).toEqual([]);
+    const r = await pay(h, { fiat_amount_int: 2500, fiat_currency_code: 'EUR' });
+    expect(r.status).toBe(201);
+    expect((await sql(`SELECT fiat_amount, fiat_currency FROM payment_requests WHERE id = $1`, [r.body.request_id]))[0]).toEqual({ fiat_amount: 2500, fiat_currency: 'eur' });
+    expect((await pay(h, { fiat_amount_int: 2500, fiat_currency_code: 12 })).body.error).toBe('invalid_request');
+    // Sent as null, an optional field is one not sent, as on every create.
+    const nulls = await pay(h, { fiat_amount_int: 300, fiat_currency_code: null, memo: null, customer_email: null });
+    expect(nulls.status).toBe(201);
+    expect((await sql(`SELECT fiat_currency, memo, customer_email FROM payment_requests WHERE id = $1`, [nulls.body.request_id]))[0]).toEqual({ fiat_currency: 'eur', memo: null, customer_email: null });
+  });
+
   it('a disabled merchant is not accepting payments: accepting_payments false, create 400 merchant_disabled', async () => {
     const m = await merchant();
     const h = fresh();

@@ -55,6 +55,22 @@ describe("a merchant's currency while it has plans", () => {
     expect(await sql(`SELECT fiat_currency FROM payment_requests WHERE plan_id = $1`, [q.plan_id])).toEqual([{ fiat_currency: 'jpy' }]);
   });
 
+  it('fiat_currency_code asserts the currency the form showed: another → 400 currency_mismatch, no plan and no charge', async () => {
+    const c = await merchant();
+    // The plan form was rendered in USD; the merchant then switched to EUR in another tab (no plan yet, so allowed).
+    expect((await c.call('PATCH', '/me', { body: { display_currency: 'eur' } })).status).toBe(200);
+    const body = { title: 'Gym', fiat_amount_int: 2500, interval: 'month' };
+    const stale = await c.call('POST', '/plans', { body: { ...body, fiat_currency_code: 'usd' } });
+    expect(stale.status).toBe(400);
+    expect(stale.body).toEqual({ ok: false, error: 'currency_mismatch', expected_fiat_code: 'eur' });
+    expect(await sql(`SELECT id FROM plans WHERE merchant_id = $1`, [c.merchantId])).toEqual([]);
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [c.merchantId])).toEqual([]);
+    const made = await c.call('POST', '/plans', { body: { ...body, fiat_currency_code: 'EUR' } });
+    expect(made.status).toBe(201);
+    expect(made.body.fiat_currency).toBe('eur');
+    expect((await c.call('POST', '/plans', { body: { ...body, fiat_currency_code: 'e' } })).body.error).toBe('invalid_request');
+  });
+
   it('a plan already out of step with its merchant (made before the rule) charges nothing rather than the wrong currency', async () => {
     const c = await merchant();
     const p = await plan(c);

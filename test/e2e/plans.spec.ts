@@ -87,6 +87,17 @@ describe('POST /dashboard/api/plans', () => {
     expect(await sql(`SELECT 1 FROM payment_requests WHERE plan_id = $1`, [p.plan_id])).toHaveLength(0);
   });
 
+  it('optional fields sent as null read as absent: start_at null starts now (not 1970), the other defaults hold', async () => {
+    // Before: start_at null became new Date(null), 1970-01-01, and the schedule ran from there.
+    const before = Date.now();
+    const p = await mustPlan(a, {
+      interval: 'day', interval_count: null, start_at: null, fiat_currency_code: null, max_charges: null, expiry_minutes: null, payer_name: null, payer_email: null, metadata: null,
+    });
+    expect(Date.parse(p.start_at)).toBeGreaterThanOrEqual(before - 5);
+    expect(Date.parse(p.next_charge_at) - Date.parse(p.start_at)).toBe(86_400_000);
+    expect(p).toMatchObject({ interval_count: 1, max_charges: null, expiry_minutes: 10080, payer_name: null, payer_email: null, metadata: {}, charges_created: 1 });
+  });
+
   it('a past start_at charges only the latest due period at once; next_charge_at is the one after', async () => {
     const start = new Date(Date.now() - 3 * 7 * 86_400_000 - 3_600_000); // 3 weeks and an hour ago
     const p = await mustPlan(a, { start_at: start.toISOString(), interval: 'week' });

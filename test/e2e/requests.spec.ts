@@ -310,6 +310,26 @@ describe('create: validation (spec §4.1, §7, DESIGN §3)', () => {
     expect(r.body.errors).toEqual(expect.arrayContaining([{ field, message: expect.any(String) }]));
   });
 
+  it('every optional field sent as null reads as absent (JSON clients send unset fields as null)', async () => {
+    // Before: fiat_currency_code null → currency_mismatch, expiry_minutes null → invalid_expiry_minutes,
+    // customer_name null → invalid_request, while memo, metadata, payment_mode and the rest read null as absent.
+    const nulls = {
+      fiat_currency_code: null, memo: null, idempotency_key: null, metadata: null, payment_mode: null,
+      customer_name: null, customer_email: null, customer_phone: null, expiry_minutes: null,
+    };
+    const r = await create({ ...base(), ...nulls });
+    expect({ status: r.status, text: r.status === 201 ? '' : r.text }).toEqual({ status: 201, text: '' });
+    expect(r.body).toMatchObject({ fiat_currency: 'usd', metadata: {} });
+    expect(Date.parse(r.body.expires_at) - Date.parse(r.body.created_at)).toBe(60 * 60000);
+    for (const [field, value] of Object.entries(nulls)) {
+      const one = await create({ ...base(), [field]: value });
+      expect({ field, status: one.status }).toEqual({ field, status: 201 });
+    }
+    // In service mode a null name is no name.
+    const service = await create({ ...base(), payment_mode: 'service', customer_name: null });
+    expectError(service, 400, 'customer_name_required');
+  });
+
   it.each([[7], [45], [10081], [16]])('expiry_minutes %i (not allowed) → 400 invalid_expiry_minutes with the allowed list', async (v) => {
     const r = await create({ ...base(), expiry_minutes: v });
     expect(r.status).toBe(400);
@@ -632,6 +652,33 @@ describe('GET /api/v1/requests/:id', () => {
     ]) {
       const r = await getReq(k, encodeURIComponent(id));
       expect({ label, status: r.status, text: r.text }).toEqual({ label, status: 404, text: missing.text });
+    }
+  });
+});
+
+describe('PAY_URL (DESIGN §2, §4): the pay page is served at {pay_url}/<request_id>', () => {
+  // A PAY_URL with a path other than /pay, or none (a host of its own routed to this listener): the
+  // pay_page_url the partner hands out must open the page, not a 404.
+  it.each([
+    ['a path of its own', 'http://localhost:3999/checkout'],
+    ['a host of its own, no path', 'http://pay.localhost:3999'],
+  ])('%s', async (_label, payUrl) => {
+    const alt = await startService({ env: { PAY_URL: payUrl } });
+    try {
+      const partner = await createPartner(alt);
+      const merchant = await createOnboardedMerchant(alt, partner.testKey);
+      const created = await mustCreateRequest(alt, partner.testKey, { account_id: merchant.id, fiat_amount_int: 1234 });
+      expect(created.pay_page_url).toBe(`${payUrl}/${created.request_id}`);
+      const page = await fetch(`${alt.publicUrl}${new URL(created.pay_page_url).pathname}`);
+      expect({ status: page.status, type: page.headers.get('content-type') }).toEqual({ status: 200, type: 'text/html; charset=utf-8' });
+      expect(await page.text()).toContain(created.request_id);
+      // Its API and the partner API are where they always are; a GET of the page opens nothing.
+      const state = await call(alt.publicUrl, 'GET', `/pay/api/${created.request_id}`);
+      expect({ status: state.status, request_status: state.body.status }).toEqual({ status: 200, request_status: 'requested' });
+      // Not served on the admin listener, like every page.
+      expect((await fetch(`${alt.adminUrl}${new URL(created.pay_page_url).pathname}`)).status).toBe(404);
+    } finally {
+      await alt.close();
     }
   });
 });

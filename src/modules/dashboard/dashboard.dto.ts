@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { AppError, type ErrorCode } from '../../common/errors';
 import { ASSET_ID_RE } from '../chain/asset-id';
 import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
-import { ListRequestsQuery } from '../requests/http/request.dto';
+import { CurrencyAssertion, ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
 
 export class SignInDto {
@@ -53,6 +53,7 @@ export class CreateDashboardRequestDto {
   @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
   @IsOptional() @IsString() @MaxLength(50) customer_phone?: string;
   @IsOptional() @IsInt() @Min(1) @Max(5256000) expiry_minutes?: number;
+  @CurrencyAssertion() fiat_currency_code?: string;
 }
 
 /** DESIGN §5 public handle create. */
@@ -60,6 +61,7 @@ export class CreateHandleRequestDto {
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
+  @CurrencyAssertion() fiat_currency_code?: string;
 }
 
 export class ClaimHandleDto {

@@ -31,10 +31,12 @@ export class HandlePageService {
     const { request } = await this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,
-      memo: dto.memo,
+      // An optional field sent as null is one not sent, as on every create.
+      fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
+      memo: dto.memo ?? undefined,
       metadata: null,
       paymentMode: 'pos',
-      customerEmail: dto.customer_email,
+      customerEmail: dto.customer_email ?? undefined,
       source: 'handle',
     });
     return request;

@@ -273,7 +273,7 @@ export function newRequestPage(ctx: PageContext): void {
       fieldError(form, 'expiry_minutes', 'Use a whole number of minutes, or leave it empty.');
       return;
     }
-    const body: Record<string, unknown> = { fiat_amount_int: amount };
+    const body: Record<string, unknown> = { fiat_amount_int: amount, fiat_currency_code: currency };
     for (const k of ['memo', 'customer_name', 'customer_email', 'customer_phone'] as const) if (v[k]) body[k] = v[k];
     if (v.expiry_minutes) body.expiry_minutes = Number(v.expiry_minutes);
     fields.disabled = true;

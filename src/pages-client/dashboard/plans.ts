@@ -113,7 +113,7 @@ export function newPlanPage(ctx: PageContext): void {
       for (const [name, text] of problems) fieldError(form, name, text);
       return;
     }
-    const body: Record<string, unknown> = { title: v.title, fiat_amount_int: amount, interval: v.interval || 'month' };
+    const body: Record<string, unknown> = { title: v.title, fiat_amount_int: amount, fiat_currency_code: currency, interval: v.interval || 'month' };
     if (v.interval_count) body.interval_count = Number(v.interval_count);
     if (v.max_charges) body.max_charges = Number(v.max_charges);
     if (v.expiry_minutes) body.expiry_minutes = Number(v.expiry_minutes);

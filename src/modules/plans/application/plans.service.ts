@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
+import { normalizeCurrency } from '../../../common/currencies';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import type { Merchant } from '../../merchants/merchant';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -19,6 +20,8 @@ import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
 export interface NewPlanInput {
   title: string;
   fiatAmount: number;
+  /** The currency the form priced fiatAmount in: an assertion (spec §4.1's fiat_currency_code), not an override. */
+  fiatCurrencyCode?: string;
   interval: PlanInterval;
   intervalCount?: number;
   startAt?: Date;
@@ -81,6 +84,9 @@ export class PlansService {
     if (replay) return { plan: replay, created: false };
     const current = await this.merchants.currentForCreate(m.id);
     if (!current || current.disabled) throw new AppError('merchant_disabled');
+    if (input.fiatCurrencyCode !== undefined && normalizeCurrency(input.fiatCurrencyCode) !== current.display_currency) {
+      throw new AppError('currency_mismatch', { expected_fiat_code: current.display_currency });
+    }
     const allowed = await this.charges.allowedExpiryMinutes(m.partnerId);
     const expiryMinutes = input.expiryMinutes ?? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES;
     if (!allowed.includes(expiryMinutes)) throw new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: allowed });

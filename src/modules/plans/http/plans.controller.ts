@@ -32,9 +32,11 @@ export class PlansController {
     const { plan, created } = await this.plans.create(s.merchant, {
       title: dto.title,
       fiatAmount: dto.fiat_amount_int,
+      fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
       interval: dto.interval,
       intervalCount: dto.interval_count,
-      startAt: dto.start_at === undefined ? undefined : new Date(dto.start_at),
+      // null is "not given" (now), as for every optional field: new Date(null) would start the plan in 1970.
+      startAt: dto.start_at === undefined || dto.start_at === null ? undefined : new Date(dto.start_at),
       maxCharges: dto.max_charges,
       expiryMinutes: dto.expiry_minutes,
       payerName: dto.payer_name,

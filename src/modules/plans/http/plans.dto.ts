@@ -2,7 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, Validate } from 'class-validator';
 import { strictInt } from '../../../common/http/query';
 import { PAGE_MAX } from '../../../common/paging';
-import { MetadataRule } from '../../requests/http/request.dto';
+import { CurrencyAssertion, MetadataRule } from '../../requests/http/request.dto';
 import { PLAN_STATUSES, type PlanStatus } from '../domain/plan';
 import { PLAN_INTERVALS, type PlanInterval } from '../domain/schedule';
 import { IsTimestamp } from '../../../common/http/timestamp';
@@ -19,6 +19,7 @@ export class CreatePlanDto {
   @IsOptional() @IsString() @MaxLength(200) @Matches(/\S/, { message: 'payer_name must not be blank' }) payer_name?: string;
   @IsOptional() @IsString() @MaxLength(254) payer_email?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
+  @CurrencyAssertion() fiat_currency_code?: string;
 }
 
 export class ListPlansQuery {

@@ -1,3 +1,4 @@
+import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { strictInt } from '../../../common/http/query';
 import { PAGE_MAX } from '../../../common/paging';
@@ -11,6 +12,14 @@ import type { RequestSource } from '../domain/payment-request';
 import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 import { IsTimestamp } from '../../../common/http/timestamp';
+
+/**
+ * `fiat_currency_code`: an assertion of the currency the caller priced the amount in (spec §4.1), not an override.
+ * The merchant-side forms (dashboard request and plan, handle page) send the currency they showed, so a currency
+ * changed meanwhile in another tab is refused (400 currency_mismatch) instead of re-pricing the amount.
+ */
+export const CurrencyAssertion = () =>
+  applyDecorators(IsOptional(), IsString(), Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' }));
 
 @ValidatorConstraint({ name: 'metadata' })
 export class MetadataRule implements ValidatorConstraintInterface {
@@ -35,15 +44,15 @@ export class CreateRequestDto {
 
   @IsUUID('all', { message: 'account_id must be a UUID' }) account_id: string;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
-  @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' })
-  fiat_currency_code?: string;
+  @CurrencyAssertion() fiat_currency_code?: string;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString({ message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
   @Matches(IDEMPOTENCY_KEY, { message: 'idempotency_key must be 32 to 64 characters of A-Z a-z 0-9 _ -' })
   idempotency_key?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
   @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
-  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || o.customer_name !== undefined)
+  // null is no name, as for every optional field (createInput); in service mode it is a missing one.
+  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || (o.customer_name !== undefined && o.customer_name !== null))
   @IsString({ message: 'customer_name is required in service mode' }) @MaxLength(200)
   @Matches(/\S/, { message: 'customer_name must not be blank' })
   customer_name?: string;
@@ -62,20 +71,24 @@ export class ListRequestsQuery {
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }
 
-/** The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent. */
+/**
+ * The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent.
+ * An optional field sent as null (@IsOptional lets it through) is one not sent: the use case tells "given" by
+ * `!== undefined`, and a null currency or expiry would otherwise be checked as a value.
+ */
 export function createInput(dto: CreateRequestDto): CreateRequestInput {
   return {
     merchantId: dto.account_id,
     fiatAmount: dto.fiat_amount_int,
-    fiatCurrencyCode: dto.fiat_currency_code,
-    memo: dto.memo,
-    idempotencyKey: dto.idempotency_key,
+    fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
+    memo: dto.memo ?? undefined,
+    idempotencyKey: dto.idempotency_key ?? undefined,
     metadata: dto.metadata ?? {},
     paymentMode: dto.payment_mode ?? 'pos',
-    customerName: dto.customer_name,
-    customerEmail: dto.customer_email,
-    customerPhone: dto.customer_phone,
-    expiryMinutes: dto.expiry_minutes,
+    customerName: dto.customer_name ?? undefined,
+    customerEmail: dto.customer_email ?? undefined,
+    customerPhone: dto.customer_phone ?? undefined,
+    expiryMinutes: dto.expiry_minutes ?? undefined,
     source: 'partner',
   };
 }
