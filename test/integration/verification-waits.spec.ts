@@ -1,3 +1,5 @@
+import { getQueueToken } from '@nestjs/bullmq';
+import type { Queue } from 'bullmq';
 import { Wallet } from 'ethers';
 import type { Mode } from '../../src/config/config';
 import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry';
@@ -229,5 +231,32 @@ describe('a hash given up on that turns up later', () => {
       return row.proof_status === 'verified' ? row : null;
     }, 10000, 100);
     expect(verified).toEqual({ proof_status: 'verified', proof_source: 'payer', tx_hash: hash! });
+  }, 30000);
+});
+
+describe('a hash the chain says does not pay', () => {
+  it('submitted again does not run its verification again: the verdict of a mined transaction stands', async () => {
+    const r = await newRequest();
+    await setAutomine(a.url, false);
+    let hash: string;
+    try {
+      // Pending, so the pre-check accepts it; mined, it underpays.
+      hash = (await sendTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount - 1n)).toLowerCase();
+      expect((await submit(r.id, hash)).body.proof_status).toBe('attached');
+    } finally {
+      await setAutomine(a.url, true);
+    }
+    await mine(a.url, CONFIRMATIONS);
+    await waitFor(async () => (await call(svc.publicUrl, 'GET', `/pay/api/${r.id}`)).body.proof_note === 'underpaid', 10000, 100);
+    const queue = svc.app.get<Queue>(getQueueToken('verification'), { strict: false });
+    const jobId = `verify-${r.id}-${hash!}`;
+    const finished = await waitFor(async () => (await queue.getJob(jobId))?.finishedOn ?? null, 5000, 50);
+    const lookups = receipts(hash!).length;
+
+    // Each submission of the same hash would otherwise cost a fresh run (its RPC calls) for the same answer.
+    for (let i = 0; i < 3; i++) expect((await submit(r.id, hash!)).status).toBe(200);
+    await sleep(500);
+    expect((await queue.getJob(jobId))?.finishedOn).toBe(finished);
+    expect(receipts(hash!).length).toBe(lookups);
   }, 30000);
 });

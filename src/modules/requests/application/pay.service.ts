@@ -106,8 +106,12 @@ export class PayService {
     const r = await this.load(id);
     if (await this.repo.verifiedElsewhere(r.chainId, txHash, r.id)) throw new AppError('tx_hash_already_used');
     if (r.txHash === txHash) {
-      // Re-queued as before: a lost job is re-created; the deterministic job id keeps it single.
-      if (r.proofStatus === 'attached') await this.afterCommit.verificationRequested(id, txHash);
+      // Re-queued while a look may still find something: no verdict yet (a lost job is re-created; the
+      // deterministic job id keeps it single), or given up on as unknown to the node (a wallet re-sending it
+      // sends the same hash). A mined transaction's verdict stands: submitting it again costs no new look.
+      if (r.proofStatus === 'attached' && (r.verifyNote === null || r.verifyNote === 'transaction_not_found')) {
+        await this.afterCommit.verificationRequested(id, txHash);
+      }
       return this.view(id);
     }
     // Outside the transaction: no row lock is held across RPC calls.
