@@ -381,6 +381,16 @@ export async function setAutomine(url: string, enabled: boolean): Promise<void> 
   await rpc(url, 'evm_setAutomine', [enabled]);
 }
 
+/** Runs `fn` with automine off: transactions sent meanwhile stay pending until mined. Automine is back on after. */
+export async function withPending<T>(url: string, fn: () => Promise<T>): Promise<T> {
+  await setAutomine(url, false);
+  try {
+    return await fn();
+  } finally {
+    await setAutomine(url, true);
+  }
+}
+
 /** Mines `blocks` blocks (pending transactions go into the first one). */
 export async function mine(url: string, blocks = 1): Promise<void> {
   await rpc(url, 'hardhat_mine', [toQuantity(blocks)]);

@@ -1,8 +1,8 @@
 import { Interface, JsonRpcProvider, Wallet } from 'ethers';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, setAutomine, snapshot, startLocalNode,
-  transferToken, type LocalNode,
+  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, snapshot, startLocalNode,
+  transferToken, withPending, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -79,15 +79,6 @@ const payView = async (id: string) => (await call(svc.publicUrl, 'GET', `/pay/ap
 const stored = async (id: string) =>
   (await db.query<{ status: string; proof_status: string; tx_hash: string | null; verify_note: string | null }>(
     `SELECT status, proof_status, tx_hash, verify_note FROM payment_requests WHERE id = $1`, [id]))[0];
-/** Runs `fn` with automine off: transactions sent meanwhile stay pending until mined. */
-async function withPending<T>(fn: () => Promise<T>): Promise<T> {
-  await setAutomine(node.url, false);
-  try {
-    return await fn();
-  } finally {
-    await setAutomine(node.url, true);
-  }
-}
 const note = async (id: string) => (await db.query<{ verify_note: string | null }>(`SELECT verify_note FROM payment_requests WHERE id = $1`, [id]))[0].verify_note;
 
 describe('a submitted hash', () => {
@@ -120,7 +111,7 @@ describe('a submitted hash', () => {
   it('replaces an attached hash once it is known not to pay, without a second proof_attached', async () => {
     const r = await newRequest();
     // Sent while pending, so the pre-check cannot judge it yet: attached, then found to underpay.
-    const wrong = await withPending(async () => {
+    const wrong = await withPending(node.url, async () => {
       const hash = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount - 1n);
       expect((await submit(r.id, hash)).body.proof_status).toBe('attached');
       return hash;
@@ -208,7 +199,7 @@ describe('proof submission, in the order of DESIGN §8', () => {
 
   it('a pending transaction is accepted (attached, event, verification queued) and verifies once mined', async () => {
     const r = await newRequest();
-    const hash = await withPending(async () => {
+    const hash = await withPending(node.url, async () => {
       const h = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount);
       const res = await submit(r.id, h);
       expect(res.status).toBe(200);
@@ -230,7 +221,7 @@ describe('proof submission, in the order of DESIGN §8', () => {
               claim_until = now() - interval '2 hours' WHERE id = $1`,
       [r.id],
     );
-    await withPending(async () => {
+    await withPending(node.url, async () => {
       const h = await sendTokenTransfer(node.url, token, PAYER, merchant.wallet.address, r.amount);
       const res = await submit(r.id, h);
       expect(res.status).toBe(400);
@@ -379,7 +370,7 @@ describe('expiry', () => {
   it('an attached proof that has not verified expires when the claim window closes: on reads at once, stored by the sweep', async () => {
     const r = await newRequest();
     // Attached while pending, and never mined here: it cannot verify.
-    await withPending(async () => {
+    await withPending(node.url, async () => {
       const h = await sendTokenTransfer(node.url, token, PAYER, Wallet.createRandom().address, 1n);
       expect((await submit(r.id, h)).body.proof_status).toBe('attached');
       await rpc('hardhat_dropTransaction', [h]);

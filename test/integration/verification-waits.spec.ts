@@ -6,8 +6,8 @@ import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry'
 import type { ChainReader } from '../../src/modules/chain/chain-reader';
 import { EthersChainReader } from '../../src/modules/chain/ethers-chain-reader';
 import {
-  DEV_KEYS, broadcast, deployToken, findFreePort, mine, mint, rpc, sendTokenTransfer, setAutomine, signTokenTransfer, startLocalNode,
-  transferToken, type LocalNode,
+  DEV_KEYS, broadcast, deployToken, findFreePort, mine, mint, rpc, sendTokenTransfer, signTokenTransfer, startLocalNode,
+  transferToken, withPending, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
@@ -152,20 +152,13 @@ describe('the head watcher', () => {
 describe('a hash the node does not know', () => {
   it('is looked up again after doubling delays, not at each block, and given up after the bound with a note', async () => {
     const r = await newRequest();
-    await setAutomine(a.url, false);
-    let hash: string;
-    try {
-      hash = (await sendTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount)).toLowerCase();
-      expect((await submit(r.id, hash)).body.proof_status).toBe('attached'); // pending: accepted
+    const hash = await withPending(a.url, async () => {
+      const h = (await sendTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount)).toLowerCase();
+      expect((await submit(r.id, h)).body.proof_status).toBe('attached'); // pending: accepted
       // The node forgets it (dropped from the mempool): the verification no longer finds it anywhere.
-      await fetch(a.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'hardhat_dropTransaction', params: [hash] }),
-      });
-    } finally {
-      await setAutomine(a.url, true);
-    }
+      await rpc(a.url, 'hardhat_dropTransaction', [h]);
+      return h;
+    });
     const from = Date.now();
     // Blocks keep coming the whole time; a backing-off job must not be woken by them.
     let mining = true;
@@ -192,7 +185,7 @@ describe('a hash the node does not know', () => {
     // gap by gap, so a loaded machine's scheduling jitter of a few hundred ms does not decide the outcome.
     expect(Math.max(...gaps.slice(1))).toBeGreaterThan(gaps[0] * 2);
     const [row] = await sql(`SELECT status, proof_status, tx_hash, verify_note FROM payment_requests WHERE id = $1`, [r.id]);
-    expect(row).toMatchObject({ proof_status: 'attached', tx_hash: hash!, verify_note: 'transaction_not_found' });
+    expect(row).toMatchObject({ proof_status: 'attached', tx_hash: hash, verify_note: 'transaction_not_found' });
     // Stopped: no more looks.
     const after = calls.filter((c) => c.hash === hash).length;
     await sleep(800);
@@ -205,15 +198,12 @@ describe('a hash given up on that turns up later', () => {
     const r = await newRequest();
     // Signed once, so a later broadcast is the very same transaction (same hash), as a wallet re-sending it.
     const signed = await signTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount);
-    await setAutomine(a.url, false);
-    let hash: string;
-    try {
-      hash = await broadcast(a.url, signed);
-      expect((await submit(r.id, hash)).body.proof_status).toBe('attached'); // pending: accepted
-      await rpc(a.url, 'hardhat_dropTransaction', [hash]);
-    } finally {
-      await setAutomine(a.url, true);
-    }
+    const hash = await withPending(a.url, async () => {
+      const h = await broadcast(a.url, signed);
+      expect((await submit(r.id, h)).body.proof_status).toBe('attached'); // pending: accepted
+      await rpc(a.url, 'hardhat_dropTransaction', [h]);
+      return h;
+    });
     // The job looks for it until the bound, then gives up with a note: its BullMQ job has completed. (A block
     // wakes a job that saw it pending; from then on it is unknown and backs off.)
     await waitFor(async () => {
@@ -222,41 +212,38 @@ describe('a hash given up on that turns up later', () => {
     }, GIVE_UP_MS + 5000, 200);
 
     // The wallet sends it again, it is mined and confirmed, and the payer submits the same hash again.
-    expect(await broadcast(a.url, signed)).toBe(hash!);
+    expect(await broadcast(a.url, signed)).toBe(hash);
     await mine(a.url, CONFIRMATIONS);
-    const again = await submit(r.id, hash!);
+    const again = await submit(r.id, hash);
     expect(again.status).toBe(200);
     const verified = await waitFor(async () => {
       const [row] = await sql(`SELECT proof_status, proof_source, tx_hash FROM payment_requests WHERE id = $1`, [r.id]);
       return row.proof_status === 'verified' ? row : null;
     }, 10000, 100);
-    expect(verified).toEqual({ proof_status: 'verified', proof_source: 'payer', tx_hash: hash! });
+    expect(verified).toEqual({ proof_status: 'verified', proof_source: 'payer', tx_hash: hash });
   }, 30000);
 });
 
 describe('a hash the chain says does not pay', () => {
   it('submitted again does not run its verification again: the verdict of a mined transaction stands', async () => {
     const r = await newRequest();
-    await setAutomine(a.url, false);
-    let hash: string;
-    try {
+    const hash = await withPending(a.url, async () => {
       // Pending, so the pre-check accepts it; mined, it underpays.
-      hash = (await sendTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount - 1n)).toLowerCase();
-      expect((await submit(r.id, hash)).body.proof_status).toBe('attached');
-    } finally {
-      await setAutomine(a.url, true);
-    }
+      const h = (await sendTokenTransfer(a.url, tokenA, PAYER, merchant.wallet.address, r.amount - 1n)).toLowerCase();
+      expect((await submit(r.id, h)).body.proof_status).toBe('attached');
+      return h;
+    });
     await mine(a.url, CONFIRMATIONS);
     await waitFor(async () => (await call(svc.publicUrl, 'GET', `/pay/api/${r.id}`)).body.proof_note === 'underpaid', 10000, 100);
     const queue = svc.app.get<Queue>(getQueueToken('verification'), { strict: false });
-    const jobId = `verify-${r.id}-${hash!}`;
+    const jobId = `verify-${r.id}-${hash}`;
     const finished = await waitFor(async () => (await queue.getJob(jobId))?.finishedOn ?? null, 5000, 50);
-    const lookups = receipts(hash!).length;
+    const lookups = receipts(hash).length;
 
     // Each submission of the same hash would otherwise cost a fresh run (its RPC calls) for the same answer.
-    for (let i = 0; i < 3; i++) expect((await submit(r.id, hash!)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await submit(r.id, hash)).status).toBe(200);
     await sleep(500);
     expect((await queue.getJob(jobId))?.finishedOn).toBe(finished);
-    expect(receipts(hash!).length).toBe(lookups);
+    expect(receipts(hash).length).toBe(lookups);
   }, 30000);
 });
