@@ -2,7 +2,7 @@ import { Wallet } from 'ethers';
 import {
   DEV_KEYS, deployToken, findFreePort, mine, mint, revert, snapshot, startLocalNode, transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
-import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { call } from '../support/http';
 import { sleep, waitFor } from '../support/wait';
@@ -35,19 +35,7 @@ beforeAll(async () => {
     `UPDATE payment_requests SET claim_settled_at = now()
       WHERE proof_status = 'verified' AND claim_settled_at IS NULL AND claim_lost_at IS NULL`,
   );
-  svc = await startService({
-    worker: true,
-    env: {
-      CHAIN_TEST_RPC_URL: node.url,
-      CHAIN_TEST_TOKEN_ADDRESS: token,
-      CHAIN_TEST_CONFIRMATIONS: String(CONFIRMATIONS),
-      CHAIN_LIVE_RPC_URL: '',
-      VERIFY_POLL_MS: '100',
-      CHAIN_SCAN_INTERVAL_MS: '300',
-      FINALITY_CHECK_INTERVAL_MS: String(CHECK_MS),
-      CHAIN_RPC_TIMEOUT_MS: '2000',
-    },
-  });
+  svc = await startFinalityService(node.url, token, CONFIRMATIONS, CHECK_MS);
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
 }, 60000);

@@ -62,3 +62,23 @@ export async function startService(
   });
   return { ...running, config, publicUrl: running.publicUrl!, adminUrl: running.adminUrl! };
 }
+
+/**
+ * A service with its worker whose test mode alone (live off) reads `token` on the node at `rpcUrl`, verifies
+ * at `confirmations`, and scans, verifies and re-reads verified claims often (finality every `finalityMs`).
+ */
+export function startFinalityService(rpcUrl: string, token: string, confirmations: number, finalityMs: number): Promise<TestService> {
+  return startService({
+    worker: true,
+    env: {
+      CHAIN_TEST_RPC_URL: rpcUrl,
+      CHAIN_TEST_TOKEN_ADDRESS: token,
+      CHAIN_TEST_CONFIRMATIONS: String(confirmations),
+      CHAIN_LIVE_RPC_URL: '',
+      VERIFY_POLL_MS: '100',
+      CHAIN_SCAN_INTERVAL_MS: '300',
+      FINALITY_CHECK_INTERVAL_MS: String(finalityMs),
+      CHAIN_RPC_TIMEOUT_MS: '2000',
+    },
+  });
+}

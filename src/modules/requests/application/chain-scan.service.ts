@@ -2,12 +2,12 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, MODES, type AppConfig, type Mode } from '../../../config/config';
 import { doubling } from '../../../common/time';
-import { AssetRegistry } from '../../chain/asset-registry';
-import type { ChainTransfer } from '../../chain/chain-reader';
+import { AssetRegistry, type Asset } from '../../chain/asset-registry';
+import type { ChainReader, ChainTransfer } from '../../chain/chain-reader';
 import { ChainCursorsRepository } from '../infrastructure/chain-cursors.repository';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { UnmatchedTransfersRepository, type NextTry, type SeenTransfer } from '../infrastructure/unmatched-transfers.repository';
-import { deepThrough } from '../domain/finality';
+import { deepThrough, type ChainHead } from '../domain/finality';
 import { readHead } from './chain-head';
 import { VerificationService } from './verification.service';
 
@@ -41,12 +41,13 @@ interface Retry {
 }
 
 /**
- * Finds payments nobody submitted a hash for: reads Transfer logs of each mode's token to wallets with
- * claimable requests, from a persisted cursor up to the tip less the confirmations, in bounded ranges, and
+ * Finds payments nobody submitted a hash for: reads Transfer logs of each mode's token, and of any other
+ * token on the mode's chain that open requests are still priced in, to wallets with claimable requests,
+ * from a persisted cursor per chain and token up to the tip less the confirmations, in bounded ranges, and
  * pays through the same verification path. Transfers to those wallets that pay nothing are kept for
- * operators. One scan per chain at a time, whatever the number of workers (a transaction-scoped advisory
- * lock); the cursor moves only after its range was fully handled, so a failure re-reads the range. A mode
- * whose scan fails does not stop the other's.
+ * operators. One scan per chain and token at a time, whatever the number of workers (a transaction-scoped
+ * advisory lock); the cursor moves only after its range was fully handled, so a failure re-reads the range.
+ * A mode whose scan fails does not stop the other's.
  *
  * A transfer whose verification cannot be decided yet (it must wait: a load-balanced RPC whose backend is
  * behind the one that served the logs, a reorg under way) is kept with the request it may pay and retried
@@ -88,14 +89,38 @@ export class ChainScanService {
     if (failure !== null) throw failure;
   }
 
-  async scan(mode: Mode): Promise<{ from: number; to: number; transfers: number } | null> {
+  /**
+   * Scans every token of the mode's chain that a transfer may still pay in: the mode's token, and any other
+   * token with claimable requests (the mode was moved to another token while requests priced in the old one
+   * were open). Each token keeps its own cursor and lock, so a token that joins later (a restart, a switch
+   * back) resumes from where its own scan stopped and never skips a block; a token without claimable
+   * requests costs nothing. One token failing does not stop the others; the first failure is thrown after.
+   */
+  async scan(mode: Mode): Promise<void> {
     const reader = this.assets.reader(mode);
     const asset = this.assets.asset(mode);
-    if (!reader || !asset) return null;
-    const { chainId, token } = asset;
-    const scanned = await this.dataSource.transaction(async (em) => {
-      if (!(await this.cursors.tryLockScan(em, chainId, token))) return null;
-      const head = await readHead(reader, asset.confirmations);
+    if (!reader || !asset) return;
+    const { chainId } = asset;
+    // The head before the token list: a request created after the list was read is paid in a later block.
+    const head = await readHead(reader, asset.confirmations);
+    const others = (await this.requests.claimableTokens(chainId)).filter((t) => t !== asset.token);
+    let failure: unknown = null;
+    for (const token of [asset.token, ...others]) {
+      try {
+        if (await this.scanToken(reader, asset, token, head)) await this.retryUndecided(chainId, token, head.tip);
+      } catch (e) {
+        if (token !== asset.token) this.logger.error(`chain scan of token ${token} on chain ${chainId} failed: ${(e as Error).message}`);
+        failure ??= e;
+      }
+    }
+    if (failure !== null) throw failure;
+  }
+
+  /** One range of one token's transfers, from its cursor; false when another worker holds its scan. */
+  private async scanToken(reader: ChainReader, asset: Asset, token: string, head: ChainHead): Promise<boolean> {
+    const { chainId } = asset;
+    return this.dataSource.transaction(async (em) => {
+      if (!(await this.cursors.tryLockScan(em, chainId, token))) return false;
       const tip = head.tip;
       const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);
@@ -104,25 +129,20 @@ export class ChainScanService {
         // The chain is shorter than what was scanned: a development chain started afresh, or the RPC now
         // points at another node. Waiting for it to grow past the old height would miss every payment.
         from = Math.max(0, safe - FIRST_SCAN_LOOKBACK_BLOCKS);
-        this.logger.warn(`chain ${chainId} tip ${tip} is below the scan cursor ${last}; rescanning from ${from}`);
+        this.logger.warn(`chain ${chainId} tip ${tip} is below the scan cursor ${last} of ${token}; rescanning from ${from}`);
       }
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
-      if (from > to) return { tip, range: { from, to, transfers: 0 } };
+      if (from > to) return true;
       const recipients = await this.requests.claimableRecipients(chainId, token);
-      let seen = 0;
       for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
         const batch = recipients.slice(i, i + RECIPIENTS_PER_QUERY);
         const transfers = await reader.transfers({ token, to: batch, fromBlock: from, toBlock: to });
-        seen += transfers.length;
         for (const t of transfers) await this.handle(chainId, t, tip);
       }
       const block = await reader.block(to);
       await this.cursors.advance(em, chainId, token, to, block ? new Date(block.timestamp * 1000) : null);
-      return { tip, range: { from, to, transfers: seen } };
+      return true;
     });
-    if (!scanned) return null;
-    await this.retryUndecided(chainId, token, scanned.tip);
-    return scanned.range;
   }
 
   /**

@@ -8,7 +8,7 @@ import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, 
 import { ClaimFinalityRepository, type UnsettledClaim } from '../infrastructure/claim-finality.repository';
 import { readHead } from './chain-head';
 
-/** Claims re-read per asset and run; the rest wait for the next run. */
+/** Claims re-read per mode and run; the rest wait for the next run. */
 const BATCH = 200;
 
 export interface SettleReport {
@@ -56,7 +56,9 @@ export class FinalityService {
     if (!reader || !asset) return report;
     const required = settleDepth(asset.confirmations);
     const head = await readHead(reader, required);
-    const due = await this.claims.due(asset.chainId, asset.token, deepThrough(required, head), BATCH);
+    // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
+    // from must still be re-read until settled.
+    const due = await this.claims.due(asset.chainId, mode === 'test', deepThrough(required, head), BATCH);
     for (const claim of due) {
       const blockAtClaim = claim.blockNumber === null ? null : await reader.block(claim.blockNumber);
       let standing = claimStanding(claim, { blockAtClaim, receipt: null, receiptBlock: null });

@@ -40,16 +40,19 @@ const UNSETTLED = `proof_status = 'verified' AND claim_settled_at IS NULL AND cl
 export class ClaimFinalityRepository {
   constructor(@InjectRepository(PaymentRequestEntity) private readonly requests: Repository<PaymentRequestEntity>) {}
 
-  /** Claims of one asset whose recorded block is at or below `through` (unknown blocks first), oldest first. */
-  async due(chainId: bigint, token: string, through: number, limit: number): Promise<UnsettledClaim[]> {
+  /**
+   * Claims of one mode on one chain, in any token, whose recorded block is at or below `through` (unknown
+   * blocks first), oldest first. Not by token: a mode moved to another token keeps its old token's claims.
+   */
+  async due(chainId: bigint, testMode: boolean, through: number, limit: number): Promise<UnsettledClaim[]> {
     const rows = await this.requests.query<UnsettledRow[]>(
       `SELECT id, partner_id, merchant_id, test_mode, chain_id, token_address, recipient, amount, tx_hash,
               claimed_log_index, claimed_block_number, claimed_block_hash
          FROM payment_requests
-        WHERE ${UNSETTLED} AND chain_id = $1 AND token_address = $2
+        WHERE ${UNSETTLED} AND chain_id = $1 AND test_mode = $2
           AND (claimed_block_number IS NULL OR claimed_block_number <= $3)
         ORDER BY claimed_block_number NULLS FIRST, id LIMIT $4`,
-      [chainId.toString(), token, through, limit],
+      [chainId.toString(), testMode, through, limit],
     );
     return rows.map((r) => ({
       requestId: r.id,
