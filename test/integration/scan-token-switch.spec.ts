@@ -1,6 +1,6 @@
 import { Wallet } from 'ethers';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, snapshot, startLocalNode, transferToken, type LocalNode,
+  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, rpc, snapshot, startLocalNode, transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -24,10 +24,12 @@ let partner: TestPartner;
 let merchant: { id: string; wallet: Wallet };
 /** Open in A, paid after the switch without a submitted hash. */
 let openInA: { id: string; amount: bigint };
+/** Open in A, its claim window closing after the switch. */
+let closingInA: { id: string; amount: bigint };
 /** Verified in A just before the switch (not yet settled), then reorged away. */
 let verifiedInA: { id: string; amount: bigint; txHash: string };
 
-const start = (token: string) => startFinalityService(node.url, token, CONFIRMATIONS, 150);
+const start = (token: string) => startFinalityService(node.url, token, CONFIRMATIONS, 150, { EXPIRY_SWEEP_INTERVAL_MS: '300' });
 
 let fiat = 900;
 async function newRequest(): Promise<{ id: string; amount: bigint }> {
@@ -40,10 +42,15 @@ async function newRequest(): Promise<{ id: string; amount: bigint }> {
 }
 
 const row = async (id: string) =>
-  (await sql<{ token_address: string; proof_status: string; proof_source: string | null; claim_lost_at: Date | null; claim_settled_at: Date | null }>(
-    `SELECT token_address, proof_status, proof_source, claim_lost_at, claim_settled_at FROM payment_requests WHERE id = $1`,
+  (await sql<{
+    token_address: string; proof_status: string; proof_source: string | null; amount_locked: boolean;
+    claim_lost_at: Date | null; claim_settled_at: Date | null;
+  }>(
+    `SELECT token_address, proof_status, proof_source, amount_locked, claim_lost_at, claim_settled_at FROM payment_requests WHERE id = $1`,
     [id],
   ))[0];
+const cursorOf = async (token: string) =>
+  Number((await sql<{ last_block: string }>(`SELECT last_block FROM chain_cursors WHERE chain_id = 31337 AND token_address = $1`, [token]))[0]?.last_block ?? -1);
 
 beforeAll(async () => {
   node = await startLocalNode({ port: await findFreePort() });
@@ -60,6 +67,7 @@ beforeAll(async () => {
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
   openInA = await newRequest();
+  closingInA = await newRequest();
   const paidInA = await newRequest();
   expect((await row(openInA.id)).token_address).toBe(tokenA);
 
@@ -111,4 +119,26 @@ it('the finality re-read still re-reads a claim of the old token, and alerts whe
     details: { mode: 'test', reason: 'receipt_missing', token_address: tokenA, tx_hash: verifiedInA.txHash },
   });
   expect((await row(verifiedInA.id)).claim_lost_at).not.toBeNull();
+});
+
+it("frees the old token's amounts once its scan passes their claim window, then reads the old token no more", async () => {
+  // The window closes now, after every block A's cursor has passed; the next block is stamped 2 minutes on.
+  await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 minute', claim_until = now() WHERE id = $1`, [closingInA.id]);
+  await rpc(node.url, 'evm_increaseTime', [120]);
+  await mine(node.url, CONFIRMATIONS);
+  await waitFor(async () => !(await row(closingInA.id)).amount_locked, 10000);
+
+  // Nothing in A can be paid any more (the other request of A was paid by the first test): A drops out while
+  // B's cursor goes on. B's cursor reaching a block mined after the release means a scan that started after it
+  // has run (and any earlier one has ended).
+  expect((await row(openInA.id)).proof_status).toBe('verified');
+  const scannedPast = async (blocks: number) => {
+    await mine(node.url, blocks);
+    const tip = Number(await rpc<string>(node.url, 'eth_blockNumber'));
+    await waitFor(async () => (await cursorOf(tokenB)) >= tip - CONFIRMATIONS + 1);
+  };
+  await scannedPast(1);
+  const a = await cursorOf(tokenA);
+  await scannedPast(3);
+  expect(await cursorOf(tokenA)).toBe(a);
 });

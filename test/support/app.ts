@@ -65,9 +65,16 @@ export async function startService(
 
 /**
  * A service with its worker whose test mode alone (live off) reads `token` on the node at `rpcUrl`, verifies
- * at `confirmations`, and scans, verifies and re-reads verified claims often (finality every `finalityMs`).
+ * at `confirmations`, and scans, verifies and re-reads verified claims often (finality every `finalityMs`);
+ * `env` adds.
  */
-export function startFinalityService(rpcUrl: string, token: string, confirmations: number, finalityMs: number): Promise<TestService> {
+export function startFinalityService(
+  rpcUrl: string,
+  token: string,
+  confirmations: number,
+  finalityMs: number,
+  env: Record<string, string> = {},
+): Promise<TestService> {
   return startService({
     worker: true,
     env: {
@@ -79,6 +86,7 @@ export function startFinalityService(rpcUrl: string, token: string, confirmation
       CHAIN_SCAN_INTERVAL_MS: '300',
       FINALITY_CHECK_INTERVAL_MS: String(finalityMs),
       CHAIN_RPC_TIMEOUT_MS: '2000',
+      ...env,
     },
   });
 }

@@ -103,7 +103,8 @@ export class ChainScanService {
     const { chainId } = asset;
     // The head before the token list: a request created after the list was read is paid in a later block.
     const head = await readHead(reader, asset.confirmations);
-    const others = (await this.requests.claimableTokens(chainId)).filter((t) => t !== asset.token);
+    // The mode's own requests only: another mode's are verified through that mode's reader and depth.
+    const others = (await this.requests.claimableTokens(chainId, mode === 'test')).filter((t) => t !== asset.token);
     let failure: unknown = null;
     for (const token of [asset.token, ...others]) {
       try {

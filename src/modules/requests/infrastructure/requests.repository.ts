@@ -310,22 +310,26 @@ export class RequestsRepository {
   }
 
   /**
-   * The tokens of a chain with requests a transfer may still pay, whatever mode's token each is now: a mode
-   * moved to another token keeps its open requests in the old one. A loose index scan of the partial index
-   * payment_requests_claimable (one probe per token), so the cost does not grow with the open requests.
+   * The tokens of a chain in which a mode has requests a transfer may still pay, whatever the mode's token is
+   * now: a mode moved to another token keeps its open requests in the old one. A loose index scan of the
+   * partial index payment_requests_claimable (one probe per token), so the cost does not grow with the open
+   * requests while a chain serves one mode (the usual case; the other mode's rows on a shared chain are
+   * stepped over).
    */
-  async claimableTokens(chainId: bigint): Promise<string[]> {
+  async claimableTokens(chainId: bigint, testMode: boolean): Promise<string[]> {
     const rows = await this.requests.query<{ token_address: string }[]>(
       `WITH RECURSIVE t(token_address) AS (
          (SELECT token_address FROM payment_requests
-           WHERE chain_id = $1 AND amount_locked AND proof_status <> 'verified' ORDER BY token_address LIMIT 1)
+           WHERE chain_id = $1 AND amount_locked AND proof_status <> 'verified' AND test_mode = $2
+           ORDER BY token_address LIMIT 1)
          UNION ALL
          SELECT (SELECT p.token_address FROM payment_requests p
-                  WHERE p.chain_id = $1 AND p.amount_locked AND p.proof_status <> 'verified' AND p.token_address > t.token_address
+                  WHERE p.chain_id = $1 AND p.amount_locked AND p.proof_status <> 'verified' AND p.test_mode = $2
+                    AND p.token_address > t.token_address
                   ORDER BY p.token_address LIMIT 1)
            FROM t WHERE t.token_address IS NOT NULL)
        SELECT token_address FROM t WHERE token_address IS NOT NULL`,
-      [chainId.toString()],
+      [chainId.toString(), testMode],
     );
     return rows.map((r) => r.token_address);
   }
