@@ -7,7 +7,7 @@ import type { ChainReader, ChainTransfer } from '../../chain/chain-reader';
 import { ChainCursorsRepository } from '../infrastructure/chain-cursors.repository';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { UnmatchedTransfersRepository, type NextTry, type SeenTransfer } from '../infrastructure/unmatched-transfers.repository';
-import { deepThrough, type ChainHead } from '../domain/finality';
+import { deepThrough } from '../domain/finality';
 import { readHead } from './chain-head';
 import { VerificationService } from './verification.service';
 
@@ -91,9 +91,10 @@ export class ChainScanService {
 
   /**
    * Scans every token of the mode's chain that a transfer may still pay in: the mode's token, and any other
-   * token with claimable requests (the mode was moved to another token while requests priced in the old one
-   * were open). Each token keeps its own cursor and lock, so a token that joins later (a restart, a switch
-   * back) resumes from where its own scan stopped and never skips a block; a token without claimable
+   * token in which the mode has claimable requests (the mode was moved to another token while requests priced
+   * in the old one were open). Each token keeps its own cursor and lock and moves its cursor only over a range
+   * it has read, so a token left out of a scan (no claimable requests then) is not skipped over: when it joins
+   * again (a switch back, a restart) it resumes where its own scan stopped. A token without claimable
    * requests costs nothing. One token failing does not stop the others; the first failure is thrown after.
    */
   async scan(mode: Mode): Promise<void> {
@@ -101,14 +102,13 @@ export class ChainScanService {
     const asset = this.assets.asset(mode);
     if (!reader || !asset) return;
     const { chainId } = asset;
-    // The head before the token list: a request created after the list was read is paid in a later block.
-    const head = await readHead(reader, asset.confirmations);
     // The mode's own requests only: another mode's are verified through that mode's reader and depth.
     const others = (await this.requests.claimableTokens(chainId, mode === 'test')).filter((t) => t !== asset.token);
     let failure: unknown = null;
     for (const token of [asset.token, ...others]) {
       try {
-        if (await this.scanToken(reader, asset, token, head)) await this.retryUndecided(chainId, token, head.tip);
+        const tip = await this.scanToken(reader, asset, token);
+        if (tip !== null) await this.retryUndecided(chainId, token, tip);
       } catch (e) {
         if (token !== asset.token) this.logger.error(`chain scan of token ${token} on chain ${chainId} failed: ${(e as Error).message}`);
         failure ??= e;
@@ -117,11 +117,13 @@ export class ChainScanService {
     if (failure !== null) throw failure;
   }
 
-  /** One range of one token's transfers, from its cursor; false when another worker holds its scan. */
-  private async scanToken(reader: ChainReader, asset: Asset, token: string, head: ChainHead): Promise<boolean> {
+  /** One range of one token's transfers, from its cursor; the tip read, or null when another worker holds its scan. */
+  private async scanToken(reader: ChainReader, asset: Asset, token: string): Promise<number | null> {
     const { chainId } = asset;
     return this.dataSource.transaction(async (em) => {
-      if (!(await this.cursors.tryLockScan(em, chainId, token))) return false;
+      if (!(await this.cursors.tryLockScan(em, chainId, token))) return null;
+      // The head under the lock: read before it, another worker's fresher cursor could look above the tip.
+      const head = await readHead(reader, asset.confirmations);
       const tip = head.tip;
       const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);
@@ -133,7 +135,7 @@ export class ChainScanService {
         this.logger.warn(`chain ${chainId} tip ${tip} is below the scan cursor ${last} of ${token}; rescanning from ${from}`);
       }
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
-      if (from > to) return true;
+      if (from > to) return tip;
       const recipients = await this.requests.claimableRecipients(chainId, token);
       for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
         const batch = recipients.slice(i, i + RECIPIENTS_PER_QUERY);
@@ -142,7 +144,7 @@ export class ChainScanService {
       }
       const block = await reader.block(to);
       await this.cursors.advance(em, chainId, token, to, block ? new Date(block.timestamp * 1000) : null);
-      return true;
+      return tip;
     });
   }
 
