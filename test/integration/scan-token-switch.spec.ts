@@ -142,3 +142,25 @@ it("frees the old token's amounts once its scan passes their claim window, then 
   await scannedPast(3);
   expect(await cursorOf(tokenA)).toBe(a);
 });
+
+it('still retries an undecided transfer of the old token after the token dropped out of the scan', async () => {
+  // As if the scan had held the transfer that paid openInA undecided (its receipt not yet on the backend),
+  // and the payer's hash had verified the request meanwhile: nothing claimable is left in A, yet the row
+  // must be retried, and goes since its transfer is the claimed one.
+  const [claim] = await sql<{ tx_hash: string; claimed_log_index: number; claimed_block_number: string; claimed_block_hash: string; recipient: string; amount: string }>(
+    `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash, recipient, amount FROM payment_requests WHERE id = $1`,
+    [openInA.id],
+  );
+  await sql(
+    `INSERT INTO unmatched_transfers (chain_id, tx_hash, log_index, block_number, block_hash, token_address, from_address, to_address,
+                                      value, reason, pending_request_id)
+     VALUES (31337, $1, $2, $3, $4, $5, $6, $7, $8, 'unconfirmed_not_mined', $9)`,
+    [claim.tx_hash, claim.claimed_log_index, claim.claimed_block_number, claim.claimed_block_hash, tokenA,
+      new Wallet(PAYER).address.toLowerCase(), claim.recipient, claim.amount, openInA.id],
+  );
+  await mine(node.url, 1);
+  await waitFor(async () => {
+    const [left] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM unmatched_transfers WHERE tx_hash = $1`, [claim.tx_hash]);
+    return left.n === 0;
+  }, 10000);
+});

@@ -104,10 +104,14 @@ export class ChainScanService {
     const { chainId } = asset;
     // The mode's own requests only: another mode's are verified through that mode's reader and depth.
     const others = (await this.requests.claimableTokens(chainId, mode === 'test')).filter((t) => t !== asset.token);
+    const scanned = [asset.token, ...others];
+    // Undecided transfers of a token no longer scanned (their request verified by a payer's hash meanwhile,
+    // nothing else claimable in it) are still retried: decided, or given up, and never left held.
+    const retriedOnly = (await this.unmatched.pendingTokens(chainId)).filter((t) => !scanned.includes(t));
     let failure: unknown = null;
-    for (const token of [asset.token, ...others]) {
+    for (const token of [...scanned, ...retriedOnly]) {
       try {
-        const tip = await this.scanToken(reader, asset, token);
+        const tip = scanned.includes(token) ? await this.scanToken(reader, asset, token) : await reader.tip();
         if (tip !== null) await this.retryUndecided(chainId, token, tip);
       } catch (e) {
         if (token !== asset.token) this.logger.error(`chain scan of token ${token} on chain ${chainId} failed: ${(e as Error).message}`);

@@ -78,6 +78,26 @@ export class UnmatchedTransfersRepository {
   }
 
   /**
+   * The tokens of a chain with undecided transfers (held for a request), whatever mode's token each is now. A
+   * loose index scan of unmatched_transfers_retry: one probe per token.
+   */
+  async pendingTokens(chainId: bigint): Promise<string[]> {
+    const rows = await this.transfers.query<{ token_address: string }[]>(
+      `WITH RECURSIVE t(token_address) AS (
+         (SELECT token_address FROM unmatched_transfers
+           WHERE chain_id = $1 AND pending_request_id IS NOT NULL ORDER BY token_address LIMIT 1)
+         UNION ALL
+         SELECT (SELECT u.token_address FROM unmatched_transfers u
+                  WHERE u.chain_id = $1 AND u.pending_request_id IS NOT NULL AND u.token_address > t.token_address
+                  ORDER BY u.token_address LIMIT 1)
+           FROM t WHERE t.token_address IS NOT NULL)
+       SELECT token_address FROM t WHERE token_address IS NOT NULL`,
+      [chainId.toString()],
+    );
+    return rows.map((r) => r.token_address);
+  }
+
+  /**
    * The undecided transfers of one asset due for a try, earliest retry_at first (a tried one goes to the back,
    * so none is starved): due by time and, when waiting for a block, with a tip past the one of its last try, or
    * whose request's window ended before `giveUpBefore` (or is gone), whatever the tip (its last try reads the
