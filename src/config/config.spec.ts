@@ -72,7 +72,16 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     expect(x.publicUrl).toBe('https://pay.example.com');
     expect(x.payUrl).toBe('https://pay.example.com/pay');
     expect(loadConfig({ PAY_URL: 'https://p.example.com/x/' }).payUrl).toBe('https://p.example.com/x');
+    expect(loadConfig({ PAY_URL: 'https://p.example.com' }).payUrl).toBe('https://p.example.com');
+    expect(loadConfig({ PAY_URL: 'https://shop.example.com/checkout/now' }).payUrl).toBe('https://shop.example.com/checkout/now');
   });
+
+  it.each(['/api/v1/requests', '/API/v1/merchants', '/pay/api', '/dashboard/requests', '/portal', '/m', '/assets/x', '/plan/api', '/onboarding', '/admin'])(
+    'refuses a PAY_URL path under a route the service serves (%s): its page would shadow that route',
+    (path) => {
+      expect(() => loadConfig({ PAY_URL: `https://p.example.com${path}` })).toThrow(/PAY_URL/);
+    },
+  );
 
   it('reads a chain per mode, token address lower-cased', () => {
     const x = loadConfig({ ...CHAIN, CHAIN_TEST_CONFIRMATIONS: '3' });

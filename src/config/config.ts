@@ -174,6 +174,23 @@ function url(env: Env, name: string, fallback: string, protocols = ['http:', 'ht
   return v.replace(/\/+$/, '');
 }
 
+/**
+ * The first path segments the public listener routes itself. The pay page is served at PAY_URL's own path too
+ * (src/modules/pages/pay-url-alias.ts), so that path may not sit under one of them (`/api/v1/requests` would
+ * turn the partner API's get into the pay page); `/pay` itself, and no path at all, are fine.
+ */
+const SERVED_PATHS = ['admin', 'api', 'assets', 'dashboard', 'docs', 'health', 'm', 'metrics', 'onboarding', 'pay', 'plan', 'portal', 'terms'];
+
+function payUrl(env: Env, publicUrl: string): string {
+  const v = url(env, 'PAY_URL', `${publicUrl}/pay`);
+  const path = new URL(v).pathname.replace(/\/+$/, '').toLowerCase();
+  const first = path.split('/')[1] ?? '';
+  if (path !== '/pay' && SERVED_PATHS.includes(first)) {
+    throw new ConfigError('PAY_URL', `its path may be /pay, none, or one outside the service's own routes (/${SERVED_PATHS.join(', /')}), got "${path}"`);
+  }
+  return v;
+}
+
 export function parseRates(raw: string, name = 'RATES'): Record<string, string> {
   const rates: Record<string, string> = {};
   for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
@@ -328,7 +345,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminToken,
     publicUrl,
     secureCookies: new URL(publicUrl).protocol === 'https:',
-    payUrl: url(env, 'PAY_URL', `${publicUrl}/pay`),
+    payUrl: payUrl(env, publicUrl),
     keyPrefix,
     chains,
     rates: parseRates(str(env, 'RATES', 'usd:1')),
