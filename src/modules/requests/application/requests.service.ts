@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
+import { fiatExponent } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
+import { currencyMismatch } from '../../../common/http/currency-assertion';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merchant-directory';
@@ -188,9 +189,8 @@ export class RequestsService {
   private refusal(p: RequestCreator, m: MerchantForCreate, dto: CreateRequestInput): AppError | null {
     if (m.onboarding_status !== 'complete' || !m.wallet_address) return new AppError('merchant_onboarding_incomplete');
     if (m.disabled) return new AppError('merchant_disabled');
-    if (dto.fiatCurrencyCode !== undefined && normalizeCurrency(dto.fiatCurrencyCode) !== m.display_currency) {
-      return new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
-    }
+    const mismatch = currencyMismatch(dto.fiatCurrencyCode, m.display_currency);
+    if (mismatch) return mismatch;
     if (dto.expiryMinutes !== undefined && !p.allowedExpiryMinutes.includes(dto.expiryMinutes)) {
       return new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
     }
