@@ -5,6 +5,7 @@ import { idemKey } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { sample } from '../support/metrics';
 import { waitFor } from '../support/wait';
 
 /** Rates: the HTTP JSON source, the manual refresh limit of spec §8, and the snapshot on each request. */
@@ -139,9 +140,13 @@ describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age p
     const made = await create({ idempotency_key: key });
     expect(made.status).toBe(201);
 
-    // Younger than the max age: still prices.
+    // Younger than the max age: still prices, and /metrics shows the age operators alert on.
     await ageRates(svc, `${MAX_AGE_MS / 1000 - 60} seconds`);
     expect((await create()).status).toBe(201);
+    const metrics = (await call(svc.adminUrl, 'GET', '/metrics')).text;
+    const age = sample(metrics, 'prs_rate_age_seconds', { currency: 'usd', source: `http:${new URL(sourceUrl).host}` });
+    expect(age).toBeGreaterThanOrEqual(MAX_AGE_MS / 1000 - 60);
+    expect(age).toBeLessThan(MAX_AGE_MS / 1000);
 
     // The source goes down, so refreshes fail and the stored rates grow older than the max age.
     sourceDown = true;
@@ -195,6 +200,7 @@ describe('RATES_MAX_AGE_MS and static RATES', () => {
     const p = await createPartner(st);
     const m = await createOnboardedMerchant(st, p.testKey, { display_currency: 'eur' });
     await ageRates(st, '30 days');
+    expect((await call(st.adminUrl, 'GET', '/metrics')).text).not.toMatch(/^prs_rate_age_seconds\{/m);
     const r = await call(st.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
     expect(r.status).toBe(201);
     expect(r.body.amount).toBe('1000000');

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
@@ -7,6 +8,7 @@ import { normalizeCurrency } from '../../common/currencies';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
+import { MetricsService } from '../ops/metrics.service';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
 import { RateRepository } from './rate.repository';
 import { StaticRateProvider } from './static-rate.provider';
@@ -47,9 +49,23 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     private readonly feed: ChangeFeed,
     private readonly dataSource: DataSource,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    const rates = this;
+    new Gauge({
+      name: 'prs_rate_age_seconds',
+      help: 'Seconds since each rate that ages (remote or injected source) was refreshed; past RATES_MAX_AGE_MS its currency prices no request',
+      labelNames: ['currency', 'source'],
+      registers: [this.metrics.registry],
+      collect() {
+        this.reset();
+        for (const held of rates.current.values()) {
+          if (rates.ages(held.row)) this.set({ currency: held.row.currency, source: held.row.source }, Math.round(rates.ageOf(held) / 1000));
+        }
+      },
+    });
     // Static rates are the configuration itself: apply them at every start. A remote source is fetched at
     // start only when nothing is stored yet, or what is stored is too old to price; its repeating refresh job
     // keeps it current.
