@@ -8,8 +8,15 @@ import { RateEntity } from './rate.entity';
 export class RateRepository {
   constructor(@InjectRepository(RateEntity) private readonly rates: Repository<RateEntity>) {}
 
-  all(): Promise<RateEntity[]> {
-    return this.rates.find();
+  /**
+   * Every stored rate with its age measured on Postgres's clock alone (`now() - updated_at`, both written by
+   * Postgres), so an instance whose clock disagrees with the database's still reads the right age.
+   */
+  async allWithAge(): Promise<Array<{ currency: string; rate: string; source: string; updatedAt: Date; ageMs: number }>> {
+    const rows: Array<{ currency: string; rate: string; source: string; updated_at: Date; age_ms: number }> = await this.rates.query(
+      `SELECT currency, rate, source, updated_at, (extract(epoch FROM now() - updated_at) * 1000)::float8 AS age_ms FROM rates`,
+    );
+    return rows.map((r) => ({ currency: r.currency, rate: r.rate, source: r.source, updatedAt: r.updated_at, ageMs: r.age_ms }));
   }
 
   /**

@@ -149,7 +149,11 @@ export class RequestsService {
     const rate = this.rates.rate(m.display_currency);
     const problem =
       this.refusal(p, m, dto) ??
-      (!asset ? new AppError('asset_unavailable') : !rate ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency }) : null);
+      (!asset
+        ? new AppError('asset_unavailable')
+        : !rate
+          ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency })
+          : this.rates.tooOld(m.display_currency));
     if (problem || !asset || !rate) {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
       const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey, em) : null;
@@ -185,7 +189,10 @@ export class RequestsService {
     return this.repo.insertOrFind(n, em);
   }
 
-  /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
+  /**
+   * The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry (then, in attempt,
+   * the mode's asset and the currency's rate: none, or one too old to price).
+   */
   private refusal(p: RequestCreator, m: MerchantForCreate, dto: CreateRequestInput): AppError | null {
     if (m.onboarding_status !== 'complete' || !m.wallet_address) return new AppError('merchant_onboarding_incomplete');
     if (m.disabled) return new AppError('merchant_disabled');
