@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { DataSource } from 'typeorm';
+import { RateRepository } from '../../src/modules/rates/rate.repository';
 import { signInDashboard } from '../factories/dashboard';
 import { createOnboardedMerchant, admin, createPartner } from '../factories/partners';
 import { idemKey } from '../factories/requests';
@@ -214,5 +216,42 @@ describe('RATES_MAX_AGE_MS and static RATES', () => {
     const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
     expect(r.status).toBe(502);
     expect(r.body).toEqual({ ok: false, error: 'rate_source_unavailable', source: expect.stringMatching(/^http:127\.0\.0\.1:\d+$/) });
+  });
+});
+
+describe('two refreshes at once', () => {
+  /**
+   * A scheduled refresh and a partner's manual one on another instance can overlap. Each makes its answer the
+   * whole stored set; run side by side without a lock, the second's DELETE does not see the rows the first
+   * inserted (its snapshot predates their commit), so a currency only the first answer named stayed behind.
+   */
+  it('end with one answer as the stored set, not a mix of both', async () => {
+    const repo = svc.app.get(RateRepository, { strict: false });
+    const db = svc.app.get(DataSource, { strict: false });
+    const before = await sql<{ currency: string; rate: string; source: string }>(`SELECT currency, rate, source FROM rates`);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let firstWrote!: () => void;
+    const wrote = new Promise<void>((r) => (firstWrote = r));
+    try {
+      const first = db.transaction(async (em) => {
+        await repo.replaceAll(em, { usd: '1', chf: '0.88' }, 'test:first');
+        firstWrote();
+        await held;
+      });
+      await wrote;
+      const second = db.transaction((em) => repo.replaceAll(em, { usd: '1', gbp: '0.79' }, 'test:second'));
+      // The second is under way (waiting for the first, with the lock; racing it, without) when the first commits.
+      await waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n > 0, 5000, 20).catch(() => undefined);
+      release();
+      await Promise.all([first, second]);
+      expect((await sql<{ currency: string }>(`SELECT currency FROM rates ORDER BY currency`)).map((r) => r.currency)).toEqual(['gbp', 'usd']);
+    } finally {
+      release();
+      await db.transaction(async (em) => {
+        await em.query(`DELETE FROM rates`);
+        for (const r of before) await em.query(`INSERT INTO rates (currency, rate, source, updated_at) VALUES ($1, $2, $3, now())`, [r.currency, r.rate, r.source]);
+      });
+    }
   });
 });

@@ -27,6 +27,9 @@ export class RateRepository {
   async replaceAll(em: EntityManager, rates: Record<string, string>, source: string): Promise<void> {
     const rows = Object.entries(rates).map(([currency, rate]) => ({ currency, rate, source, updatedAt: () => 'now()' }));
     if (rows.length === 0) return;
+    // One refresh at a time (a scheduled one and a partner's on another instance): without it, this DELETE
+    // would not see rows an overlapping refresh inserted, and the stored set would mix both answers.
+    await em.query(`SELECT pg_advisory_xact_lock(hashtext('rates.replaceAll'))`);
     await em.query(`DELETE FROM rates WHERE NOT (currency = ANY($1::text[]))`, [Object.keys(rates)]);
     await em
       .getRepository(RateEntity)
