@@ -7,6 +7,7 @@ import { DtoPipe } from './common/http/validation';
 import { QueueModule } from './common/queue/queue.module';
 import { RedisModule } from './common/redis/redis.module';
 import { RateLimitModule } from './common/rate-limit/rate-limit.module';
+import { AdminAuthModule } from './modules/admin/admin-auth.module';
 import { AdminModule } from './modules/admin/admin.module';
 import { AlertsModule } from './modules/alerts/alerts.module';
 import { AuditModule } from './modules/audit/audit.module';
@@ -58,6 +59,7 @@ export class AppModule {
       ? [
           RateLimitModule,
           AuthModule,
+          AdminAuthModule,
           MerchantsModule,
           RequestsModule,
           PagesModule,

@@ -15,6 +15,7 @@ import { literalPercents } from './common/http/literal-percents';
 import { httpMetrics } from './modules/ops/http-metrics.middleware';
 import { apiAccessLog } from './modules/ops/logging';
 import { MetricsService } from './modules/ops/metrics.service';
+import { AdminAuthFailureLimiter } from './modules/admin/admin-auth-failure.limiter';
 import { mountQueueBoard } from './modules/ops/queue-board';
 import { payUrlAlias } from './modules/pages/pay-url-alias';
 import { portalFormBody } from './modules/portal/portal-http';
@@ -95,7 +96,7 @@ export async function start(
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);
   app.use('/api/v1', apiAccessLog(config));
-  mountQueueBoard(app, config);
+  mountQueueBoard(app, config, app.get(AdminAuthFailureLimiter));
   app.use(httpMetrics(app.get(MetricsService)));
   await app.init();
 

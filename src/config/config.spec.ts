@@ -55,6 +55,14 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     }
   });
 
+  it('reads RATES_MAX_AGE_MS: one hour by default, at least two refresh intervals', () => {
+    expect(c.ratesMaxAgeMs).toBe(3600000);
+    expect(loadConfig({ RATES_MAX_AGE_MS: '600000' }).ratesMaxAgeMs).toBe(600000);
+    // A longer refresh interval without a max age: two of its intervals, never refusals between refreshes.
+    expect(loadConfig({ RATES_REFRESH_INTERVAL_MS: '3600000' }).ratesMaxAgeMs).toBe(7200000);
+    expect(loadConfig({ RATES_REFRESH_INTERVAL_MS: '60000', RATES_MAX_AGE_MS: '120000' }).ratesMaxAgeMs).toBe(120000);
+  });
+
   it('has a development admin token outside production', () => {
     expect(typeof c.adminToken).toBe('string');
     expect(c.adminToken.length).toBeGreaterThanOrEqual(12);
@@ -72,7 +80,16 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     expect(x.publicUrl).toBe('https://pay.example.com');
     expect(x.payUrl).toBe('https://pay.example.com/pay');
     expect(loadConfig({ PAY_URL: 'https://p.example.com/x/' }).payUrl).toBe('https://p.example.com/x');
+    expect(loadConfig({ PAY_URL: 'https://p.example.com' }).payUrl).toBe('https://p.example.com');
+    expect(loadConfig({ PAY_URL: 'https://shop.example.com/checkout/now' }).payUrl).toBe('https://shop.example.com/checkout/now');
   });
+
+  it.each(['/api/v1/requests', '/API/v1/merchants', '/pay/api', '/dashboard/requests', '/portal', '/m', '/assets/x', '/plan/api', '/onboarding', '/admin'])(
+    'refuses a PAY_URL path under a route the service serves (%s): its page would shadow that route',
+    (path) => {
+      expect(() => loadConfig({ PAY_URL: `https://p.example.com${path}` })).toThrow(/PAY_URL/);
+    },
+  );
 
   it('reads a chain per mode, token address lower-cased', () => {
     const x = loadConfig({ ...CHAIN, CHAIN_TEST_CONFIRMATIONS: '3' });
@@ -160,6 +177,10 @@ describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', 
     ['KEY_PREFIX with upper case', { KEY_PREFIX: 'PRS' }, 'KEY_PREFIX'],
     ['KEY_PREFIX with an underscore', { KEY_PREFIX: 'p_s' }, 'KEY_PREFIX'],
     ['RATE_LIMIT_SCALE zero', { RATE_LIMIT_SCALE: '0' }, 'RATE_LIMIT_SCALE'],
+    ['RATES_MAX_AGE_MS not a number', { RATES_MAX_AGE_MS: '1h' }, 'RATES_MAX_AGE_MS'],
+    ['RATES_MAX_AGE_MS under two refresh intervals', { RATES_MAX_AGE_MS: '599999' }, 'RATES_MAX_AGE_MS'],
+    ['RATES_MAX_AGE_MS under two of a set refresh interval', { RATES_REFRESH_INTERVAL_MS: '60000', RATES_MAX_AGE_MS: '119999' }, 'RATES_MAX_AGE_MS'],
+    ['RATES_MAX_AGE_MS over 7 days', { RATES_MAX_AGE_MS: '604800001' }, 'RATES_MAX_AGE_MS'],
   ] as const)('%s', (_label, env, variable) => {
     const e = failure({ NODE_ENV: 'test', ...env } as Record<string, string>);
     expect(e.variable).toBe(variable);

@@ -74,6 +74,11 @@ export interface AppConfig {
   ratesSourceUrl: string | null;
   ratesSourcePath: string;
   ratesRefreshIntervalMs: number;
+  /**
+   * A rate from any source but the static RATES prices no new request once it is older than this (by
+   * Postgres's clock): a source that stopped answering must not price requests with its last rate for ever.
+   */
+  ratesMaxAgeMs: number;
   /** Bound on every JSON-RPC call, so an unreachable node backs off instead of hanging a job. */
   chainRpcTimeoutMs: number;
   /** How often a verification waiting for confirmations or for its transaction looks again at the latest. */
@@ -174,6 +179,23 @@ function url(env: Env, name: string, fallback: string, protocols = ['http:', 'ht
   return v.replace(/\/+$/, '');
 }
 
+/**
+ * The first path segments the public listener routes itself. The pay page is served at PAY_URL's own path too
+ * (src/modules/pages/pay-url-alias.ts), so that path may not sit under one of them (`/api/v1/requests` would
+ * turn the partner API's get into the pay page); `/pay` itself, and no path at all, are fine.
+ */
+const SERVED_PATHS = ['admin', 'api', 'assets', 'dashboard', 'docs', 'health', 'm', 'metrics', 'onboarding', 'pay', 'plan', 'portal', 'terms'];
+
+function payUrl(env: Env, publicUrl: string): string {
+  const v = url(env, 'PAY_URL', `${publicUrl}/pay`);
+  const path = new URL(v).pathname.replace(/\/+$/, '').toLowerCase();
+  const first = path.split('/')[1] ?? '';
+  if (path !== '/pay' && SERVED_PATHS.includes(first)) {
+    throw new ConfigError('PAY_URL', `its path may be /pay, none, or one outside the service's own routes (/${SERVED_PATHS.join(', /')}), got "${path}"`);
+  }
+  return v;
+}
+
 export function parseRates(raw: string, name = 'RATES'): Record<string, string> {
   const rates: Record<string, string> = {};
   for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
@@ -252,6 +274,19 @@ function delays(env: Env): number[] {
   return parts.map(Number);
 }
 
+/**
+ * RATES_MAX_AGE_MS: at least two refresh intervals, so one late or failed refresh never refuses requests.
+ * Unset, one hour (12 intervals of the default 5 minutes), or two intervals when those are longer.
+ */
+function ratesMaxAge(env: Env, refreshIntervalMs: number): number {
+  const floor = 2 * refreshIntervalMs;
+  const maxAge = int(env, 'RATES_MAX_AGE_MS', Math.max(3600000, floor), 1000, 604800000);
+  if (maxAge < floor) {
+    throw new ConfigError('RATES_MAX_AGE_MS', `must be at least twice RATES_REFRESH_INTERVAL_MS (${floor}), got ${maxAge}`);
+  }
+  return maxAge;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 function logLevel(env: Env): string {
@@ -314,6 +349,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     const c = chain(env, mode);
     if (c) chains[mode] = c;
   }
+  const ratesRefreshIntervalMs = int(env, 'RATES_REFRESH_INTERVAL_MS', 300000, 1000, 86400000);
   const scaleRaw = str(env, 'RATE_LIMIT_SCALE', '1');
   if (!/^\d+(\.\d+)?$/.test(scaleRaw) || Number(scaleRaw) <= 0) {
     throw new ConfigError('RATE_LIMIT_SCALE', `must be a positive number, got "${scaleRaw}"`);
@@ -328,7 +364,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     adminToken,
     publicUrl,
     secureCookies: new URL(publicUrl).protocol === 'https:',
-    payUrl: url(env, 'PAY_URL', `${publicUrl}/pay`),
+    payUrl: payUrl(env, publicUrl),
     keyPrefix,
     chains,
     rates: parseRates(str(env, 'RATES', 'usd:1')),
@@ -352,7 +388,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     workerAdminPort: int(env, 'WORKER_ADMIN_PORT', 3002, 0, 65535),
     ratesSourceUrl: env.RATES_SOURCE_URL ? url(env, 'RATES_SOURCE_URL', env.RATES_SOURCE_URL) : null,
     ratesSourcePath: str(env, 'RATES_SOURCE_PATH', 'rates'),
-    ratesRefreshIntervalMs: int(env, 'RATES_REFRESH_INTERVAL_MS', 300000, 1000, 86400000),
+    ratesRefreshIntervalMs,
+    ratesMaxAgeMs: ratesMaxAge(env, ratesRefreshIntervalMs),
     chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
     verifyPollMs: int(env, 'VERIFY_POLL_MS', 10000, 50, 600000),
     headPollMs: int(env, 'HEAD_POLL_MS', 500, 50, 600000),

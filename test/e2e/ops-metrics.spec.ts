@@ -9,6 +9,7 @@ import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { sample } from '../support/metrics';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
@@ -40,16 +41,6 @@ async function scrape(): Promise<string> {
 }
 
 /** The value of one sample, or null when the series is absent. */
-function sample(text: string, name: string, labels: Record<string, string>): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const inside = line.slice(line.indexOf('{') + 1, line.lastIndexOf('}')).split(',');
-    if (want.every((w) => inside.includes(w))) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return null;
-}
-
 function sumOf(text: string, name: string): number {
   return text
     .split('\n')

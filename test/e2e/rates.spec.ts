@@ -1,28 +1,62 @@
 import { createServer, type Server } from 'node:http';
+import { DataSource } from 'typeorm';
+import { RateRepository } from '../../src/modules/rates/rate.repository';
+import { signInDashboard } from '../factories/dashboard';
 import { createOnboardedMerchant, admin, createPartner } from '../factories/partners';
+import { idemKey } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { sample } from '../support/metrics';
+import { waitFor } from '../support/wait';
 
 /** Rates: the HTTP JSON source, the manual refresh limit of spec §8, and the snapshot on each request. */
 let source: Server;
 let sourceRates: Record<string, unknown> = { usd: 1, eur: '0.92' };
+/** The source is down: every fetch gets a 503. */
+let sourceDown = false;
 let sourceUrl: string;
 let svc: TestService;
 
 beforeAll(async () => {
   source = createServer((_req, res) => {
+    if (sourceDown) {
+      res.statusCode = 503;
+      res.end();
+      return;
+    }
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ data: { rates: sourceRates } }));
   });
   await new Promise<void>((r) => source.listen(0, '127.0.0.1', r));
   sourceUrl = `http://127.0.0.1:${(source.address() as { port: number }).port}/rates.json`;
-  svc = await startService({ env: { RATES_SOURCE_URL: sourceUrl, RATES_SOURCE_PATH: 'data.rates' } });
+  svc = await startService({ env: { RATES_SOURCE_URL: sourceUrl, RATES_SOURCE_PATH: 'data.rates', RATES_MAX_AGE_MS: String(MAX_AGE_MS) } });
 });
 
 afterAll(async () => {
   await svc?.close();
   await new Promise((r) => source.close(r));
+  await closeSql();
 });
+
+const MAX_AGE_MS = 600000;
+
+/**
+ * Makes every stored rate `age` old (a Postgres interval), as if the last refresh had been that long ago, and
+ * waits until `on` holds the aged rows in memory (the change feed tells it to reload, as a refresh would).
+ */
+async function ageRates(on: TestService, age: string): Promise<void> {
+  const rows = await sql<{ currency: string; updated_at: Date }>(`UPDATE rates SET updated_at = now() - $1::interval RETURNING currency, updated_at`, [age]);
+  await sql(`SELECT pg_notify('prs_changes', $1)`, [JSON.stringify({ topic: 'rates', key: '1' })]);
+  const want = Object.fromEntries(rows.map((r) => [r.currency, r.updated_at.toISOString()]));
+  await waitFor(async () => {
+    const shown = (await admin(on, 'GET', '/rates')).body.rates as Array<{ currency: string; updated_at: string }>;
+    return shown.length === rows.length && shown.every((r) => want[r.currency] === r.updated_at);
+  });
+}
+
+const requestsOf = async (merchantId: string) => Number((await sql(`SELECT count(*) AS n FROM payment_requests WHERE merchant_id = $1`, [merchantId]))[0].n);
+const plansOf = async (merchantId: string) => Number((await sql(`SELECT count(*) AS n FROM plans WHERE merchant_id = $1`, [merchantId]))[0].n);
 
 it('refreshes from the HTTP source, at most once a minute per partner, and requests keep the rate they used', async () => {
   const p = await createPartner(svc);
@@ -90,4 +124,134 @@ it('a currency the source no longer quotes loses its rate: its requests are refu
   const r = await createPartner(svc);
   expect((await admin(svc, 'POST', `/partners/${r.id}/rates/refresh`)).status).toBe(200);
   expect((await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } })).status).toBe(201);
+});
+
+describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age prices nothing', () => {
+  it('every create path refuses it (502 rate_source_unavailable naming the source), changing nothing, until a refresh succeeds', async () => {
+    sourceDown = false;
+    sourceRates = { usd: '1', eur: '0.92' };
+    const p = await createPartner(svc);
+    expect((await admin(svc, 'POST', `/partners/${p.id}/rates/refresh`)).status).toBe(200);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    const dash = await signInDashboard(svc, m.wallet);
+    const handle = `fresh-${Date.now().toString(36)}`;
+    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const key = idemKey();
+    const create = (body: Record<string, unknown> = {}) =>
+      call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 500, ...body } });
+    const made = await create({ idempotency_key: key });
+    expect(made.status).toBe(201);
+
+    // Younger than the max age: still prices, and /metrics shows the age operators alert on.
+    await ageRates(svc, `${MAX_AGE_MS / 1000 - 60} seconds`);
+    expect((await create()).status).toBe(201);
+    const metrics = (await call(svc.adminUrl, 'GET', '/metrics')).text;
+    const age = sample(metrics, 'prs_rate_age_seconds', { currency: 'usd', source: `http:${new URL(sourceUrl).host}` });
+    expect(age).toBeGreaterThanOrEqual(MAX_AGE_MS / 1000 - 60);
+    expect(age).toBeLessThan(MAX_AGE_MS / 1000);
+
+    // The source goes down, so refreshes fail and the stored rates grow older than the max age.
+    sourceDown = true;
+    const q = await createPartner(svc);
+    expect((await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`)).status).toBe(502);
+    await ageRates(svc, `${MAX_AGE_MS / 1000 + 60} seconds`);
+    const requestsBefore = await requestsOf(m.id);
+    const plansBefore = await plansOf(m.id);
+    const refusal = { ok: false, error: 'rate_source_unavailable', source: expect.stringMatching(/^http:127\.0\.0\.1:\d+$/) };
+
+    const partner = await create({ idempotency_key: idemKey() });
+    expect(partner.status).toBe(502);
+    expect(partner.body).toEqual(refusal);
+    const dashboard = await dash.call('POST', '/requests', { body: { fiat_amount_int: 500 } });
+    expect(dashboard.status).toBe(502);
+    expect(dashboard.body).toEqual(refusal);
+    const handlePage = await call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body: { fiat_amount_int: 500 } });
+    expect(handlePage.status).toBe(502);
+    expect(handlePage.body).toEqual(refusal);
+    // A plan starting now charges its first period at once: the plan is not kept without it.
+    const plan = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 2500, interval: 'month' } });
+    expect(plan.status).toBe(502);
+    expect(plan.body).toEqual(refusal);
+    expect(await requestsOf(m.id)).toBe(requestsBefore);
+    expect(await plansOf(m.id)).toBe(plansBefore);
+
+    // An idempotent replay still returns the request it made (DESIGN §3: the replay wins over later checks).
+    const replay = await create({ idempotency_key: key });
+    expect(replay.status).toBe(200);
+    expect(replay.body.request_id).toBe(made.body.request_id);
+
+    // The source is back: a refresh (the worker's job, or a manual one) makes the rates current again.
+    sourceDown = false;
+    const r = await createPartner(svc);
+    expect((await admin(svc, 'POST', `/partners/${r.id}/rates/refresh`)).status).toBe(200);
+    expect((await create()).status).toBe(201);
+    expect((await dash.call('POST', '/requests', { body: { fiat_amount_int: 500 } })).status).toBe(201);
+  });
+});
+
+describe('RATES_MAX_AGE_MS and static RATES', () => {
+  let st: TestService;
+  beforeAll(async () => {
+    st = await startService({ env: { RATES_MAX_AGE_MS: String(MAX_AGE_MS) } });
+  });
+  afterAll(async () => {
+    await st?.close();
+  });
+
+  it('static rates never age: RATES is the configuration itself', async () => {
+    const p = await createPartner(st);
+    const m = await createOnboardedMerchant(st, p.testKey, { display_currency: 'eur' });
+    await ageRates(st, '30 days');
+    expect((await call(st.adminUrl, 'GET', '/metrics')).text).not.toMatch(/^prs_rate_age_seconds\{/m);
+    const r = await call(st.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
+    expect(r.status).toBe(201);
+    expect(r.body.amount).toBe('1000000');
+  });
+
+  it('the same static rows age on an instance configured with a remote source (left from before the switch)', async () => {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    await ageRates(svc, `${MAX_AGE_MS / 1000 + 60} seconds`);
+    expect((await admin(svc, 'GET', '/rates')).body.rates.every((x: { source: string }) => x.source === 'static')).toBe(true);
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
+    expect(r.status).toBe(502);
+    expect(r.body).toEqual({ ok: false, error: 'rate_source_unavailable', source: expect.stringMatching(/^http:127\.0\.0\.1:\d+$/) });
+  });
+});
+
+describe('two refreshes at once', () => {
+  /**
+   * A scheduled refresh and a partner's manual one on another instance can overlap. Each makes its answer the
+   * whole stored set; run side by side without a lock, the second's DELETE does not see the rows the first
+   * inserted (its snapshot predates their commit), so a currency only the first answer named stayed behind.
+   */
+  it('end with one answer as the stored set, not a mix of both', async () => {
+    const repo = svc.app.get(RateRepository, { strict: false });
+    const db = svc.app.get(DataSource, { strict: false });
+    const before = await sql<{ currency: string; rate: string; source: string }>(`SELECT currency, rate, source FROM rates`);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let firstWrote!: () => void;
+    const wrote = new Promise<void>((r) => (firstWrote = r));
+    try {
+      const first = db.transaction(async (em) => {
+        await repo.replaceAll(em, { usd: '1', chf: '0.88' }, 'test:first');
+        firstWrote();
+        await held;
+      });
+      await wrote;
+      const second = db.transaction((em) => repo.replaceAll(em, { usd: '1', gbp: '0.79' }, 'test:second'));
+      // The second is under way (waiting for the first, with the lock; racing it, without) when the first commits.
+      await waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n > 0, 5000, 20).catch(() => undefined);
+      release();
+      await Promise.all([first, second]);
+      expect((await sql<{ currency: string }>(`SELECT currency FROM rates ORDER BY currency`)).map((r) => r.currency)).toEqual(['gbp', 'usd']);
+    } finally {
+      release();
+      await db.transaction(async (em) => {
+        await em.query(`DELETE FROM rates`);
+        for (const r of before) await em.query(`INSERT INTO rates (currency, rate, source, updated_at) VALUES ($1, $2, $3, now())`, [r.currency, r.rate, r.source]);
+      });
+    }
+  });
 });

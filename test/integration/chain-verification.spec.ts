@@ -334,8 +334,15 @@ describe('claims', () => {
     await db.query(`UPDATE payment_requests SET proof_status = 'attached', tx_hash = $2 WHERE id = $1`, [r.id, tx.txHash]);
     await mine(node.url, CONFIRMATIONS);
     const verification = svc.app.get(VerificationService, { strict: false });
-    const outcomes = await Promise.all(Array.from({ length: 50 }, () => verification.verify(r.id, tx.txHash, 'payer')));
-    expect(outcomes.some((o) => o.kind === 'verified')).toBe(true);
+    const settled = await Promise.allSettled(Array.from({ length: 50 }, () => verification.verify(r.id, tx.txHash, 'payer')));
+    // Each claim verifies it (itself, or by finding the racing winner's claim), finds it verified already (the
+    // worker's chain scan may get there first), or, its RPC reads outrun by the other 49 on a loaded machine
+    // (CHAIN_RPC_TIMEOUT_MS is 1 s here), fails before claiming anything, as a job would before its retry.
+    for (const s of settled) {
+      if (s.status === 'rejected') expect(String(s.reason)).toMatch(/chain RPC \S+ timed out/);
+      else expect(['verified', 'already_verified']).toContain(s.value.kind === 'moot' ? s.value.why : s.value.kind);
+    }
+    await waitFor(async () => (await get(r.id)).proof_status === 'verified');
     expect((await events(r.id)).filter((e) => e.event === 'payment.proof_verified')).toHaveLength(1);
   });
 

@@ -81,6 +81,24 @@ describe('RedisConnections.hitWindow', () => {
     }
   });
 
+  it('a slow TIME reply does not cost the measurement: it is taken again at once and the fastest reply is used', async () => {
+    const wall = Date.now.bind(Date);
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => wall() - 90_000);
+    // The first TIME of the measurement answers after 300 ms (more than the 200 ms a reply may take to be
+    // trusted), the next ones as Redis does.
+    const time = other.main.time.bind(other.main);
+    const slowFirst = jest.spyOn(other.main, 'time').mockImplementationOnce(() => new Promise((ok) => setTimeout(ok, 300)).then(() => time()));
+    try {
+      await other.syncClock();
+      expect(slowFirst).toHaveBeenCalledTimes(2);
+      expect(Math.abs(other.now() - wall())).toBeLessThan(200);
+    } finally {
+      slowFirst.mockRestore();
+      clock.mockRestore();
+      await other.syncClock();
+    }
+  });
+
   /**
    * A host whose wall clock trails Redis's (stepped back by NTP, or drifting) computes a window end that Redis
    * finds already past: an absolute expiry (PEXPIREAT) deletes the counter as it is created, every call counts

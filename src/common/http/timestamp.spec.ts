@@ -1,4 +1,7 @@
-import { isTimestamp } from './timestamp';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { ListRequestsQuery } from '../../modules/requests/http/request.dto';
+import { inUtc, isTimestamp } from './timestamp';
 
 describe('isTimestamp: the ISO 8601 forms JavaScript and Postgres both read alike', () => {
   it.each([
@@ -10,6 +13,8 @@ describe('isTimestamp: the ISO 8601 forms JavaScript and Postgres both read alik
     '2026-11-26T10:00:00+05:30',
     '2026-11-26T10:00:00.123+0000',
     '2026-11-26T10:00:00',
+    '2026-11-26T10:00:00z',
+    '2026-11-26T10:00:00.1234567891Z',
   ])('takes %s', (v) => {
     expect(isTimestamp(v)).toBe(true);
   });
@@ -19,5 +24,25 @@ describe('isTimestamp: the ISO 8601 forms JavaScript and Postgres both read alik
     '2026-11-26T10:00:00+00', '2026-02-30T00:00:00Z', '2026-11-26T24:00:00Z', '2026-11-26 10:00:00Z', 'yesterday', '',
   ])('refuses %s', (v) => {
     expect(isTimestamp(v)).toBe(false);
+  });
+
+  it.each([
+    ['2026-11-26', '2026-11-26T00:00:00Z'],
+    ['2026-11-26T10:00', '2026-11-26T10:00Z'],
+    ['2026-11-26T10:00:00.5', '2026-11-26T10:00:00.5Z'],
+    ['2026-11-26T10:00:00z', '2026-11-26T10:00:00z'],
+    ['2026-11-26T10:00:00+05:30', '2026-11-26T10:00:00+05:30'],
+  ])('reads %s as %s (no zone is UTC)', (v, utc) => {
+    expect(inUtc(v)).toBe(utc);
+    expect(Date.parse(inUtc(v))).toBe(Date.parse(utc));
+  });
+
+  it('a list query carries the UTC reading to the repository, and a bad value stays as sent for its 400', () => {
+    const q = plainToInstance(ListRequestsQuery, { since: '2026-11-26T10:00', until: '2026-11-27' });
+    expect(validateSync(q)).toEqual([]);
+    expect([q.since, q.until]).toEqual(['2026-11-26T10:00Z', '2026-11-27T00:00:00Z']);
+    const bad = plainToInstance(ListRequestsQuery, { since: '2026-W48' });
+    expect(bad.since).toBe('2026-W48');
+    expect(validateSync(bad).map((e) => e.property)).toEqual(['since']);
   });
 });

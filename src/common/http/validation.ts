@@ -18,9 +18,15 @@ export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   return out;
 }
 
-/** DTO classes can name a specific error code for a failing field (e.g. invalid_idempotency_key). */
+/**
+ * What a DTO class can say of itself: a specific error code for a failing field (e.g. invalid_idempotency_key),
+ * and `nullIsAbsent`: a top-level field sent as null is one not sent (creates, where many JSON clients send
+ * unset optional fields as null; a required one is then reported missing). A PATCH whose null clears a field
+ * leaves it unset.
+ */
 export interface FieldCodes {
   fieldCodes?: Record<string, ErrorCode | ((dto: any) => ErrorCode | null)>;
+  nullIsAbsent?: boolean;
 }
 
 /**
@@ -43,6 +49,7 @@ export class DtoPipe implements PipeTransform {
     if (hasForbiddenKey(value)) {
       throw AppError.invalid([{ field: '(body)', message: `${FORBIDDEN_KEY_LIST} are not allowed as keys` }]);
     }
+    if (type.nullIsAbsent && meta.type === 'body') value = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
     const errors = [
       ...flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true })),

@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantsModule } from '../merchants/merchants.module';
-import { AdminTokenGuard } from './admin-token.guard';
 import { AdminController } from './admin.controller';
 import { PartnersModule } from './partners.module';
 
@@ -9,6 +8,5 @@ import { PartnersModule } from './partners.module';
 @Module({
   imports: [PartnersModule, AuthModule, MerchantsModule],
   controllers: [AdminController],
-  providers: [AdminTokenGuard],
 })
 export class AdminModule {}

@@ -1,9 +1,9 @@
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsUUID, Max, Min } from 'class-validator';
 import { strictInt } from '../../common/http/query';
+import { IsTimestamp } from '../../common/http/timestamp';
 import { PAGE_MAX } from '../../common/paging';
 import { AUDIT_ACTIONS, type AuditAction } from './audit';
-import { IsTimestamp } from '../../common/http/timestamp';
 
 export class ListAuditQuery {
   @IsOptional() @IsUUID('all', { message: 'partner_id must be a UUID' }) partner_id?: string;

@@ -18,6 +18,8 @@ const MAX_BLOCKED = 10000;
  */
 @Injectable()
 export class AuthFailureLimiter {
+  /** The Redis counter's name: each surface whose credentials are limited counts on its own. */
+  protected readonly counter: string = 'authfail';
   private readonly logger = new Logger('AuthFailureLimiter');
   /** Address bucket → end of the minute it is refused in. */
   private readonly blocked = new Map<string, number>();
@@ -33,7 +35,7 @@ export class AuthFailureLimiter {
   }
 
   private key(address: string, windowStart: number): string {
-    return `${this.redis.channel('authfail')}:${address}:${windowStart}`;
+    return `${this.redis.channel(this.counter)}:${address}:${windowStart}`;
   }
 
   /** No I/O: 429 when this instance already knows the address is over budget this minute. */
@@ -61,7 +63,7 @@ export class AuthFailureLimiter {
     }
   }
 
-  /** Counts a call that ended in 401. */
+  /** Counts a call that ended in 401 (and, past the budget, remembers the address as refused). */
   async record(address: string): Promise<void> {
     const now = this.redis.now();
     const start = now - (now % MINUTE);
@@ -83,6 +85,6 @@ export class AuthFailureLimiter {
     const now = Date.now();
     if (now - this.lastWarn < 10000) return;
     this.lastWarn = now;
-    this.logger.error(`auth failure limiter cannot reach Redis, letting calls through: ${e.message}`);
+    this.logger.error(`auth failure limiter (${this.counter}) cannot reach Redis, letting calls through: ${e.message}`);
   }
 }

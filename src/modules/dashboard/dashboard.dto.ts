@@ -4,7 +4,8 @@ import type { Request } from 'express';
 import { AppError, type ErrorCode } from '../../common/errors';
 import { ASSET_ID_RE } from '../chain/asset-id';
 import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
-import { CurrencyAssertion, ListRequestsQuery } from '../requests/http/request.dto';
+import { CurrencyAssertion } from '../../common/http/currency-assertion';
+import { ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
 
 export class SignInDto {
@@ -47,6 +48,7 @@ export class AssetsQuery {
 
 /** DESIGN §5 dashboard create: spec §4.1's rules where they fit; metadata is an unknown field here (§8). */
 export class CreateDashboardRequestDto {
+  static nullIsAbsent = true;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString() @MaxLength(200) @Matches(/\S/, { message: 'customer_name must not be blank' }) customer_name?: string;
@@ -58,6 +60,7 @@ export class CreateDashboardRequestDto {
 
 /** DESIGN §5 public handle create. */
 export class CreateHandleRequestDto {
+  static nullIsAbsent = true;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString() @MaxLength(254) customer_email?: string;

@@ -83,16 +83,15 @@ export class DashboardService {
     return this.requests.create(await this.creatorOf(m), {
       merchantId: m.id,
       fiatAmount: dto.fiat_amount_int,
-      // An optional field sent as null is one not sent (the create checks a given expiry by `!== undefined`).
-      fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
-      memo: dto.memo ?? undefined,
+      fiatCurrencyCode: dto.fiat_currency_code,
+      memo: dto.memo,
       idempotencyKey: idempotencyKey === undefined ? undefined : `dashboard:${m.id}:${idempotencyKey}`,
       metadata: null,
       paymentMode: 'pos',
-      customerName: dto.customer_name ?? undefined,
-      customerEmail: dto.customer_email ?? undefined,
-      customerPhone: dto.customer_phone ?? undefined,
-      expiryMinutes: dto.expiry_minutes ?? undefined,
+      customerName: dto.customer_name,
+      customerEmail: dto.customer_email,
+      customerPhone: dto.customer_phone,
+      expiryMinutes: dto.expiry_minutes,
       source: 'dashboard',
     });
   }

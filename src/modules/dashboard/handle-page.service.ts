@@ -31,12 +31,11 @@ export class HandlePageService {
     const { request } = await this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,
-      // An optional field sent as null is one not sent, as on every create.
-      fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
-      memo: dto.memo ?? undefined,
+      fiatCurrencyCode: dto.fiat_currency_code,
+      memo: dto.memo,
       metadata: null,
       paymentMode: 'pos',
-      customerEmail: dto.customer_email ?? undefined,
+      customerEmail: dto.customer_email,
       source: 'handle',
     });
     return request;

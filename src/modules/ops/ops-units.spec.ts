@@ -69,24 +69,33 @@ describe('verification outcome label', () => {
 });
 
 describe('queue board basic auth', () => {
-  const run = (authorization?: string) => {
+  /** Counts what the middleware records; the budget itself is AuthFailureLimiter's (e2e admin-auth-limit). */
+  const recorded: string[] = [];
+  const failures = { refuseIfBlocked: () => undefined, refuseIfOverBudget: async () => undefined, record: async (a: string) => void recorded.push(a) };
+  const run = async (authorization?: string) => {
     const res: any = { headers: {} as Record<string, string>, code: 0, body: undefined as unknown };
     res.setHeader = (k: string, v: string) => (res.headers[k.toLowerCase()] = v);
     res.status = (c: number) => ((res.code = c), res);
     res.json = (b: unknown) => ((res.body = b), res);
     let passed = false;
-    basicAuth('s3cret-token-x')({ headers: { authorization } } as any, res, () => (passed = true));
+    const headers = authorization === undefined ? {} : { authorization };
+    await basicAuth('s3cret-token-x', failures)({ headers, socket: { remoteAddress: '::ffff:192.0.2.7' } } as any, res, () => (passed = true));
     return { passed, res };
   };
+  beforeEach(() => (recorded.length = 0));
   const b64 = (s: string) => Buffer.from(s).toString('base64');
-  it('lets admin:ADMIN_TOKEN through', () => expect(run(`Basic ${b64('admin:s3cret-token-x')}`).passed).toBe(true));
+  it('lets admin:ADMIN_TOKEN through, recording nothing', async () => {
+    expect((await run(`Basic ${b64('admin:s3cret-token-x')}`)).passed).toBe(true);
+    expect(recorded).toEqual([]);
+  });
   it.each([undefined, `Basic ${b64('admin:s3cret-token')}`, `Basic ${b64('Admin:s3cret-token-x')}`, 'Bearer s3cret-token-x', 'Basic'])(
-    'refuses %s with a challenge',
-    (authorization) => {
-      const { passed, res } = run(authorization);
+    'refuses %s with a challenge; wrong credentials are recorded against the peer address',
+    async (authorization) => {
+      const { passed, res } = await run(authorization);
       expect(passed).toBe(false);
       expect(res.code).toBe(401);
       expect(res.headers['www-authenticate']).toMatch(/^Basic realm=/);
+      expect(recorded).toEqual(authorization === undefined ? [] : ['192.0.2.7']);
     },
   );
 });

@@ -6,9 +6,11 @@ import type { INestApplication } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, Response } from 'express';
+import { AppError } from '../../common/errors';
 import { mediaType, unsupportedMediaType } from '../../common/http/body';
 import { ALL_QUEUES } from '../../common/queue/queues';
 import type { AppConfig } from '../../config/config';
+import { adminClient, type AdminAuthFailures } from '../admin/admin-token.guard';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
 export const QUEUE_BOARD_USER = 'admin';
@@ -17,15 +19,29 @@ const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /**
  * HTTP basic auth, user `admin`, password ADMIN_TOKEN. Both parts are compared as SHA-256 digests with
- * timingSafeEqual, so neither the length nor the content of the token leaks through timing.
+ * timingSafeEqual, so neither the length nor the content of the token leaks through timing. Wrong credentials
+ * count in the admin failure budget (shared with /admin/api): past it the address gets 429 rate_limited before
+ * anything is compared, right credentials included. A call without credentials (a browser before its prompt)
+ * is not counted.
  */
-export function basicAuth(password: string, user = QUEUE_BOARD_USER) {
+export function basicAuth(password: string, failures: AdminAuthFailures, user = QUEUE_BOARD_USER) {
   const expected = digest(`${user}:${password}`);
-  return (req: Request, res: Response, next: NextFunction): void => {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const address = adminClient(req);
+    try {
+      failures.refuseIfBlocked(address);
+      await failures.refuseIfOverBudget(address);
+    } catch (e) {
+      if (!(e instanceof AppError)) throw e;
+      res.setHeader('cache-control', 'no-store');
+      res.status(e.status).json({ ok: false, error: e.code });
+      return;
+    }
     const header = req.headers.authorization;
     const m = header ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
     const given = m ? Buffer.from(m[1], 'base64').toString('utf8') : '';
     if (m && timingSafeEqual(digest(given), expected)) return next();
+    if (header !== undefined) await failures.record(address);
     res.setHeader('WWW-Authenticate', 'Basic realm="queues", charset="UTF-8"');
     res.setHeader('cache-control', 'no-store');
     res.status(401).json({ ok: false, error: 'unauthorized' });
@@ -55,7 +71,7 @@ function jsonOnly(req: Request, res: Response, next: NextFunction): void {
  * The BullMQ board at /admin/queues with every queue of the service. Mounted on the Express app before the
  * Nest routes; the listener gate (bootstrap) already keeps /admin/* off the public listener.
  */
-export function mountQueueBoard(app: INestApplication, config: AppConfig): void {
+export function mountQueueBoard(app: INestApplication, config: AppConfig, failures: AdminAuthFailures): void {
   const queues = ALL_QUEUES.map((name) => app.get<Queue>(getQueueToken(name), { strict: false }));
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(QUEUE_BOARD_PATH);
@@ -66,5 +82,5 @@ export function mountQueueBoard(app: INestApplication, config: AppConfig): void 
   });
   const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
   router.disable?.('x-powered-by');
-  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken), jsonOnly, router);
+  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), jsonOnly, router);
 }

@@ -6,8 +6,8 @@ const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
  * pay_page_url is `PAY_URL/<request_id>` (DESIGN §2), and the page must open there (DESIGN §4), but the page's
  * route is `/pay/:id`. When PAY_URL's path is another one (`https://shop.example/checkout`) or none (a host of
  * its own routed to the public listener), a GET of `<that path>/<uuid>` is served as `/pay/<uuid>`. Only a
- * UUID-shaped last segment is taken, so no other route under that path is shadowed. Null when PAY_URL's path
- * is /pay already.
+ * UUID-shaped last segment is taken, and the configuration refuses a PAY_URL path under one of the service's
+ * own routes (config.ts payUrl), so no route is shadowed. Null when PAY_URL's path is /pay already.
  */
 export function payUrlAlias(payUrl: string): RequestHandler | null {
   const base = new URL(payUrl).pathname.replace(/\/+$/, '');

@@ -1,4 +1,6 @@
+import { performance } from 'node:perf_hooks';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
@@ -6,6 +8,7 @@ import { normalizeCurrency } from '../../common/currencies';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
+import { MetricsService } from '../ops/metrics.service';
 import { RATE_PROVIDER, type RateProvider } from './rate-provider';
 import { RateRepository } from './rate.repository';
 import { StaticRateProvider } from './static-rate.provider';
@@ -19,6 +22,15 @@ export interface RateRow {
 
 const RELOAD_MS = 10000;
 
+/** A stored rate as this instance holds it, with its age when it was read. */
+interface HeldRate {
+  row: RateRow;
+  /** now() − updated_at, both on Postgres's clock, when the row was read… */
+  ageAtLoadMs: number;
+  /** …and when that was, on this process's monotonic clock. */
+  loadedAt: number;
+}
+
 /**
  * Current fiat units per one token. Postgres holds them; every instance keeps a copy in memory for the
  * create path (read synchronously), reloaded when the change feed announces a refresh (Postgres NOTIFY) and every 10 s as a safety net.
@@ -27,7 +39,7 @@ const RELOAD_MS = 10000;
 @Injectable()
 export class RatesService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Rates');
-  private current = new Map<string, RateRow>();
+  private current = new Map<string, HeldRate>();
   private timer?: NodeJS.Timeout;
 
   constructor(
@@ -37,13 +49,28 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     private readonly feed: ChangeFeed,
     private readonly dataSource: DataSource,
     private readonly audit: AuditService,
+    private readonly metrics: MetricsService,
   ) {}
 
   async onModuleInit(): Promise<void> {
+    const rates = this;
+    new Gauge({
+      name: 'prs_rate_age_seconds',
+      help: 'Seconds since each rate that ages (remote or injected source) was refreshed; past RATES_MAX_AGE_MS its currency prices no request',
+      labelNames: ['currency', 'source'],
+      registers: [this.metrics.registry],
+      collect() {
+        this.reset();
+        for (const held of rates.current.values()) {
+          if (rates.ages(held.row)) this.set({ currency: held.row.currency, source: held.row.source }, Math.round(rates.ageOf(held) / 1000));
+        }
+      },
+    });
     // Static rates are the configuration itself: apply them at every start. A remote source is fetched at
-    // start only when nothing is stored yet; its repeating refresh job keeps it current.
+    // start only when nothing is stored yet, or what is stored is too old to price; its repeating refresh job
+    // keeps it current.
     await this.reload();
-    if (this.provider instanceof StaticRateProvider || this.current.size === 0) {
+    if (this.provider instanceof StaticRateProvider || this.current.size === 0 || this.oldestAgingMs() > this.config.ratesMaxAgeMs) {
       await this.refresh().catch((e: Error) => this.logger.error(`initial rate refresh failed: ${e.message}`));
     }
     this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_MS);
@@ -59,7 +86,19 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   }
 
   rate(currency: string): string | undefined {
-    return this.current.get(currency)?.rate;
+    return this.current.get(currency)?.row.rate;
+  }
+
+  /**
+   * Why `currency`'s stored rate may not price a new request now, or null when it may (or there is none: the
+   * caller's unsupported_currency). A rate older than RATES_MAX_AGE_MS is refused with 502
+   * rate_source_unavailable naming the configured source: the source has not answered for that long, and a
+   * request would keep the stale rate for its whole life. Static rates never age (see `ages`).
+   */
+  tooOld(currency: string): AppError | null {
+    const held = this.current.get(currency);
+    if (!held || !this.ages(held.row) || this.ageOf(held) <= this.config.ratesMaxAgeMs) return null;
+    return new AppError('rate_source_unavailable', { source: this.provider.name });
   }
 
   currencies(): string[] {
@@ -79,7 +118,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   }
 
   list(): RateRow[] {
-    return [...this.current.values()].sort((a, b) => a.currency.localeCompare(b.currency));
+    return [...this.current.values()].map((h) => h.row).sort((a, b) => a.currency.localeCompare(b.currency));
   }
 
   /**
@@ -92,6 +131,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
       rates = await this.provider.fetchRates();
     } catch (e) {
       this.logger.error(`rate source ${this.provider.name} failed: ${(e as Error).message}`);
+      this.warnIfOld();
       throw new AppError('rate_source_unavailable', { source: this.provider.name });
     }
     await this.dataSource.transaction(async (em) => {
@@ -106,7 +146,46 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async reload(): Promise<void> {
-    const rows = await this.repo.all();
-    this.current = new Map(rows.map((r) => [r.currency, { currency: r.currency, rate: r.rate, source: r.source, updated_at: r.updatedAt }]));
+    const rows = await this.repo.allWithAge();
+    const loadedAt = performance.now();
+    this.current = new Map(
+      rows.map((r) => [r.currency, { row: { currency: r.currency, rate: r.rate, source: r.source, updated_at: r.updatedAt }, ageAtLoadMs: r.ageMs, loadedAt }]),
+    );
+  }
+
+  /**
+   * A rate's age now: its age on Postgres's clock when read, plus the time since on this process's monotonic
+   * clock. Neither this host's wall clock nor its skew against the database's enters, and a copy not reloaded
+   * for a while (Postgres away) keeps ageing.
+   */
+  private ageOf(held: HeldRate): number {
+    return held.ageAtLoadMs + (performance.now() - held.loadedAt);
+  }
+
+  /**
+   * Static rates (stored by the static provider while it is the configured one) are the configuration itself
+   * and never age. Anything else ages: a remote or injected source's rates, and static rows left from before
+   * the configuration named a remote source (they are not what the operator configured any more).
+   */
+  private ages(row: RateRow): boolean {
+    return !(this.provider instanceof StaticRateProvider && row.source === this.provider.name);
+  }
+
+  /** The age of the oldest rate that ages, 0 when none does. */
+  private oldestAgingMs(): number {
+    let oldest = 0;
+    for (const held of this.current.values()) if (this.ages(held.row)) oldest = Math.max(oldest, this.ageOf(held));
+    return oldest;
+  }
+
+  /** After a failed refresh: say how close the stored rates are to refusing requests, once they are half-way. */
+  private warnIfOld(): void {
+    const age = this.oldestAgingMs();
+    const max = this.config.ratesMaxAgeMs;
+    if (age > max) {
+      this.logger.error(`rates from ${this.provider.name} are ${Math.round(age / 1000)} s old, past RATES_MAX_AGE_MS (${max / 1000} s): new requests are refused (rate_source_unavailable) until a refresh succeeds`);
+    } else if (age > max / 2) {
+      this.logger.warn(`rates from ${this.provider.name} are ${Math.round(age / 1000)} s old; new requests are refused once they pass RATES_MAX_AGE_MS (${max / 1000} s)`);
+    }
   }
 }

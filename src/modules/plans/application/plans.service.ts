@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
-import { normalizeCurrency } from '../../../common/currencies';
+import { currencyMismatch } from '../../../common/http/currency-assertion';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import type { Merchant } from '../../merchants/merchant';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -84,9 +84,8 @@ export class PlansService {
     if (replay) return { plan: replay, created: false };
     const current = await this.merchants.currentForCreate(m.id);
     if (!current || current.disabled) throw new AppError('merchant_disabled');
-    if (input.fiatCurrencyCode !== undefined && normalizeCurrency(input.fiatCurrencyCode) !== current.display_currency) {
-      throw new AppError('currency_mismatch', { expected_fiat_code: current.display_currency });
-    }
+    const mismatch = currencyMismatch(input.fiatCurrencyCode, current.display_currency);
+    if (mismatch) throw mismatch;
     const allowed = await this.charges.allowedExpiryMinutes(m.partnerId);
     const expiryMinutes = input.expiryMinutes ?? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES;
     if (!allowed.includes(expiryMinutes)) throw new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: allowed });

@@ -32,11 +32,10 @@ export class PlansController {
     const { plan, created } = await this.plans.create(s.merchant, {
       title: dto.title,
       fiatAmount: dto.fiat_amount_int,
-      fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
+      fiatCurrencyCode: dto.fiat_currency_code,
       interval: dto.interval,
       intervalCount: dto.interval_count,
-      // null is "not given" (now), as for every optional field: new Date(null) would start the plan in 1970.
-      startAt: dto.start_at === undefined || dto.start_at === null ? undefined : new Date(dto.start_at),
+      startAt: dto.start_at === undefined ? undefined : new Date(dto.start_at),
       maxCharges: dto.max_charges,
       expiryMinutes: dto.expiry_minutes,
       payerName: dto.payer_name,

@@ -107,8 +107,9 @@ export class PayService {
     if (await this.repo.verifiedElsewhere(r.chainId, txHash, r.id)) throw new AppError('tx_hash_already_used');
     if (r.txHash === txHash) {
       // Re-queued while a look may still find something: no verdict yet (a lost job is re-created; the
-      // deterministic job id keeps it single), or given up on as unknown to the node (a wallet re-sending it
-      // sends the same hash). A mined transaction's verdict stands: submitting it again costs no new look.
+      // deterministic job id keeps it single), or transaction_not_found (unknown to the node through the whole
+      // back-off, and a wallet re-sending it sends the same hash; or still unmined an hour past the window, which
+      // a new look refuses again at once). A mined transaction's verdict stands: submitting it again costs no look.
       if (r.proofStatus === 'attached' && (r.verifyNote === null || r.verifyNote === 'transaction_not_found')) {
         await this.afterCommit.verificationRequested(id, txHash);
       }

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { fiatExponent, normalizeCurrency } from '../../../common/currencies';
+import { fiatExponent } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
+import { currencyMismatch } from '../../../common/http/currency-assertion';
 import type { Principal } from '../../auth/api-key';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merchant-directory';
@@ -148,7 +149,11 @@ export class RequestsService {
     const rate = this.rates.rate(m.display_currency);
     const problem =
       this.refusal(p, m, dto) ??
-      (!asset ? new AppError('asset_unavailable') : !rate ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency }) : null);
+      (!asset
+        ? new AppError('asset_unavailable')
+        : !rate
+          ? new AppError('unsupported_currency', { expected_fiat_code: m.display_currency })
+          : this.rates.tooOld(m.display_currency));
     if (problem || !asset || !rate) {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
       const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey, em) : null;
@@ -184,13 +189,15 @@ export class RequestsService {
     return this.repo.insertOrFind(n, em);
   }
 
-  /** The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry. */
+  /**
+   * The checks after the replay, in DESIGN's order: onboarding, disabled, currency, expiry (then, in attempt,
+   * the mode's asset and the currency's rate: none, or one too old to price).
+   */
   private refusal(p: RequestCreator, m: MerchantForCreate, dto: CreateRequestInput): AppError | null {
     if (m.onboarding_status !== 'complete' || !m.wallet_address) return new AppError('merchant_onboarding_incomplete');
     if (m.disabled) return new AppError('merchant_disabled');
-    if (dto.fiatCurrencyCode !== undefined && normalizeCurrency(dto.fiatCurrencyCode) !== m.display_currency) {
-      return new AppError('currency_mismatch', { expected_fiat_code: m.display_currency });
-    }
+    const mismatch = currencyMismatch(dto.fiatCurrencyCode, m.display_currency);
+    if (mismatch) return mismatch;
     if (dto.expiryMinutes !== undefined && !p.allowedExpiryMinutes.includes(dto.expiryMinutes)) {
       return new AppError('invalid_expiry_minutes', { allowed_expiry_minutes: p.allowedExpiryMinutes });
     }

@@ -1,6 +1,7 @@
-import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
+import { CurrencyAssertion } from '../../../common/http/currency-assertion';
 import { strictInt } from '../../../common/http/query';
+import { IsTimestamp } from '../../../common/http/timestamp';
 import { PAGE_MAX } from '../../../common/paging';
 import {
   IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, Validate, ValidateIf,
@@ -11,15 +12,6 @@ import type { CreateRequestInput, RequestListQuery } from '../application/reques
 import type { RequestSource } from '../domain/payment-request';
 import { IDEMPOTENCY_KEY, metadataErrors, type PaymentMode } from '../domain/request-rules';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
-import { IsTimestamp } from '../../../common/http/timestamp';
-
-/**
- * `fiat_currency_code`: an assertion of the currency the caller priced the amount in (spec §4.1), not an override.
- * The merchant-side forms (dashboard request and plan, handle page) send the currency they showed, so a currency
- * changed meanwhile in another tab is refused (400 currency_mismatch) instead of re-pricing the amount.
- */
-export const CurrencyAssertion = () =>
-  applyDecorators(IsOptional(), IsString(), Matches(/^[A-Za-z]{3}$/, { message: 'fiat_currency_code must be an ISO 4217 code' }));
 
 @ValidatorConstraint({ name: 'metadata' })
 export class MetadataRule implements ValidatorConstraintInterface {
@@ -33,6 +25,7 @@ export class MetadataRule implements ValidatorConstraintInterface {
 
 /** Spec §4.1. Field-specific codes win over invalid_request when that field is at fault. */
 export class CreateRequestDto {
+  static nullIsAbsent = true;
   static fieldCodes: Record<string, ErrorCode | ((dto: CreateRequestDto) => ErrorCode | null)> = {
     idempotency_key: 'invalid_idempotency_key',
     // Service mode needs a name: missing, null or blank all read as "no name given".
@@ -51,8 +44,7 @@ export class CreateRequestDto {
   idempotency_key?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
   @IsOptional() @IsIn(['pos', 'service']) payment_mode?: PaymentMode;
-  // null is no name, as for every optional field (createInput); in service mode it is a missing one.
-  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || (o.customer_name !== undefined && o.customer_name !== null))
+  @ValidateIf((o: CreateRequestDto) => o.payment_mode === 'service' || o.customer_name !== undefined)
   @IsString({ message: 'customer_name is required in service mode' }) @MaxLength(200)
   @Matches(/\S/, { message: 'customer_name must not be blank' })
   customer_name?: string;
@@ -73,22 +65,21 @@ export class ListRequestsQuery {
 
 /**
  * The partner API's create, as the one create path takes it: source `partner`, metadata `{}` when none is sent.
- * An optional field sent as null (@IsOptional lets it through) is one not sent: the use case tells "given" by
- * `!== undefined`, and a null currency or expiry would otherwise be checked as a value.
+ * A field sent as null arrives here unset (nullIsAbsent): the use case tells "given" by `!== undefined`.
  */
 export function createInput(dto: CreateRequestDto): CreateRequestInput {
   return {
     merchantId: dto.account_id,
     fiatAmount: dto.fiat_amount_int,
-    fiatCurrencyCode: dto.fiat_currency_code ?? undefined,
-    memo: dto.memo ?? undefined,
-    idempotencyKey: dto.idempotency_key ?? undefined,
+    fiatCurrencyCode: dto.fiat_currency_code,
+    memo: dto.memo,
+    idempotencyKey: dto.idempotency_key,
     metadata: dto.metadata ?? {},
     paymentMode: dto.payment_mode ?? 'pos',
-    customerName: dto.customer_name ?? undefined,
-    customerEmail: dto.customer_email ?? undefined,
-    customerPhone: dto.customer_phone ?? undefined,
-    expiryMinutes: dto.expiry_minutes ?? undefined,
+    customerName: dto.customer_name,
+    customerEmail: dto.customer_email,
+    customerPhone: dto.customer_phone,
+    expiryMinutes: dto.expiry_minutes,
     source: 'partner',
   };
 }
