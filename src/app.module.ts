@@ -59,7 +59,6 @@ export class AppModule {
       ? [
           RateLimitModule,
           AuthModule,
-          AdminAuthModule,
           MerchantsModule,
           RequestsModule,
           PagesModule,
@@ -80,6 +79,9 @@ export class AppModule {
         DatabaseModule,
         RedisModule,
         QueueModule,
+        // Every role: the admin controllers of the webhooks and notifications modules (imported by every role)
+        // declare AdminTokenGuard, whose failure limiter Nest resolves even in a worker that serves no HTTP.
+        AdminAuthModule,
         ChainModule.forRoot(extensions.chain),
         WebhooksModule,
         NotificationsModule,
