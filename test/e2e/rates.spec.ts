@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
 import { RateRepository } from '../../src/modules/rates/rate.repository';
 import { signInDashboard } from '../factories/dashboard';
@@ -42,16 +43,20 @@ afterAll(async () => {
 const MAX_AGE_MS = 600000;
 
 /**
- * Makes every stored rate `age` old (a Postgres interval), as if the last refresh had been that long ago, and
- * waits until `on` holds the aged rows in memory (the change feed tells it to reload, as a refresh would).
+ * Makes the stored rates (every one, or those of `currencies`) `age` old (a Postgres interval), as if they had
+ * been fetched that long ago, and waits until `on` holds the aged rows in memory (the change feed tells it to
+ * reload, as a refresh would).
  */
-async function ageRates(on: TestService, age: string): Promise<void> {
-  const rows = await sql<{ currency: string; updated_at: Date }>(`UPDATE rates SET updated_at = now() - $1::interval RETURNING currency, updated_at`, [age]);
+async function ageRates(on: TestService, age: string, currencies?: string[]): Promise<void> {
+  const rows = await sql<{ currency: string; updated_at: Date }>(
+    `UPDATE rates SET updated_at = now() - $1::interval WHERE $2::text[] IS NULL OR currency = ANY($2::text[]) RETURNING currency, updated_at`,
+    [age, currencies ?? null],
+  );
   await sql(`SELECT pg_notify('prs_changes', $1)`, [JSON.stringify({ topic: 'rates', key: '1' })]);
   const want = Object.fromEntries(rows.map((r) => [r.currency, r.updated_at.toISOString()]));
   await waitFor(async () => {
     const shown = (await admin(on, 'GET', '/rates')).body.rates as Array<{ currency: string; updated_at: string }>;
-    return shown.length === rows.length && shown.every((r) => want[r.currency] === r.updated_at);
+    return rows.every((r) => shown.some((x) => x.currency === r.currency && x.updated_at === want[r.currency]));
   });
 }
 
@@ -98,32 +103,52 @@ it('refuses a malformed source answer and keeps the rates it had', async () => {
   expect(listed.body.rates.find((x: { currency: string }) => x.currency === 'usd').rate).toBe('2');
 });
 
-it('a currency the source no longer quotes loses its rate: its requests are refused, not priced at the last rate seen', async () => {
+it('an answer that lacks a currency leaves its rate and fetch time alone: it prices until RATES_MAX_AGE_MS ages it out', async () => {
   const p = await createPartner(svc);
   sourceRates = { usd: '1', eur: '0.92' };
   expect((await admin(svc, 'POST', `/partners/${p.id}/rates/refresh`)).status).toBe(200);
   const m = await createOnboardedMerchant(svc, p.testKey, { display_currency: 'eur' });
-  const priced = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
-  expect(priced.status).toBe(201);
+  const u = await createOnboardedMerchant(svc, p.testKey);
+  const eurCreate = () => call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
+  const eurRow = async () => (await sql<{ rate: string; updated_at: Date }>(`SELECT rate, updated_at FROM rates WHERE currency = 'eur'`))[0];
+  const fetched = await eurRow();
 
-  // The source stops quoting eur (a peg broke, a market closed): 0.92 is no longer anybody's rate.
-  sourceRates = { usd: '1' };
+  // The source hiccups: its answer lacks eur. usd is stored; eur keeps its rate and the time it was fetched.
+  sourceRates = { usd: '1.25' };
   const q = await createPartner(svc);
   const refreshed = await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`);
   expect(refreshed.status).toBe(200);
-  expect(refreshed.body.rates.map((x: { currency: string }) => x.currency)).toEqual(['usd']);
-  expect((await admin(svc, 'GET', '/rates')).body.rates.map((x: { currency: string }) => x.currency)).toEqual(['usd']);
-  const refused = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
-  expect(refused.status).toBe(400);
-  expect(refused.body).toMatchObject({ ok: false, error: 'unsupported_currency', expected_fiat_code: 'eur' });
+  expect(refreshed.body.rates.map((x: { currency: string }) => x.currency)).toEqual(['eur', 'usd']);
+  expect(await eurRow()).toEqual(fetched);
+  const priced = await eurCreate();
+  expect(priced.status).toBe(201);
+  expect(priced.body.amount).toBe('1000000');
+
+  // The source keeps leaving eur out (it dropped it): eur is refused once its last fetch is past the max age,
+  // while usd, answered at every refresh, prices on.
+  await ageRates(svc, `${MAX_AGE_MS / 1000 + 60} seconds`, ['eur']);
+  const r = await createPartner(svc);
+  expect((await admin(svc, 'POST', `/partners/${r.id}/rates/refresh`)).status).toBe(200);
+  const refused = await eurCreate();
+  expect(refused.status).toBe(502);
+  expect(refused.body.error).toBe('rate_source_unavailable');
+  const usd = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: u.id, fiat_amount_int: 125 } });
+  expect(usd.status).toBe(201);
+  expect(usd.body.amount).toBe('1000000');
+  // /metrics: eur's own age is past the max; the source's (its newest answer) is fresh.
+  const metrics = (await call(svc.adminUrl, 'GET', '/metrics')).text;
+  const source = `http:${new URL(sourceUrl).host}`;
+  expect(sample(metrics, 'prs_rate_age_seconds', { currency: 'eur', source })).toBeGreaterThan(MAX_AGE_MS / 1000);
+  expect(sample(metrics, 'prs_rate_age_seconds', { currency: 'usd', source })).toBeLessThan(60);
+  expect(sample(metrics, 'prs_rate_source_age_seconds', { source })).toBeLessThan(60);
   // The request made before keeps the rate it used.
   expect((await call(svc.publicUrl, 'GET', `/api/v1/requests/${priced.body.request_id}`, { key: p.testKey })).body.amount).toBe('1000000');
 
   // Quoted again: priced again.
   sourceRates = { usd: '1', eur: '0.92' };
-  const r = await createPartner(svc);
-  expect((await admin(svc, 'POST', `/partners/${r.id}/rates/refresh`)).status).toBe(200);
-  expect((await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } })).status).toBe(201);
+  const t = await createPartner(svc);
+  expect((await admin(svc, 'POST', `/partners/${t.id}/rates/refresh`)).status).toBe(200);
+  expect((await eurCreate()).status).toBe(201);
 });
 
 describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age prices nothing', () => {
@@ -221,31 +246,42 @@ describe('RATES_MAX_AGE_MS and static RATES', () => {
 
 describe('two refreshes at once', () => {
   /**
-   * A scheduled refresh and a partner's manual one on another instance can overlap. Each makes its answer the
-   * whole stored set; run side by side without a lock, the second's DELETE does not see the rows the first
-   * inserted (its snapshot predates their commit), so a currency only the first answer named stayed behind.
+   * A scheduled refresh and a partner's manual one on another instance can overlap, and the answer fetched
+   * later may reach Postgres first. Each currency keeps the rate of the answer that arrived last, whichever
+   * transaction commits first: an older answer never replaces a newer one.
    */
-  it('end with one answer as the stored set, not a mix of both', async () => {
+  it('an answer that arrived earlier never overwrites one that arrived later, whichever commits first', async () => {
     const repo = svc.app.get(RateRepository, { strict: false });
     const db = svc.app.get(DataSource, { strict: false });
     const before = await sql<{ currency: string; rate: string; source: string }>(`SELECT currency, rate, source FROM rates`);
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    let firstWrote!: () => void;
-    const wrote = new Promise<void>((r) => (firstWrote = r));
+    let newerWrote!: () => void;
+    const wrote = new Promise<void>((r) => (newerWrote = r));
+    const older = performance.now() - 5000;
     try {
-      const first = db.transaction(async (em) => {
-        await repo.replaceAll(em, { usd: '1', chf: '0.88' }, 'test:first');
-        firstWrote();
+      // The newer answer (arrived now) writes first and holds its transaction open…
+      const newer = db.transaction(async (em) => {
+        await repo.store(em, { usd: '1.5', chf: '0.88' }, 'test:newer', { answeredAt: performance.now(), complete: false });
+        newerWrote();
         await held;
       });
       await wrote;
-      const second = db.transaction((em) => repo.replaceAll(em, { usd: '1', gbp: '0.79' }, 'test:second'));
-      // The second is under way (waiting for the first, with the lock; racing it, without) when the first commits.
+      // …while an answer that arrived 5 s earlier (a slow refresh elsewhere) comes to be stored.
+      const late = db.transaction((em) => repo.store(em, { usd: '1.4', chf: '0.87', gbp: '0.79' }, 'test:older', { answeredAt: older, complete: false }));
       await waitFor(async () => (await sql(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`))[0].n > 0, 5000, 20).catch(() => undefined);
       release();
-      await Promise.all([first, second]);
-      expect((await sql<{ currency: string }>(`SELECT currency FROM rates ORDER BY currency`)).map((r) => r.currency)).toEqual(['gbp', 'usd']);
+      await Promise.all([newer, late]);
+      const rows = await sql<{ currency: string; rate: string; source: string }>(`SELECT currency, rate, source FROM rates WHERE currency IN ('usd', 'chf', 'gbp') ORDER BY currency`);
+      // gbp only the older answer quoted: it is the newest rate of gbp there is.
+      expect(rows).toEqual([
+        { currency: 'chf', rate: '0.88', source: 'test:newer' },
+        { currency: 'gbp', rate: '0.79', source: 'test:older' },
+        { currency: 'usd', rate: '1.5', source: 'test:newer' },
+      ]);
+      // Stored after the newer one committed, the older answer changes nothing either.
+      await db.transaction((em) => repo.store(em, { usd: '1.3' }, 'test:oldest', { answeredAt: older - 1000, complete: false }));
+      expect((await sql<{ rate: string }>(`SELECT rate FROM rates WHERE currency = 'usd'`))[0].rate).toBe('1.5');
     } finally {
       release();
       await db.transaction(async (em) => {

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { EntityManager, Repository } from 'typeorm';
@@ -20,24 +21,36 @@ export class RateRepository {
   }
 
   /**
-   * Makes one fetch the stored rates, in the caller's transaction: an existing currency gets the new rate and
-   * source, and a currency the fetch no longer names loses its rate (its requests are refused as
-   * unsupported_currency, never priced at a rate nobody quotes any more).
+   * Stores one answer of a rate source, in the caller's transaction. Each currency it names gets the new rate,
+   * the source and, as `updated_at`, the time the answer arrived (`answeredAt`, this process's
+   * `performance.now()` then, turned into Postgres's clock by the time elapsed since); a currency it leaves out keeps its rate and its older fetch time, so it ages out at
+   * RATES_MAX_AGE_MS rather than at once (a partial answer is often the source's hiccup). `complete` answers
+   * (the static RATES: the configuration itself) also remove the currencies they leave out.
+   *
+   * Race-safe without ordering the callers: a row is only ever replaced by an answer that arrived later than
+   * the one it holds (`WHERE rates.updated_at <= EXCLUDED.updated_at`, which ON CONFLICT re-checks against the
+   * newest committed row), so two overlapping refreshes never regress a newer rate to an older one, whichever
+   * commits first.
    */
-  async replaceAll(em: EntityManager, rates: Record<string, string>, source: string): Promise<void> {
-    const rows = Object.entries(rates).map(([currency, rate]) => ({ currency, rate, source, updatedAt: () => 'now()' }));
-    if (rows.length === 0) return;
-    // One refresh at a time (a scheduled one and a partner's on another instance): without it, this DELETE
-    // would not see rows an overlapping refresh inserted, and the stored set would mix both answers.
-    await em.query(`SELECT pg_advisory_xact_lock(hashtext('rates.replaceAll'))`);
-    await em.query(`DELETE FROM rates WHERE NOT (currency = ANY($1::text[]))`, [Object.keys(rates)]);
-    await em
-      .getRepository(RateEntity)
-      .createQueryBuilder()
-      .insert()
-      .into(RateEntity)
-      .values(rows)
-      .orUpdate(['rate', 'source', 'updated_at'], ['currency'])
-      .execute();
+  async store(em: EntityManager, rates: Record<string, string>, source: string, opts: { answeredAt: number; complete: boolean }): Promise<void> {
+    const currencies = Object.keys(rates);
+    if (currencies.length === 0) return;
+    // Before the lock, so time spent waiting for it does not make this answer look newer than it is.
+    const [{ at }]: Array<{ at: Date }> = await em.query(
+      `SELECT clock_timestamp() - make_interval(secs => $1::float8 / 1000) AS at`,
+      [Math.max(0, performance.now() - opts.answeredAt)],
+    );
+    // One refresh at a time: a complete answer's DELETE would not see rows an overlapping refresh inserted.
+    await em.query(`SELECT pg_advisory_xact_lock(hashtext('rates.store'))`);
+    if (opts.complete) {
+      await em.query(`DELETE FROM rates WHERE NOT (currency = ANY($1::text[])) AND updated_at <= $2`, [currencies, at]);
+    }
+    await em.query(
+      `INSERT INTO rates (currency, rate, source, updated_at)
+       SELECT currency, rate::numeric, $3, $4 FROM unnest($1::text[], $2::text[]) AS a(currency, rate)
+       ON CONFLICT (currency) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, updated_at = EXCLUDED.updated_at
+       WHERE rates.updated_at <= EXCLUDED.updated_at`,
+      [currencies, currencies.map((c) => rates[c]), source, at],
+    );
   }
 }

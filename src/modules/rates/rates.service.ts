@@ -56,7 +56,7 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     const rates = this;
     new Gauge({
       name: 'prs_rate_age_seconds',
-      help: 'Seconds since each rate that ages (remote or injected source) was refreshed; past RATES_MAX_AGE_MS its currency prices no request',
+      help: 'Seconds since each stored rate that ages (remote or injected source) was last fetched; past RATES_MAX_AGE_MS its currency prices no request',
       labelNames: ['currency', 'source'],
       registers: [this.metrics.registry],
       collect() {
@@ -66,11 +66,22 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
         }
       },
     });
+    new Gauge({
+      name: 'prs_rate_source_age_seconds',
+      help: "Seconds since the configured remote or injected rate source last answered (the age of its newest stored rate); absent for static RATES or before its first answer",
+      labelNames: ['source'],
+      registers: [this.metrics.registry],
+      collect() {
+        this.reset();
+        const age = rates.sourceAgeMs();
+        if (!(rates.provider instanceof StaticRateProvider) && age !== null) this.set({ source: rates.provider.name }, Math.round(age / 1000));
+      },
+    });
     // Static rates are the configuration itself: apply them at every start. A remote source is fetched at
     // start only when nothing is stored yet, or what is stored is too old to price; its repeating refresh job
     // keeps it current.
     await this.reload();
-    if (this.provider instanceof StaticRateProvider || this.current.size === 0 || this.oldestAgingMs() > this.config.ratesMaxAgeMs) {
+    if (this.provider instanceof StaticRateProvider || this.current.size === 0 || (this.sourceAgeMs() ?? Infinity) > this.config.ratesMaxAgeMs) {
       await this.refresh().catch((e: Error) => this.logger.error(`initial rate refresh failed: ${e.message}`));
     }
     this.timer = setInterval(() => void this.reload().catch(() => undefined), RELOAD_MS);
@@ -91,8 +102,8 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Why `currency`'s stored rate may not price a new request now, or null when it may (or there is none: the
-   * caller's unsupported_currency). A rate older than RATES_MAX_AGE_MS is refused with 502
-   * rate_source_unavailable naming the configured source: the source has not answered for that long, and a
+   * caller's unsupported_currency). A rate last fetched more than RATES_MAX_AGE_MS ago is refused with 502
+   * rate_source_unavailable naming the configured source: the source has not quoted it for that long, and a
    * request would keep the stale rate for its whole life. Static rates never age (see `ages`).
    */
   tooOld(currency: string): AppError | null {
@@ -122,8 +133,10 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Fetches from the provider and stores the result; every instance reloads. `by` names who asked for a manual
+   * Fetches from the provider and stores the answer (see RateRepository.store: a currency a remote answer
+   * leaves out keeps its rate until it ages out); every instance reloads. `by` names who asked for a manual
    * refresh (admin API or portal), recorded in the audit trail with the stored rates; the schedule passes none.
+   * A failure's `source` reaches the admin API only (the portal shows its own text).
    */
   async refresh(by?: { actor: Actor; partnerId: string }): Promise<RateRow[]> {
     let rates: Record<string, string>;
@@ -134,13 +147,16 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
       this.warnIfOld();
       throw new AppError('rate_source_unavailable', { source: this.provider.name });
     }
+    const answeredAt = performance.now();
+    const complete = this.provider instanceof StaticRateProvider;
     await this.dataSource.transaction(async (em) => {
-      await this.repo.replaceAll(em, rates, this.provider.name);
+      await this.repo.store(em, rates, this.provider.name, { answeredAt, complete });
       if (by) {
         await this.audit.record(em, by.actor, { partnerId: by.partnerId, action: 'rates.refreshed', targetId: null, details: { source: this.provider.name, rates } });
       }
     });
     await this.reload();
+    if (!complete) this.warnLeftOut(rates);
     await this.feed.publish(CHANGE_TOPICS.rates, '1').catch((e: Error) => this.logger.warn(`could not announce the refresh; other instances reload within ${RELOAD_MS} ms: ${e.message}`));
     return this.list();
   }
@@ -171,21 +187,43 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     return !(this.provider instanceof StaticRateProvider && row.source === this.provider.name);
   }
 
-  /** The age of the oldest rate that ages, 0 when none does. */
-  private oldestAgingMs(): number {
-    let oldest = 0;
-    for (const held of this.current.values()) if (this.ages(held.row)) oldest = Math.max(oldest, this.ageOf(held));
-    return oldest;
+  /**
+   * Time since the configured source last answered: the age of its newest stored rate, null when none is
+   * stored (never answered, or only rows of another source are left).
+   */
+  private sourceAgeMs(): number | null {
+    let newest: number | null = null;
+    for (const held of this.current.values()) {
+      if (held.row.source === this.provider.name) newest = Math.min(newest ?? Infinity, this.ageOf(held));
+    }
+    return newest;
   }
 
-  /** After a failed refresh: say how close the stored rates are to refusing requests, once they are half-way. */
-  private warnIfOld(): void {
-    const age = this.oldestAgingMs();
+  /**
+   * After an answer that left some stored currencies out: name them while they still price (afterwards their
+   * creates are refused and log it), so a source that dropped a currency is seen before it is switched off.
+   */
+  private warnLeftOut(answered: Record<string, string>): void {
     const max = this.config.ratesMaxAgeMs;
-    if (age > max) {
-      this.logger.error(`rates from ${this.provider.name} are ${Math.round(age / 1000)} s old, past RATES_MAX_AGE_MS (${max / 1000} s): new requests are refused (rate_source_unavailable) until a refresh succeeds`);
+    const missing = [...this.current.values()].filter((h) => !(h.row.currency in answered) && this.ages(h.row) && this.ageOf(h) <= max);
+    if (missing.length === 0) return;
+    const which = missing.map((h) => `${h.row.currency} (fetched ${Math.round(this.ageOf(h) / 1000)} s ago)`).join(', ');
+    this.logger.warn(`rate source ${this.provider.name} did not quote ${which}: kept at their last rate until RATES_MAX_AGE_MS (${max / 1000} s) from their fetch, then refused`);
+  }
+
+  /**
+   * After a failed refresh: say how close the stored rates are to refusing requests, once the source's last
+   * answer is half the max age old (a currency it dropped earlier does not count: warnLeftOut named it).
+   */
+  private warnIfOld(): void {
+    const age = this.sourceAgeMs() ?? Infinity;
+    const max = this.config.ratesMaxAgeMs;
+    if (age === Infinity) {
+      this.logger.error(`rate source ${this.provider.name} has no stored answer yet`);
+    } else if (age > max) {
+      this.logger.error(`rate source ${this.provider.name} last answered ${Math.round(age / 1000)} s ago, past RATES_MAX_AGE_MS (${max / 1000} s): new requests are refused (rate_source_unavailable) until a refresh succeeds`);
     } else if (age > max / 2) {
-      this.logger.warn(`rates from ${this.provider.name} are ${Math.round(age / 1000)} s old; new requests are refused once they pass RATES_MAX_AGE_MS (${max / 1000} s)`);
+      this.logger.warn(`rate source ${this.provider.name} last answered ${Math.round(age / 1000)} s ago; new requests are refused once its rates pass RATES_MAX_AGE_MS (${max / 1000} s)`);
     }
   }
 }
