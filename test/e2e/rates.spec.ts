@@ -152,7 +152,7 @@ it('an answer that lacks a currency leaves its rate and fetch time alone: it pri
 });
 
 describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age prices nothing', () => {
-  it('every create path refuses it (502 rate_source_unavailable naming the source), changing nothing, until a refresh succeeds', async () => {
+  it('every create path refuses it (502 rate_source_unavailable naming the currency, never the source), changing nothing, until a refresh succeeds', async () => {
     sourceDown = false;
     sourceRates = { usd: '1', eur: '0.92' };
     const p = await createPartner(svc);
@@ -178,21 +178,31 @@ describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age p
     // The source goes down, so refreshes fail and the stored rates grow older than the max age.
     sourceDown = true;
     const q = await createPartner(svc);
-    expect((await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`)).status).toBe(502);
+    // The admin API is an operator's surface: it names the source that failed.
+    const failed = await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`);
+    expect(failed.status).toBe(502);
+    expect(failed.body).toEqual({ ok: false, error: 'rate_source_unavailable', source: `http:${new URL(sourceUrl).host}` });
     await ageRates(svc, `${MAX_AGE_MS / 1000 + 60} seconds`);
     const requestsBefore = await requestsOf(m.id);
     const plansBefore = await plansOf(m.id);
-    const refusal = { ok: false, error: 'rate_source_unavailable', source: expect.stringMatching(/^http:127\.0\.0\.1:\d+$/) };
+    // Partners, merchants and payers learn which currency cannot be priced, never the source's (internal) host.
+    const refusal = { ok: false, error: 'rate_source_unavailable', fiat_currency: 'usd', message: 'exchange rates for USD are unavailable; try again later' };
 
     const partner = await create({ idempotency_key: idemKey() });
     expect(partner.status).toBe(502);
     expect(partner.body).toEqual(refusal);
+    expect(partner.text).not.toContain(new URL(sourceUrl).host);
+    // The partner API is served on the admin listener too, with the same answer.
+    const onAdmin = await call(svc.adminUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 500 } });
+    expect(onAdmin.status).toBe(502);
+    expect(onAdmin.body).toEqual(refusal);
     const dashboard = await dash.call('POST', '/requests', { body: { fiat_amount_int: 500 } });
     expect(dashboard.status).toBe(502);
     expect(dashboard.body).toEqual(refusal);
     const handlePage = await call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body: { fiat_amount_int: 500 } });
     expect(handlePage.status).toBe(502);
     expect(handlePage.body).toEqual(refusal);
+    expect(handlePage.text).not.toContain(new URL(sourceUrl).host);
     // A plan starting now charges its first period at once: the plan is not kept without it.
     const plan = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 2500, interval: 'month' } });
     expect(plan.status).toBe(502);
@@ -240,7 +250,7 @@ describe('RATES_MAX_AGE_MS and static RATES', () => {
     expect((await admin(svc, 'GET', '/rates')).body.rates.every((x: { source: string }) => x.source === 'static')).toBe(true);
     const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 92 } });
     expect(r.status).toBe(502);
-    expect(r.body).toEqual({ ok: false, error: 'rate_source_unavailable', source: expect.stringMatching(/^http:127\.0\.0\.1:\d+$/) });
+    expect(r.body).toEqual({ ok: false, error: 'rate_source_unavailable', fiat_currency: 'usd', message: 'exchange rates for USD are unavailable; try again later' });
   });
 });
 

@@ -48,7 +48,7 @@ export const ERROR_DESCRIPTIONS: Partial<Record<ErrorCode, string>> = {
   rate_limited: 'The per-key, per-endpoint limit of this minute is used up; it resets at the start of the next minute. No rate-limit headers are sent.',
   internal_error: 'An unexpected failure; `request_id` identifies it in the service logs.',
   asset_unavailable: "The key mode's chain is not configured or is misconfigured (wrong chain id): no requests can be priced.",
-  rate_source_unavailable: "The merchant's currency has a rate, but from a remote rate source that has not answered for longer than the service's maximum rate age: no request is priced with it until the source answers again (retry later). `source` names the source.",
+  rate_source_unavailable: "The merchant's currency has a rate, but the rate source has not quoted it for longer than the service's maximum rate age: no request is priced with it until the source quotes it again (retry later). `fiat_currency` names the currency; `message` says so in words.",
 };
 
 const describe = (c: ErrorCode) => ERROR_DESCRIPTIONS[c] ?? `HTTP ${ERROR_STATUS[c]}`;
@@ -195,7 +195,8 @@ const errorSchema: SchemaObject = {
     error: ref('ErrorCode'),
     errors: { type: 'array', items: ref('FieldError'), description: 'invalid_request (and field-specific 400s): every bad field' },
     expected_fiat_code: { type: 'string', description: 'currency_mismatch, unsupported_currency' },
-    source: { type: 'string', description: 'rate_source_unavailable: the rate source, e.g. `http:rates.example.com`' },
+    fiat_currency: { type: 'string', description: 'rate_source_unavailable: the currency that cannot be priced now, lower case' },
+    message: { type: 'string', description: 'rate_source_unavailable: e.g. "exchange rates for EUR are unavailable; try again later"' },
     required_scope: { type: 'string', enum: ['requests:read', 'requests:write', 'merchants:read', 'merchants:write'], description: 'insufficient_scope' },
     allowed_expiry_minutes: { type: 'array', items: { type: 'integer' }, description: 'invalid_expiry_minutes' },
     request_id: { type: 'string', description: 'internal_error: the id of the failed call in the service logs' },

@@ -21,6 +21,8 @@ export interface RateRow {
 }
 
 const RELOAD_MS = 10000;
+/** A refused create logs the source's name at most this often per currency and instance. */
+const REFUSAL_LOG_MS = 60000;
 
 /** A stored rate as this instance holds it, with its age when it was read. */
 interface HeldRate {
@@ -41,6 +43,8 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Rates');
   private current = new Map<string, HeldRate>();
   private timer?: NodeJS.Timeout;
+  /** When this instance last logged a refusal of each currency (monotonic clock). */
+  private readonly refusalLogged = new Map<string, number>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -103,13 +107,27 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   /**
    * Why `currency`'s stored rate may not price a new request now, or null when it may (or there is none: the
    * caller's unsupported_currency). A rate last fetched more than RATES_MAX_AGE_MS ago is refused with 502
-   * rate_source_unavailable naming the configured source: the source has not quoted it for that long, and a
-   * request would keep the stale rate for its whole life. Static rates never age (see `ages`).
+   * rate_source_unavailable: the source has not quoted it for that long, and a request would keep the stale
+   * rate for its whole life. Static rates never age (see `ages`). The answer goes to partners, merchants and
+   * payers, so it names the currency, never the source (an internal host): that goes to the log.
    */
   tooOld(currency: string): AppError | null {
     const held = this.current.get(currency);
-    if (!held || !this.ages(held.row) || this.ageOf(held) <= this.config.ratesMaxAgeMs) return null;
-    return new AppError('rate_source_unavailable', { source: this.provider.name });
+    if (!held || !this.ages(held.row)) return null;
+    const age = this.ageOf(held);
+    if (age <= this.config.ratesMaxAgeMs) return null;
+    const now = performance.now();
+    const logged = this.refusalLogged.get(currency);
+    if (logged === undefined || now - logged >= REFUSAL_LOG_MS) {
+      this.refusalLogged.set(currency, now);
+      this.logger.warn(
+        `refusing creates in ${currency}: its rate from ${held.row.source} was fetched ${Math.round(age / 1000)} s ago, past RATES_MAX_AGE_MS (${this.config.ratesMaxAgeMs / 1000} s); configured source ${this.provider.name}`,
+      );
+    }
+    return new AppError('rate_source_unavailable', {
+      fiat_currency: currency,
+      message: `exchange rates for ${currency.toUpperCase()} are unavailable; try again later`,
+    });
   }
 
   currencies(): string[] {
