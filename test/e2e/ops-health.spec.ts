@@ -67,6 +67,7 @@ describe('readiness follows Redis', () => {
     expect(down.body.ok).toBe(false);
     expect(down.body.status).toBe('error');
     expect(down.body.error.redis.status).toBe('down');
+    expect(down.body.error.redis).not.toHaveProperty('message');
     expect(down.body.details.postgres.status).toBe('up');
     expect(down.body.details.chain_test.status).toBe('up');
     // Liveness does not depend on Redis.
@@ -128,6 +129,18 @@ describe('readiness follows each mode\'s RPC', () => {
     expect(r.text).not.toContain('PROVIDERKEY123');
     expect(r.text).not.toContain('rpc-password-123');
     expect(r.text).not.toContain('rpcuser');
+    // The public listener says which check is down, not why: the reason names internal hosts.
+    expect(r.body.error.chain_live).not.toHaveProperty('message');
+    expect(r.body.details.chain_live).not.toHaveProperty('message');
+    expect(r.text).not.toContain('127.0.0.1');
+  });
+
+  it('the admin listener gives the reason, URLs cut to their origin', async () => {
+    const r = await call(svc.adminUrl, 'GET', '/health/ready');
+    expect(r.status).toBe(503);
+    expect(r.body.error.chain_live).toMatchObject({ status: 'down', message: expect.any(String) });
+    expect(r.text).not.toContain('PROVIDERKEY123');
+    expect(r.text).not.toContain('rpc-password-123');
   });
 
   it('a wrong chain id and an unreachable RPC are both reported', async () => {
@@ -142,7 +155,11 @@ describe('readiness follows each mode\'s RPC', () => {
       const d = await call(dead.publicUrl, 'GET', '/health/ready');
       expect(d.status).toBe(503);
       expect(d.body.error.chain_test.status).toBe('down');
+      expect(d.body.error.chain_test).not.toHaveProperty('message');
       expect(d.body.details.chain_live.status).toBe('up');
+      expect(d.text).not.toContain(String(deadPort));
+      const onAdmin = await call(dead.adminUrl, 'GET', '/health/ready');
+      expect(onAdmin.body.error.chain_test.message).toContain(`127.0.0.1:${deadPort}`);
     } finally {
       await wrong.close();
       await dead.close();

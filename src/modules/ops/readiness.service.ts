@@ -24,6 +24,16 @@ export function publicMessage(e: unknown): string {
     .slice(0, 300);
 }
 
+/** A readiness body for the public listener: each check keeps its status, a failing one loses its `message`. */
+export function withoutReasons<T extends HealthCheckResult & { ok: boolean }>(body: T): T {
+  const strip = <P extends Record<string, unknown> | undefined>(part: P): P =>
+    (part && Object.fromEntries(Object.entries(part).map(([key, check]) => {
+      const { message: _reason, ...rest } = (check ?? {}) as Record<string, unknown>;
+      return [key, rest];
+    }))) as P;
+  return { ...body, info: strip(body.info), error: strip(body.error), details: strip(body.details) };
+}
+
 export interface Readiness {
   up: boolean;
   body: HealthCheckResult & { ok: boolean };
