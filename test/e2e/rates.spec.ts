@@ -8,6 +8,7 @@ import { idemKey } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { PortalClient } from '../support/portal-client';
 import { sample } from '../support/metrics';
 import { waitFor } from '../support/wait';
 
@@ -149,6 +150,29 @@ it('an answer that lacks a currency leaves its rate and fetch time alone: it pri
   const t = await createPartner(svc);
   expect((await admin(svc, 'POST', `/partners/${t.id}/rates/refresh`)).status).toBe(200);
   expect((await eurCreate()).status).toBe(201);
+});
+
+it("the partner portal shows where rates come from without the source's host (rates page and audit log)", async () => {
+  const p = await createPartner(svc);
+  sourceRates = { usd: '1', eur: '0.92' };
+  // An operator's refresh for this partner: the admin API names the source, and so does the stored audit row.
+  const refreshed = await admin(svc, 'POST', `/partners/${p.id}/rates/refresh`);
+  expect(refreshed.status).toBe(200);
+  const host = new URL(sourceUrl).host;
+  expect(refreshed.body.rates[0].source).toBe(`http:${host}`);
+  const email = `rates-${Date.now().toString(36)}@example.com`;
+  expect((await admin(svc, 'POST', `/partners/${p.id}/users`, { email, password: 'correct horse battery staple', role: 'admin' })).status).toBe(201);
+  const portal = new PortalClient(svc.publicUrl);
+  expect((await portal.signIn(email, 'correct horse battery staple')).status).toBe(303);
+  const rates = await portal.get('/portal/rates');
+  expect(rates.status).toBe(200);
+  expect(rates.text).toContain('data-currency="eur"');
+  expect(rates.text).not.toContain(host);
+  expect(rates.text).not.toContain('127.0.0.1');
+  const audit = await portal.get('/portal/audit');
+  expect(audit.status).toBe(200);
+  expect(audit.text).toContain('rates.refreshed');
+  expect(audit.text).not.toContain(host);
 });
 
 describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age prices nothing', () => {

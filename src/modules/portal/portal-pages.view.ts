@@ -5,6 +5,7 @@ import type { Merchant } from '../merchants/merchant';
 import { SCOPES } from '../auth/scopes';
 import { html, type SafeHtml } from '../pages/html';
 import type { RateRow } from '../rates/rates.service';
+import { sourceForPartners } from '../rates/rate-provider';
 import type { AuditEvent } from '../audit/audit';
 import { WEBHOOK_UPDATES_PER_MINUTE } from '../webhooks/webhook-update-limiter';
 import { badge, csrfInput, noticeBlock, postButton, when, type Notice } from './portal-layout.view';
@@ -386,7 +387,7 @@ ${rates.map(
   (r) => html`<tr data-currency="${r.currency}">
 <td data-label="Currency"><div class="cell"><strong>${r.currency.toUpperCase()}</strong></div></td>
 <td data-label="Per 1 stablecoin" class="num rate"><div class="cell">${r.rate}</div></td>
-<td data-label="Source"><div class="cell"><code>${r.source}</code></div></td>
+<td data-label="Source"><div class="cell"><code>${sourceForPartners(r.source)}</code></div></td>
 <td data-label="Updated"><div class="cell">${when(r.updated_at.toISOString())}</div></td>
 </tr>`,
 )}
@@ -541,6 +542,12 @@ ${p.back ? html`<p><a href="${p.back.href}" class="button secondary">${p.back.la
 // ---------------------------------------------------------------- audit log
 
 /** What the partner's users and the operators changed, newest first; `emails` names the users who still exist. */
+/** An event's details as its partner may read them: a rate refresh names the kind of source, not its host. */
+function partnerDetails(e: AuditEvent): Record<string, unknown> {
+  const source = e.details.source;
+  return e.action === 'rates.refreshed' && typeof source === 'string' ? { ...e.details, source: sourceForPartners(source) } : e.details;
+}
+
 export function auditBody(events: AuditEvent[], emails: Map<string, string>, o: { offset: number; hasMore: boolean; pageSize: number }): SafeHtml {
   const who = (e: AuditEvent) =>
     e.actorKind === 'admin' ? html`${badge('operator', 'info')}` : html`${emails.get(e.actorId ?? '') ?? html`<span class="muted">removed user</span> <code>${e.actorId}</code>`}`;
@@ -558,7 +565,7 @@ ${events.map(
 <td data-label="Who"><div class="cell">${who(e)}</div></td>
 <td data-label="From"><div class="cell">${e.clientAddress && e.actorKind !== 'admin' ? html`<code>${e.clientAddress}</code>` : html`<span class="muted">—</span>`}</div></td>
 <td data-label="Action"><div class="cell"><code>${e.action}</code></div></td>
-<td data-label="Details"><div class="cell"><code>${JSON.stringify({ ...(e.targetId ? { target_id: e.targetId } : {}), ...e.details })}</code></div></td>
+<td data-label="Details"><div class="cell"><code>${JSON.stringify({ ...(e.targetId ? { target_id: e.targetId } : {}), ...partnerDetails(e) })}</code></div></td>
 </tr>`,
 )}
 </tbody>

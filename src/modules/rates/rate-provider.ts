@@ -7,3 +7,11 @@ export interface RateProvider {
 }
 
 export const RATE_PROVIDER = Symbol('RATE_PROVIDER');
+
+/**
+ * A rate's source as partners see it (portal): `static` for RATES, `remote` for anything else, whose name may
+ * be an internal host (`http:<host>:<port>`). Operators see the name itself (admin API, metrics, logs).
+ */
+export function sourceForPartners(name: string): 'static' | 'remote' {
+  return name === 'static' ? 'static' : 'remote';
+}
