@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { RateRepository } from '../../src/modules/rates/rate.repository';
 import { signInDashboard } from '../factories/dashboard';
@@ -212,10 +213,20 @@ describe('RATES_MAX_AGE_MS: a rate from a remote source older than the max age p
     // Partners, merchants and payers learn which currency cannot be priced, never the source's (internal) host.
     const refusal = { ok: false, error: 'rate_source_unavailable', fiat_currency: 'usd', message: 'exchange rates for USD are unavailable; try again later' };
 
-    const partner = await create({ idempotency_key: idemKey() });
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    let partner;
+    let warned: string[];
+    try {
+      partner = await create({ idempotency_key: idemKey() });
+    } finally {
+      warned = warn.mock.calls.map((c) => String(c[0]));
+      warn.mockRestore();
+    }
     expect(partner.status).toBe(502);
     expect(partner.body).toEqual(refusal);
     expect(partner.text).not.toContain(new URL(sourceUrl).host);
+    // The operator's log line names the source.
+    expect(warned).toContainEqual(expect.stringMatching(new RegExp(`^refusing creates in usd: .*http:${new URL(sourceUrl).host.replace(/\./g, '\\.')}`)));
     // The partner API is served on the admin listener too, with the same answer.
     const onAdmin = await call(svc.adminUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 500 } });
     expect(onAdmin.status).toBe(502);
