@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Interface, MaxUint256, Wallet } from 'ethers';
 import {
   DEV_KEYS, broadcast, deployContract, mine, revert, rpc as nodeRpc, sendCall, signTokenTransfer, snapshot,
@@ -9,6 +8,7 @@ import { type TestService } from '../support/app';
 import { sql } from '../support/db';
 import { call } from '../support/http';
 import { LaggingRpc, startLaggingChain, startScanningService, stopScanning } from '../support/lagging-rpc';
+import { eventsOf, holdUnknownTransfers, keptOf, proofOf, scannedThroughTip } from '../support/scan-state';
 import { waitFor } from '../support/wait';
 
 /**
@@ -49,30 +49,15 @@ async function newRequest(price = (fiat += 13)): Promise<{ id: string; amount: b
   return { id: r.body.request_id, amount: BigInt(r.body.amount) };
 }
 
-/** Polled from the database: polling the API would run into its rate limit. */
-const stored = async (id: string) =>
-  (await sql<{ proof_status: string; tx_hash: string | null; proof_source: string | null }>(
-    `SELECT proof_status, tx_hash, proof_source FROM payment_requests WHERE id = $1`, [id]))[0];
-const events = async (id: string) =>
-  (await sql<{ event: string }>(`SELECT event FROM webhook_events WHERE request_id = $1 ORDER BY recorded_at`, [id])).map((e) => e.event);
+const stored = proofOf;
+const events = eventsOf;
+const kept = keptOf;
 const locked = async (id: string) =>
   (await sql<{ amount_locked: boolean }>(`SELECT amount_locked FROM payment_requests WHERE id = $1`, [id]))[0].amount_locked;
 const claimUntil = async (id: string) =>
   Math.floor((await sql<{ claim_until: Date }>(`SELECT claim_until FROM payment_requests WHERE id = $1`, [id]))[0].claim_until.getTime() / 1000);
 const unmatched = (txHash: string) => sql<{ reason: string }>(`SELECT reason FROM unmatched_transfers WHERE tx_hash = $1`, [txHash]);
-/** Every row the scan keeps of a transaction, with its schedule. */
-const kept = (txHash: string) =>
-  sql<{ log_index: number; reason: string; pending_request_id: string | null; retries: number }>(
-    `SELECT log_index, reason, pending_request_id, retries FROM unmatched_transfers WHERE tx_hash = $1 ORDER BY log_index`, [txHash]);
-const cursor = async (): Promise<number> => {
-  const [row] = await sql<{ last_block: string }>(`SELECT last_block FROM chain_cursors WHERE token_address = $1`, [token.toLowerCase()]);
-  return row ? Number(row.last_block) : -1;
-};
-/** Resolves once a whole scan ran over the node's current tip, so anything it retries was retried after now. */
-const scannedThroughTip = async () => {
-  const safe = Number(await nodeRpc<string>(node.url, 'eth_blockNumber')) - CONFIRMATIONS + 1;
-  await waitFor(async () => (await cursor()) >= safe);
-};
+const scanned = () => scannedThroughTip(node.url, token, CONFIRMATIONS);
 
 describe('a transfer the scan found while the RPC lagged a block behind', () => {
   it('is verified once the RPC is in step again, exactly once, and leaves no unmatched row', async () => {
@@ -95,10 +80,10 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     });
     expect(verified).toMatchObject({ tx_hash: tx.txHash, proof_source: 'chain_scan' });
     // A payment is not an unmatched transfer: the row kept while it was undecided is gone.
-    await scannedThroughTip();
+    await scanned();
     expect(await unmatched(tx.txHash)).toEqual([]);
     await mine(node.url, 2);
-    await scannedThroughTip();
+    await scanned();
     expect(await events(r.id)).toEqual(['payment.proof_verified']);
   });
 
@@ -116,9 +101,9 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     await revert(node.url, snap);
     await mine(node.url, CONFIRMATIONS + 3);
     rpc.catchUp();
-    await scannedThroughTip();
+    await scanned();
     await mine(node.url, 1);
-    await scannedThroughTip();
+    await scanned();
     expect((await stored(r.id)).proof_status).toBe('none');
     expect(await events(r.id)).toEqual([]);
     const [still] = await unmatched(hash);
@@ -130,7 +115,7 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     await waitFor(async () => (await stored(r.id)).proof_status === 'verified');
     expect((await stored(r.id)).tx_hash).toBe(hash);
     await mine(node.url, 2);
-    await scannedThroughTip();
+    await scanned();
     expect(await events(r.id)).toEqual(['payment.proof_verified']);
     expect(await unmatched(hash)).toEqual([]);
   });
@@ -173,7 +158,7 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
       });
       expect(left).toEqual([expect.objectContaining({ log_index: second.log_index, reason: 'request_already_verified' })]);
       await mine(node.url, 2);
-      await scannedThroughTip();
+      await scanned();
       expect(await kept(tx.txHash)).toEqual(left);
       expect(await events(r.id)).toEqual(['payment.proof_verified']);
     },
@@ -181,16 +166,8 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
 
   it('are retried earliest retry first: a hundred older transfers stuck undecided do not starve a newer one', async () => {
     const stuck = await newRequest();
-    const chainId = BigInt(await nodeRpc<string>(node.url, 'eth_chainId')).toString();
     // A hundred transfers the node does not know (dropped), kept undecided for `stuck`, all older than the next.
-    const dropped = Array.from({ length: 100 }, () => `0x${randomBytes(32).toString('hex')}`);
-    await sql(
-      `INSERT INTO unmatched_transfers
-              (chain_id, tx_hash, log_index, block_number, token_address, from_address, to_address, value, reason, pending_request_id)
-       SELECT $1, h, 0, 1, $2, $3, $4, $5, 'unconfirmed_unknown', $6 FROM unnest($7::text[]) h`,
-      [chainId, token.toLowerCase(), new Wallet(PAYER).address.toLowerCase(), merchant.wallet.address.toLowerCase(),
-        stuck.amount.toString(), stuck.id, dropped],
-    );
+    await holdUnknownTransfers(node.url, token, new Wallet(PAYER).address, merchant.wallet.address, stuck, 100);
     try {
       const r = await newRequest();
       const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, r.amount);
@@ -204,13 +181,18 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
       // after the other, each a database read and two or three RPC calls: a few seconds, but over 15 s was seen
       // on a loaded machine. Starved, it would never be tried at all.
       await waitFor(async () => (await stored(r.id)).proof_status === 'verified', 60_000);
-      expect(await unmatched(tx.txHash)).toEqual([]);
-      // The old ones were tried as well, and wait out their back-off (the node does not know them).
-      const [old] = await sql<{ tried: number; backed_off: number }>(
-        `SELECT count(*) FILTER (WHERE retries > 0)::int AS tried, count(*) FILTER (WHERE retry_at > now())::int AS backed_off
-           FROM unmatched_transfers WHERE pending_request_id = $1`, [stuck.id]);
-      expect(old.tried).toBe(100);
-      expect(old.backed_off).toBeGreaterThan(0);
+      // The held row goes with the retry that finds its transfer paid, just after the verification.
+      await waitFor(async () => (await unmatched(tx.txHash)).length === 0, 30000);
+      // The old ones are tried as well, and wait out their back-off (the node does not know them). Not
+      // necessarily before the new one: a round leases the rows it tries, so another scan's round (the other
+      // job slot, or another worker) takes the next due rows meanwhile instead of waiting for it.
+      const old = await waitFor(async () => {
+        const [o] = await sql<{ tried: number; backed_off: number }>(
+          `SELECT count(*) FILTER (WHERE retries > 0)::int AS tried, count(*) FILTER (WHERE retry_at > now())::int AS backed_off
+             FROM unmatched_transfers WHERE pending_request_id = $1`, [stuck.id]);
+        return o.tried === 100 ? o : null;
+      }, 60_000);
+      expect(old!.backed_off).toBeGreaterThan(0);
     } finally {
       // Left behind, they would be retried through the next tests and slow every round of their scans.
       await sql(`DELETE FROM unmatched_transfers WHERE pending_request_id = $1`, [stuck.id]);
@@ -291,7 +273,7 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     // Decided for good: the RPC in step again changes nothing.
     rpc.catchUp();
     await mine(node.url, 2);
-    await scannedThroughTip();
+    await scanned();
     expect((await stored(r.id)).proof_status).toBe('none');
     expect(await events(r.id)).not.toContain('payment.proof_verified');
     expect((await kept(tx.txHash))[0].reason).toBe('undecided_gave_up');
@@ -310,7 +292,7 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     // The scan reads blocks stamped after both claim windows (plus the 60 s of tolerance).
     await nodeRpc(node.url, 'evm_setNextBlockTimestamp', [Math.max(await claimUntil(r.id), await claimUntil(other.id)) + 120]);
     await mine(node.url, CONFIRMATIONS + 1);
-    await scannedThroughTip();
+    await scanned();
     await waitFor(async () => !(await locked(other.id)));
     expect(await locked(r.id)).toBe(true);
     // So the same price still gets another amount, and the transfer can only name r.

@@ -29,7 +29,8 @@ const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN)
  * from the backend that was up to date, the next calls reach the one that is not). `hideReceiptOf(tx)`: the
  * receipt of `tx` is not found (it comes from a backend that has not got its block yet), however far the
  * chain has grown, while everything else is in step. `failReceiptOf(tx)` and `failMethod(m)` answer with a
- * JSON-RPC error instead (a rate-limited endpoint).
+ * JSON-RPC error instead (a rate-limited endpoint). `holdReceiptOf(tx)` keeps the next receipt call of `tx`
+ * unanswered until `releaseReceipt()` (or `catchUp()`): a slow backend, for as long as a test needs.
  */
 export class LaggingRpc {
   private server: Server | null = null;
@@ -38,6 +39,8 @@ export class LaggingRpc {
   private readonly hidden = new Set<string>();
   private readonly failing = new Set<string>();
   private readonly failingMethods = new Set<string>();
+  private readonly receiptCalls = new Map<string, number>();
+  private holding: { txHash: string; held: boolean; release: () => void; released: Promise<void> } | null = null;
   port = 0;
 
   constructor(private readonly target: string) {}
@@ -65,6 +68,28 @@ export class LaggingRpc {
     this.failingMethods.add(method);
   }
 
+  /** The next receipt call of `tx` waits for `releaseReceipt()`; the calls after it pass. */
+  holdReceiptOf(txHash: string): void {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holding = { txHash: txHash.toLowerCase(), held: false, release, released };
+  }
+
+  /** Whether the receipt call armed by holdReceiptOf is waiting now. */
+  get holdingReceipt(): boolean {
+    return this.holding?.held ?? false;
+  }
+
+  releaseReceipt(): void {
+    this.holding?.release();
+    this.holding = null;
+  }
+
+  /** How many receipt calls of `tx` came in so far. */
+  receiptCallsOf(txHash: string): number {
+    return this.receiptCalls.get(txHash.toLowerCase()) ?? 0;
+  }
+
   /** Whether the lag has set in (after the armed eth_getLogs answer). */
   get lagging(): boolean {
     return this.lag > 0;
@@ -77,6 +102,7 @@ export class LaggingRpc {
     this.hidden.clear();
     this.failing.clear();
     this.failingMethods.clear();
+    this.releaseReceipt();
   }
 
   async start(): Promise<void> {
@@ -103,6 +129,14 @@ export class LaggingRpc {
 
   private async handle(req: RpcRequest): Promise<RpcResponse> {
     const receiptOf = req.method === 'eth_getTransactionReceipt' ? String(req.params?.[0]).toLowerCase() : null;
+    if (receiptOf !== null) {
+      this.receiptCalls.set(receiptOf, (this.receiptCalls.get(receiptOf) ?? 0) + 1);
+      const h = this.holding;
+      if (h && h.txHash === receiptOf && !h.held) {
+        h.held = true;
+        await h.released;
+      }
+    }
     if (this.failingMethods.has(req.method) || (receiptOf !== null && this.failing.has(receiptOf))) {
       return { jsonrpc: '2.0', id: req.id, error: { code: -32005, message: 'request rate exceeded' } };
     }

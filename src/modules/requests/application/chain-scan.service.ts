@@ -22,6 +22,12 @@ const RETRY_MAX_MS = 300_000;
 /** Retries that fail in a row before the scan leaves the rest for later (the node is likely down). */
 const FAILURES_PER_SCAN = 3;
 /**
+ * How long a retry round's lease keeps other rounds off the transfers it took: far above a round (seconds,
+ * over 10 s seen under load); a round that dies is taken over once it ends. A round that outlives it only
+ * costs a second try of the same transfers, whose decisions the lease then keeps from both being written.
+ */
+const RETRY_LEASE_MS = 120_000;
+/**
  * An undecided transfer still undecided this long after its request's claim window is given up (above the
  * verification's own hour, after which a transaction that is not mined is refused as transaction_not_found).
  */
@@ -32,6 +38,11 @@ interface Retry {
   retries: number;
   retryTip: number | null;
   scanTip: number;
+  /**
+   * A retry round's lease on the row (its decision is written only while the row still carries it); null for
+   * the main scan's own sighting of the transfer.
+   */
+  lease: string | null;
   /**
    * Past its request's window plus GIVE_UP_AFTER_WINDOW_MS: this try reads the chain afresh (no seen tip), and
    * if the node still cannot decide, the transfer is given up. A try that fails (the RPC erred) decides
@@ -51,11 +62,16 @@ interface Retry {
  *
  * A transfer whose verification cannot be decided yet (it must wait: a load-balanced RPC whose backend is
  * behind the one that served the logs, a reorg under way) is kept with the request it may pay and retried
- * after the range is committed, in a transaction of its own under the same lock, however far the cursor has
- * moved: a retry can neither hold the cursor back nor undo it, and a failed one is logged and backs off
- * alone. Retries take the earliest `retry_at` first and a tried transfer goes to the back, so none is starved;
- * one that waits for a block is tried again only when the tip (read once per scan) has passed the one of its
- * last try, one the node does not know (or whose try failed) backs off in time. The retry goes through the
+ * after the range is committed, however far the cursor has moved: a retry can neither hold the cursor back
+ * nor undo it, and a failed one is logged and backs off alone. A retry round holds no lock and no transaction
+ * across its RPC calls (a round of 100 took over 10 s under load, and held the scan lock and a pooled
+ * connection all along): it leases its rows in one committed statement (UnmatchedTransfersRepository.lease),
+ * so other instances' rounds skip them while its own scans go on, then writes each decision in one
+ * conditional statement, only while the row still carries its lease; the main scan's decision on the same
+ * transfer (a re-read range) voids the lease and stands. Retries take the earliest `retry_at` first and a
+ * tried transfer goes to the back, so none is starved; one that waits for a block is tried again only when
+ * the tip (read once per scan) has passed the one of its last try, one the node does not know (or whose try
+ * failed) backs off in time. The retry goes through the
  * same verification (canonical block, confirmations, the claim's unique index), so it verifies at most once
  * and never a transfer a reorg removed. Every undecided transfer is bounded: one never mined is refused once
  * its request's window has passed (transaction_not_found), and any still undecided GIVE_UP_AFTER_WINDOW_MS
@@ -153,25 +169,29 @@ export class ChainScanService {
   }
 
   /**
-   * The undecided transfers due, after the range is committed. Under the scan lock again (in its own
-   * transaction): when another worker took it meanwhile, that worker's scan retries them.
+   * The undecided transfers due, after the range is committed: leased first, then tried with nothing held
+   * in the database. Money does not rest on the lease: the verification claims through the claim's unique
+   * index and a conditional update, whoever calls it, so a transfer verifies at most once (a payer's proof
+   * or the main scan deciding first wins); the lease keeps rounds from repeating each other's RPC calls and
+   * a stale decision from being written over a newer one. Rows left untried (the round stopped on failures,
+   * or threw) are put back where they were.
    */
   private async retryUndecided(chainId: bigint, token: string, tip: number): Promise<void> {
-    await this.dataSource.transaction(async (em) => {
-      if (!(await this.cursors.tryLockScan(em, chainId, token))) return;
-      const giveUpBefore = new Date(Date.now() - GIVE_UP_AFTER_WINDOW_MS);
+    const giveUpBefore = new Date(Date.now() - GIVE_UP_AFTER_WINDOW_MS);
+    const leased = await this.unmatched.lease(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN, RETRY_LEASE_MS);
+    try {
       let failures = 0;
-      for (const u of await this.unmatched.due(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN)) {
+      for (const u of leased.due) {
         const t = u.transfer;
-        const last = u.claimUntil === null || u.claimUntil < giveUpBefore;
+        const retry: Retry = { retries: u.retries, retryTip: u.retryTip, scanTip: tip, lease: leased.lease, last: u.claimUntil === null || u.claimUntil < giveUpBefore };
         try {
           if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) await this.unmatched.forget(chainId, t);
-          else await this.decide(chainId, t, u.requestId, { retries: u.retries, retryTip: u.retryTip, scanTip: tip, last });
+          else await this.decide(chainId, t, u.requestId, retry);
           failures = 0;
         } catch (e) {
           const why = (e as Error).message;
           const delay = doubling(RETRY_FIRST_MS, RETRY_MAX_MS, u.retries);
-          await this.unmatched.postpone(chainId, t, delay);
+          await this.unmatched.postpone(chainId, t, leased.lease, delay);
           this.logger.warn(`retry of transfer ${t.txHash}#${t.logIndex} failed, next in ${delay} ms: ${why}`);
           if (++failures >= FAILURES_PER_SCAN) {
             this.logger.warn(`chain ${chainId}: ${failures} retries failed in a row; the others wait for the next scan`);
@@ -179,21 +199,26 @@ export class ChainScanService {
           }
         }
       }
-    });
+    } finally {
+      await this.unmatched.release(leased);
+    }
   }
 
   private async handle(chainId: bigint, t: ChainTransfer, tip: number): Promise<void> {
     if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) return;
     // Amounts are unique among open requests of a merchant and asset, so the value names the request.
     const candidate = await this.requests.claimableByAmount(chainId, t.token, t.to, t.value);
-    await this.decide(chainId, t, candidate, { retries: 0, retryTip: null, scanTip: tip, last: false }, false);
+    await this.decide(chainId, t, candidate, { retries: 0, retryTip: null, scanTip: tip, lease: null, last: false });
   }
 
   /**
    * Verifies `t` against the request it may pay. What pays nothing is kept for operators; what cannot be
-   * decided yet is kept with its request, to be retried (`tried`: this is a retry of a kept one).
+   * decided yet is kept with its request, to be retried. A retry's decision (`retry.lease`) is written only if
+   * nobody decided the row meanwhile; one skipped is logged, the row stays as the other decision left it.
    */
-  private async decide(chainId: bigint, t: SeenTransfer, candidate: string | null, retry: Retry, tried = true): Promise<void> {
+  private async decide(chainId: bigint, t: SeenTransfer, candidate: string | null, retry: Retry): Promise<void> {
+    const { lease } = retry;
+    const tried = lease !== null;
     let reason = 'no_open_request_for_amount';
     if (candidate) {
       const seenTip = tried && !retry.last ? (retry.retryTip ?? undefined) : undefined;
@@ -206,9 +231,13 @@ export class ChainScanService {
           reason = 'request_already_verified';
           break;
         case 'wait':
-          if (retry.last) return this.giveUp(chainId, t, candidate, outcome.why);
-          if (outcome.why === 'same_block') return this.unmatched.postpone(chainId, t, 0, Math.max(outcome.tip, retry.scanTip));
-          await this.unmatched.hold(chainId, t, `unconfirmed_${outcome.why}`, candidate, this.nextTry(outcome.why, outcome.tip, retry), tried);
+          if (retry.last) return this.giveUp(chainId, t, candidate, outcome.why, lease);
+          if (outcome.why === 'same_block') {
+            return this.written(t, lease !== null && (await this.unmatched.postpone(chainId, t, lease, 0, Math.max(outcome.tip, retry.scanTip))));
+          }
+          if (!(await this.unmatched.hold(chainId, t, `unconfirmed_${outcome.why}`, candidate, this.nextTry(outcome.why, outcome.tip, retry), tried, lease))) {
+            return this.written(t, false);
+          }
           if (!tried) this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to} undecided (${outcome.why}), retried by the next scans`);
           return;
         case 'rejected':
@@ -222,13 +251,18 @@ export class ChainScanService {
           break;
       }
     }
-    await this.unmatched.record(chainId, t, reason);
+    if (!(await this.unmatched.record(chainId, t, reason, lease))) return this.written(t, false);
     this.logger.log(`unmatched transfer ${t.txHash}#${t.logIndex} to ${t.to}: ${reason}`);
   }
 
+  /** A retry's decision that was not written: the row was decided (or leased again) meanwhile; that stands. */
+  private written(t: SeenTransfer, done: boolean): void {
+    if (!done) this.logger.log(`retry of transfer ${t.txHash}#${t.logIndex}: its row changed meanwhile; left as it is`);
+  }
+
   /** Still undecided past its bound: kept for operators as undecided_gave_up, which releases the request's amount. */
-  private async giveUp(chainId: bigint, t: SeenTransfer, requestId: string, why: string): Promise<void> {
-    await this.unmatched.record(chainId, t, 'undecided_gave_up');
+  private async giveUp(chainId: bigint, t: SeenTransfer, requestId: string, why: string, lease: string | null): Promise<void> {
+    if (!(await this.unmatched.record(chainId, t, 'undecided_gave_up', lease))) return this.written(t, false);
     this.logger.warn(
       `transfer ${t.txHash}#${t.logIndex} to ${t.to} still undecided (${why}) ${GIVE_UP_AFTER_WINDOW_MS / 3600_000} h after the ` +
         `window of request ${requestId}: given up (unmatched, undecided_gave_up); the request's amount is no longer held for it`,

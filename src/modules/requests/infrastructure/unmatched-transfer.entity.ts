@@ -60,6 +60,10 @@ export class UnmatchedTransferEntity {
   @Column('bigint', { name: 'retry_tip', nullable: true, transformer: bigintColumn })
   retryTip!: bigint | null;
 
+  /** While a retry round tries it: that round's lease; its decision is written only while the row still carries it. */
+  @Column('uuid', { name: 'retry_lease', nullable: true })
+  retryLease!: string | null;
+
   @Column('timestamp with time zone', { name: 'seen_at', precision: 3, default: () => 'now()' })
   seenAt!: Date;
 }

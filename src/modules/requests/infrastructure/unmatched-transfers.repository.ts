@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import type { Repository } from 'typeorm';
@@ -9,6 +10,9 @@ export type SeenTransfer = Omit<ChainTransfer, 'blockHash'> & { blockHash: strin
 
 /** A transfer the scan could not decide yet, and the request it may pay. */
 export interface UndecidedTransfer {
+  /** Its row, and when it was due (where a lease that ends untried puts it back). */
+  id: string;
+  dueAt: Date;
   transfer: SeenTransfer;
   requestId: string;
   /** Tries so far. */
@@ -19,6 +23,16 @@ export interface UndecidedTransfer {
   claimUntil: Date | null;
 }
 
+/**
+ * Undecided transfers a retry round has leased: no other round takes them until the lease ends, and the
+ * round's decisions are written only while a row still carries `lease` (the main scan's own decision on the
+ * same transfer clears it, and then wins).
+ */
+export interface Leased {
+  lease: string;
+  due: UndecidedTransfer[];
+}
+
 /** When an undecided transfer is tried next: after `delayMs`, and when `tip` is given, not before the tip passes it. */
 export interface NextTry {
   delayMs: number;
@@ -26,6 +40,8 @@ export interface NextTry {
 }
 
 interface UndecidedRow {
+  id: string;
+  due_at: Date;
   tx_hash: string;
   log_index: number;
   block_number: string;
@@ -48,27 +64,50 @@ interface UndecidedRow {
 export class UnmatchedTransfersRepository {
   constructor(@InjectRepository(UnmatchedTransferEntity) private readonly transfers: Repository<UnmatchedTransferEntity>) {}
 
-  /** Decided, and paid nothing: kept for operators with its reason. Seen again, it keeps one row. */
-  async record(chainId: bigint, t: SeenTransfer, reason: string): Promise<void> {
-    await this.upsert(chainId, t, reason, null, { delayMs: 0, tip: null }, false);
+  /**
+   * Decided, and paid nothing: kept for operators with its reason. Seen again, it keeps one row. `lease`: a
+   * retry round's decision, written only while its row still carries that lease (false when it did not).
+   */
+  async record(chainId: bigint, t: SeenTransfer, reason: string, lease: string | null): Promise<boolean> {
+    return this.write(chainId, t, reason, null, { delayMs: 0, tip: null }, false, lease);
   }
 
   /**
    * Undecided: kept with the request it may pay, tried again at `next`. `tried`: this was a retry (the
-   * back-off counts it); a first sighting, or a re-read range, leaves the count as it is.
+   * back-off counts it); a first sighting, or a re-read range, leaves the count as it is. `lease`: as in record.
    */
-  async hold(chainId: bigint, t: SeenTransfer, reason: string, requestId: string, next: NextTry, tried: boolean): Promise<void> {
-    await this.upsert(chainId, t, reason, requestId, next, tried);
+  async hold(
+    chainId: bigint, t: SeenTransfer, reason: string, requestId: string, next: NextTry, tried: boolean, lease: string | null,
+  ): Promise<boolean> {
+    return this.write(chainId, t, reason, requestId, next, tried, lease);
   }
 
-  /** A retry that changed nothing (the same tip, or a failure): only its schedule moves; `tip` undefined keeps it. */
-  async postpone(chainId: bigint, t: SeenTransfer, delayMs: number, tip?: number): Promise<void> {
-    await this.transfers.query(
+  /**
+   * A retry that changed nothing (the same tip, or a failure): only its schedule moves; `tip` undefined keeps
+   * it. Only while the row carries the round's `lease`; false when it does not.
+   */
+  async postpone(chainId: bigint, t: SeenTransfer, lease: string, delayMs: number, tip?: number): Promise<boolean> {
+    const [, n] = await this.transfers.query<[unknown[], number]>(
       `UPDATE unmatched_transfers
           SET retries = retries + 1, retry_at = now() + $4 * interval '1 millisecond',
-              retry_tip = CASE WHEN $5::bigint IS NULL THEN retry_tip ELSE $5::bigint END
-        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND pending_request_id IS NOT NULL`,
-      [chainId.toString(), t.txHash, t.logIndex, delayMs, tip ?? null],
+              retry_tip = CASE WHEN $5::bigint IS NULL THEN retry_tip ELSE $5::bigint END, retry_lease = NULL
+        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND pending_request_id IS NOT NULL AND retry_lease = $6`,
+      [chainId.toString(), t.txHash, t.logIndex, delayMs, tip ?? null, lease],
+    );
+    return n > 0;
+  }
+
+  /**
+   * The leased rows a round did not get to (it stopped early) are due again as they were, in their old place;
+   * rows it decided, or whose lease another writer took over, are left alone.
+   */
+  async release(leased: Leased): Promise<void> {
+    if (leased.due.length === 0) return;
+    await this.transfers.query(
+      `UPDATE unmatched_transfers u SET retry_at = d.due_at, retry_lease = NULL
+         FROM unnest($2::bigint[], $3::timestamptz[]) AS d(id, due_at)
+        WHERE u.id = d.id AND u.retry_lease = $1`,
+      [leased.lease, leased.due.map((u) => u.id), leased.due.map((u) => u.dueAt)],
     );
   }
 
@@ -98,23 +137,38 @@ export class UnmatchedTransfersRepository {
   }
 
   /**
-   * The undecided transfers of one asset due for a try, earliest retry_at first (a tried one goes to the back,
-   * so none is starved): due by time and, when waiting for a block, with a tip past the one of its last try, or
-   * whose request's window ended before `giveUpBefore` (or is gone), whatever the tip (its last try reads the
-   * chain afresh). A try that failed backs off in time either way.
+   * Leases the undecided transfers of one asset due for a try, earliest retry_at first (a tried one goes to
+   * the back, so none is starved): due by time and, when waiting for a block, with a tip past the one of its
+   * last try, or whose request's window ended before `giveUpBefore` (or is gone), whatever the tip (its last
+   * try reads the chain afresh). A try that failed backs off in time either way. One statement, committed at
+   * once: each row gets the lease and is not due again for `leaseMs` (rows another round is leasing right now
+   * are skipped), so the round's RPC calls run with no lock and no transaction held, and two rounds never
+   * try the same row unless one outlives its lease. Returned in the order they were due.
    */
-  async due(chainId: bigint, token: string, tip: number, giveUpBefore: Date, limit: number): Promise<UndecidedTransfer[]> {
-    const rows = await this.transfers.query<UndecidedRow[]>(
-      `SELECT u.tx_hash, u.log_index, u.block_number, u.block_hash, u.token_address, u.from_address, u.to_address,
-              u.value, u.pending_request_id, u.retries, u.retry_tip, r.claim_until
-         FROM unmatched_transfers u LEFT JOIN payment_requests r ON r.id = u.pending_request_id
-        WHERE u.pending_request_id IS NOT NULL AND u.chain_id = $1 AND u.token_address = $2
-          AND u.retry_at <= now()
-          AND (u.retry_tip IS NULL OR u.retry_tip < $3 OR r.claim_until IS NULL OR r.claim_until < $4)
-        ORDER BY u.retry_at, u.id LIMIT $5`,
-      [chainId.toString(), token, tip, giveUpBefore, limit],
+  async lease(chainId: bigint, token: string, tip: number, giveUpBefore: Date, limit: number, leaseMs: number): Promise<Leased> {
+    const lease = randomUUID();
+    const [rows] = await this.transfers.query<[UndecidedRow[], number]>(
+      `UPDATE unmatched_transfers u SET retry_at = now() + $6 * interval '1 millisecond', retry_lease = $7
+         FROM (SELECT u.id, u.retry_at, r.claim_until
+                 FROM unmatched_transfers u LEFT JOIN payment_requests r ON r.id = u.pending_request_id
+                WHERE u.pending_request_id IS NOT NULL AND u.chain_id = $1 AND u.token_address = $2
+                  AND u.retry_at <= now()
+                  AND (u.retry_tip IS NULL OR u.retry_tip < $3 OR r.claim_until IS NULL OR r.claim_until < $4)
+                ORDER BY u.retry_at, u.id LIMIT $5
+                  FOR UPDATE OF u SKIP LOCKED) d
+        WHERE u.id = d.id
+       RETURNING u.id, d.retry_at AS due_at, u.tx_hash, u.log_index, u.block_number, u.block_hash, u.token_address,
+                 u.from_address, u.to_address, u.value, u.pending_request_id, u.retries, u.retry_tip, d.claim_until`,
+      [chainId.toString(), token, tip, giveUpBefore, limit, leaseMs, lease],
     );
-    return rows.map((u) => ({
+    rows.sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    return { lease, due: rows.map((u) => this.undecided(u)) };
+  }
+
+  private undecided(u: UndecidedRow): UndecidedTransfer {
+    return {
+      id: u.id,
+      dueAt: u.due_at,
       requestId: u.pending_request_id,
       retries: u.retries,
       retryTip: u.retry_tip === null ? null : Number(u.retry_tip),
@@ -129,7 +183,28 @@ export class UnmatchedTransfersRepository {
         to: u.to_address,
         value: BigInt(u.value),
       },
-    }));
+    };
+  }
+
+  /**
+   * Without a lease (the main scan's own sighting): upserted, and any round's lease on the row is void, so
+   * this decision stands over that round's. With one: only its row still carrying it is updated.
+   */
+  private async write(
+    chainId: bigint, t: SeenTransfer, reason: string, requestId: string | null, next: NextTry, tried: boolean, lease: string | null,
+  ): Promise<boolean> {
+    if (lease === null) {
+      await this.upsert(chainId, t, reason, requestId, next, tried);
+      return true;
+    }
+    const [, n] = await this.transfers.query<[unknown[], number]>(
+      `UPDATE unmatched_transfers
+          SET reason = $4, pending_request_id = $5, retry_at = now() + $6 * interval '1 millisecond', retry_tip = $7,
+              retries = retries + $8, retry_lease = NULL
+        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND retry_lease = $9`,
+      [chainId.toString(), t.txHash, t.logIndex, reason, requestId, next.delayMs, next.tip, tried ? 1 : 0, lease],
+    );
+    return n > 0;
   }
 
   private async upsert(chainId: bigint, t: SeenTransfer, reason: string, requestId: string | null, next: NextTry, tried: boolean): Promise<void> {
@@ -142,7 +217,7 @@ export class UnmatchedTransfersRepository {
           SET reason = EXCLUDED.reason, pending_request_id = EXCLUDED.pending_request_id,
               block_number = EXCLUDED.block_number, block_hash = COALESCE(EXCLUDED.block_hash, u.block_hash),
               retry_at = EXCLUDED.retry_at,
-              retry_tip = EXCLUDED.retry_tip, retries = u.retries + $14`,
+              retry_tip = EXCLUDED.retry_tip, retries = u.retries + $14, retry_lease = NULL`,
       [
         chainId.toString(), t.txHash, t.logIndex, t.blockNumber, t.blockHash, t.token, t.from, t.to, t.value.toString(),
         reason, requestId, next.delayMs, next.tip, tried ? 1 : 0,
