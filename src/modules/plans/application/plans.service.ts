@@ -4,6 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
 import { currencyMismatch } from '../../../common/http/currency-assertion';
+import { isDeadlock } from '../../../database/pg-errors';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import type { Merchant } from '../../merchants/merchant';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -31,6 +32,9 @@ export interface NewPlanInput {
   payerEmail?: string;
   metadata?: Record<string, string>;
 }
+
+/** An advance rolled back by a deadlock is run again, at most this many times in all. */
+const ADVANCE_ATTEMPTS = 3;
 
 /** A plan create that lost the race for its Idempotency-Key (see create). */
 const KEY_TAKEN = Symbol('plan idempotency key taken');
@@ -199,6 +203,19 @@ export class PlansService {
    * queue on the plan's lock, each moving one period.
    */
   async advance(m: Merchant, id: string): Promise<Plan> {
+    // The advance locks the plan, then its open charge; the expiry job, the sweep and a verification lock a
+    // charge, then its plan. When one of them holds the open charge meanwhile, Postgres ends the cycle by
+    // rolling one transaction back: the advance, rolled back whole, is simply run again on what is stored then.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.advanceOnce(m, id);
+      } catch (e) {
+        if (!isDeadlock(e) || attempt >= ADVANCE_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  private async advanceOnce(m: Merchant, id: string): Promise<Plan> {
     let outcome: ChargeOutcome | null = null;
     await this.dataSource.transaction(async (em) => {
       let plan = await this.locked(em, m, id);
