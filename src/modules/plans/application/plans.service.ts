@@ -217,7 +217,7 @@ export class PlansService {
 
   private async advanceOnce(m: Merchant, id: string): Promise<Plan> {
     let outcome: ChargeOutcome | null = null;
-    await this.dataSource.transaction(async (em) => {
+    const after = await this.dataSource.transaction(async (em) => {
       let plan = await this.locked(em, m, id);
       if (!plan.testMode) throw new AppError('test_mode_only');
       if (plan.status !== 'active') throw new AppError('plan_not_active');
@@ -226,22 +226,28 @@ export class PlansService {
         await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);
         plan = await this.locked(em, m, id);
       }
-      if (plan.status !== 'active') return;
+      if (plan.status !== 'active') return plan;
       const merchant = await this.merchants.currentForCreate(m.id);
       if (!merchant || merchant.disabled) throw new AppError('merchant_disabled');
       outcome = await this.charges.charge(em, plan, plan.nextPeriodIndex);
+      return this.locked(em, m, id);
     });
     await this.charges.committed(outcome);
-    return this.get(m, id);
+    return after;
   }
 
+  /**
+   * Answers the plan as this change left it, read under its lock: read after the commit, it could already show
+   * the change queued behind this one (two advances in a row both answering the second's status).
+   */
   private async change(m: Merchant, id: string, decide: (p: Plan) => PlanChange | null): Promise<Plan> {
-    await this.dataSource.transaction(async (em) => {
+    return this.dataSource.transaction(async (em) => {
       const plan = await this.locked(em, m, id);
       const next = decide(plan);
-      if (next) await this.plans.update(em, plan.id, next);
+      if (!next) return plan;
+      await this.plans.update(em, plan.id, next);
+      return this.locked(em, m, id);
     });
-    return this.get(m, id);
   }
 
   private async locked(em: EntityManager, m: Merchant, id: string): Promise<Plan> {
