@@ -6,6 +6,7 @@ import { signInDashboard } from '../factories/dashboard';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
@@ -21,13 +22,14 @@ let svc: TestService;
 
 beforeAll(async () => {
   smtp = await SmtpCatcher.start();
-  svc = await startService({ worker: true, env: { SMTP_URL: smtp.url, MAIL_FROM: 'Receipts <receipts@shop.example.test>', VERIFY_POLL_MS: '200' } });
+  svc = await startService({ worker: true, env: { SMTP_URL: smtp.url, MAIL_FROM: 'Receipts <receipts@shop.example.test>', VERIFY_POLL_MS: '200', NOTIFY_REDRIVE_MS: '300' } });
   await mint(testEnv().rpcUrl, testEnv().token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
 }, 60000);
 
 afterAll(async () => {
   await svc?.close();
   await smtp?.down();
+  await closeSql();
 });
 
 const tag = () => randomBytes(3).toString('hex');
@@ -74,4 +76,23 @@ it("a partner's customer_email that names several addresses (spec: any string â‰
   expect(smtp.to(victim)).toEqual([]);
   expect(smtp.to(payer)).toEqual([]);
   expect(detail.notifications.map((n: any) => n.kind)).toEqual(['merchant_note']);
+});
+
+it('a receipt row stored before the outbox checked its recipient is refused by the sender (failed), never mailed', async () => {
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  const victim = `victim-${tag()}@example.com`;
+  const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 800 });
+  // As an older release wrote it: the re-drive finds it pending with no job and queues it.
+  const [row] = await sql(
+    `INSERT INTO notifications (id, kind, channel, "to", request_id, message_id)
+     VALUES (gen_random_uuid(), 'receipt', 'email', $1, $2, '<' || gen_random_uuid() || '@shop.example.test>') RETURNING id`,
+    [`payer@example.com, ${victim}`, r.request_id],
+  );
+  const done = await waitFor(async () => {
+    const [n] = await sql(`SELECT status, last_error FROM notifications WHERE id = $1`, [row.id]);
+    return n.status !== 'pending' && n;
+  }, 30000);
+  expect(done).toEqual({ status: 'failed', last_error: 'the recipient is not one email address' });
+  expect(smtp.to(victim)).toEqual([]);
 });
