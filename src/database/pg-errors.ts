@@ -14,3 +14,8 @@ export function isCheckViolation(e: unknown, constraint: string): boolean {
   const err = e as { code?: string; constraint?: string };
   return err?.code === '23514' && err.constraint === constraint;
 }
+
+/** Postgres deadlock_detected (40P01): this transaction was chosen to end a lock cycle and was rolled back. */
+export function isDeadlock(e: unknown): boolean {
+  return (e as { code?: string })?.code === '40P01';
+}

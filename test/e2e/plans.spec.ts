@@ -1,4 +1,5 @@
 import { Wallet } from 'ethers';
+import { Client } from 'pg';
 import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -284,6 +285,35 @@ describe('POST /dashboard/api/plans/:id/advance (test clock)', () => {
     expect(rows.map((x) => x.period_index)).toEqual([0, 1]);
     expect(rows[1].status).toBe('requested'); // the last charge stays payable
     expect((await a.call('POST', `/plans/${p.plan_id}/advance`)).body.error).toBe('plan_not_active');
+  });
+
+  it('racing the expiry job of its open charge (which locks the charge, then the plan), the advance still answers 200: one miss, one new charge', async () => {
+    const p = await mustPlan(a, {});
+    const [c0] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [p.plan_id]);
+    // The expiry job's transaction (ExpiryService.expireOne), held open between its two statements: the charge
+    // is expired and row-locked; counting the miss on the plan comes next.
+    const job = new Client({ connectionString: env.databaseUrl });
+    await job.connect();
+    try {
+      const [{ pid }] = (await job.query(`SELECT pg_backend_pid() AS pid`)).rows;
+      await job.query('BEGIN');
+      await job.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [c0.id]);
+      // The advance locks the plan, finds the charge open and waits for the job's lock on it.
+      const advanced = a.call('POST', `/plans/${p.plan_id}/advance`);
+      await waitFor(async () => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE payment_requests%' AND pid <> $1`, [pid],
+      )).length > 0, 10000);
+      await job.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [p.plan_id]);
+      await job.query('COMMIT');
+      const r = await advanced;
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ status: 'active', charges_created: 2 });
+    } finally {
+      await job.end();
+    }
+    const rows = await sql(`SELECT period_index, status FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [p.plan_id]);
+    expect(rows.map((x) => [x.period_index, x.status])).toEqual([[0, 'expired'], [1, 'requested']]);
+    expect((await sql(`SELECT missed_in_row FROM plans WHERE id = $1`, [p.plan_id]))[0].missed_in_row).toBe(1);
   });
 
   it('400 test_mode_only for a live-mode merchant\'s plan', async () => {

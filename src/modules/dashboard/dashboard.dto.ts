@@ -4,6 +4,7 @@ import type { Request } from 'express';
 import { AppError, type ErrorCode } from '../../common/errors';
 import { ASSET_ID_RE } from '../chain/asset-id';
 import { IDEMPOTENCY_KEY } from '../requests/domain/request-rules';
+import { OneEmailAddress } from '../../common/email-address';
 import { CurrencyAssertion } from '../../common/http/currency-assertion';
 import { ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
@@ -52,7 +53,7 @@ export class CreateDashboardRequestDto {
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
   @IsOptional() @IsString() @MaxLength(200) @Matches(/\S/, { message: 'customer_name must not be blank' }) customer_name?: string;
-  @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
+  @OneEmailAddress('customer_email') customer_email?: string;
   @IsOptional() @IsString() @MaxLength(50) customer_phone?: string;
   @IsOptional() @IsInt() @Min(1) @Max(5256000) expiry_minutes?: number;
   @CurrencyAssertion() fiat_currency_code?: string;
@@ -63,7 +64,7 @@ export class CreateHandleRequestDto {
   static nullIsAbsent = true;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsOptional() @IsString() @MaxLength(500) memo?: string;
-  @IsOptional() @IsString() @MaxLength(254) customer_email?: string;
+  @OneEmailAddress('customer_email') customer_email?: string;
   @CurrencyAssertion() fiat_currency_code?: string;
 }
 

@@ -154,7 +154,7 @@ const createRequestBody: SchemaObject = {
     } as SchemaObject,
     payment_mode: { type: 'string', enum: ['pos', 'service'], default: 'pos', description: '`service` is the spec\'s "the service" mode: customer_name required, default expiry 10080 minutes.' },
     customer_name: { type: 'string', maxLength: 200, description: 'Required when payment_mode is service (else 400 customer_name_required).' },
-    customer_email: { type: 'string', maxLength: 254, description: 'Used for receipts' },
+    customer_email: { type: 'string', maxLength: 254, description: 'Used for receipts; a receipt is sent only when it is one plain address (local@domain)' },
     customer_phone: { type: 'string', maxLength: 50, description: 'Used for receipts' },
     expiry_minutes: {
       type: 'integer',

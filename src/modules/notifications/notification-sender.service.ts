@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
+import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
 import { nextStep, type SendResult, type StoredNotification } from './notification';
@@ -26,7 +27,9 @@ export const LEASE_TIMEOUTS = 3;
 type Built =
   | { channel: 'email'; email: ComposedEmail }
   | { channel: 'sms'; sms: { to: string; body: string; messageId: string } }
-  | { channel: 'off'; error: string };
+  | { channel: 'off'; error: string }
+  /** Never sendable: an email row whose `to` is not one plain address (written before the outbox checked it). */
+  | { channel: 'refused'; error: string };
 
 /**
  * One attempt of one message: build it from the stored request and merchant, claim it (lease + attempt row
@@ -92,6 +95,7 @@ export class NotificationSender {
     switch (row.channel) {
       case 'email':
         if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
+        if (!isOneEmailAddress(row.to)) return { channel: 'refused', error: 'the recipient is not one email address' };
         return { channel: 'email', email: await this.mailer.compose({ ...renderEmail(facts), to: row.to, messageId: row.messageId }) };
       case 'sms':
         if (!this.sms) return { channel: 'off', error: 'SMS is off on this worker (SMS_* unset)' };
@@ -107,6 +111,8 @@ export class NotificationSender {
         return this.sms!.send(m.sms, deadline);
       case 'off':
         return { kind: 'transient', error: m.error };
+      case 'refused':
+        return { kind: 'refused', error: m.error };
     }
   }
 

@@ -11,6 +11,10 @@ describe('messagesForVerified', () => {
     [{ email: false, sms: false }, r, []],
     [{ email: true, sms: true }, { ...r, customerEmail: null, customerPhone: null }, ['merchant_note/email']],
     [{ email: true, sms: true }, { ...r, merchantEmail: null }, ['receipt/email', 'receipt/sms']],
+    // Not one plain address: the mailer would read these as other recipients than the one stored.
+    [{ email: true, sms: false }, { ...r, customerEmail: 'c@example.com, v@example.com' }, ['merchant_note/email']],
+    [{ email: true, sms: false }, { ...r, customerEmail: 'c@example.com\r\nBcc: v@example.com' }, ['merchant_note/email']],
+    [{ email: true, sms: false }, { ...r, merchantEmail: '"m\r\nBcc: v@example.com"@example.com' }, ['receipt/email']],
   ])('%j → %j', (on, facts, expected) => {
     expect(messagesForVerified(on, facts).map((m) => `${m.kind}/${m.channel}`)).toEqual(expected);
   });
@@ -24,6 +28,7 @@ describe('messagesForCharge', () => {
     ]);
     expect(messagesForCharge({ email: false, sms: true }, c)).toEqual([]);
     expect(messagesForCharge({ email: true, sms: true }, { ...c, payerEmail: null })).toEqual([]);
+    expect(messagesForCharge({ email: true, sms: true }, { ...c, payerEmail: 'payer@example.com; v@example.com' })).toEqual([]);
   });
 });
 

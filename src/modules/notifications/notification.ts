@@ -1,3 +1,4 @@
+import { isOneEmailAddress } from '../../common/email-address';
 import { doubling } from '../../common/time';
 
 /** Notifications (DESIGN §6): what is sent, to whom, and the rule that decides what follows an attempt. */
@@ -52,16 +53,18 @@ export interface Channels {
 /**
  * The messages a verified request causes: a receipt to the customer by email and by SMS, and a note to the
  * merchant. A message exists only when its channel is configured and it has a recipient: nothing is written
- * that could never be sent.
+ * that could never be sent. An email goes only to a string that is one plain address (isOneEmailAddress): the
+ * partner API takes any customer_email of at most 254 characters (spec §4.1), and the mailer would read
+ * "a@x, b@y" or "a@x\r\nBcc: c@z" as other recipients than the one shown.
  */
 export function messagesForVerified(
   on: Channels,
   r: { requestId: string; customerEmail: string | null; customerPhone: string | null; merchantEmail: string | null },
 ): NewNotification[] {
   const out: NewNotification[] = [];
-  if (on.email && r.customerEmail) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
+  if (on.email && r.customerEmail && isOneEmailAddress(r.customerEmail)) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
   if (on.sms && r.customerPhone) out.push({ kind: 'receipt', channel: 'sms', to: r.customerPhone, requestId: r.requestId });
-  if (on.email && r.merchantEmail) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
+  if (on.email && r.merchantEmail && isOneEmailAddress(r.merchantEmail)) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
   return out;
 }
 
@@ -70,7 +73,7 @@ export function messagesForCharge(
   on: Channels,
   c: { requestId: string; planId: string; periodIndex: number; payerEmail: string | null; dueAt: Date },
 ): NewNotification[] {
-  if (!on.email || !c.payerEmail) return [];
+  if (!on.email || !c.payerEmail || !isOneEmailAddress(c.payerEmail)) return [];
   return [{ kind: 'charge_notice', channel: 'email', to: c.payerEmail, requestId: c.requestId, planId: c.planId, periodIndex: c.periodIndex, dueAt: c.dueAt }];
 }
 

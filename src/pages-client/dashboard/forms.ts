@@ -45,6 +45,7 @@ export const FIELD_WORDS: Record<string, string> = {
   customer_name: 'Use at most 200 characters.',
   customer_email: 'Use a valid email address of at most 254 characters.',
   customer_phone: 'Use at most 50 characters.',
+  payer_email: 'Use a valid email address of at most 254 characters.',
   expiry_minutes: 'Use a whole number of minutes, or leave it empty.',
   display_name: 'Use at most 120 characters.',
   business_name: 'Use at most 120 characters.',

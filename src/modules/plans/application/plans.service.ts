@@ -4,6 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
 import { currencyMismatch } from '../../../common/http/currency-assertion';
+import { isDeadlock } from '../../../database/pg-errors';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import type { Merchant } from '../../merchants/merchant';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -31,6 +32,9 @@ export interface NewPlanInput {
   payerEmail?: string;
   metadata?: Record<string, string>;
 }
+
+/** An advance rolled back by a deadlock is run again, at most this many times in all. */
+const ADVANCE_ATTEMPTS = 3;
 
 /** A plan create that lost the race for its Idempotency-Key (see create). */
 const KEY_TAKEN = Symbol('plan idempotency key taken');
@@ -199,8 +203,21 @@ export class PlansService {
    * queue on the plan's lock, each moving one period.
    */
   async advance(m: Merchant, id: string): Promise<Plan> {
+    // The advance locks the plan, then its open charge; the expiry job, the sweep and a verification lock a
+    // charge, then its plan. When one of them holds the open charge meanwhile, Postgres ends the cycle by
+    // rolling one transaction back: the advance, rolled back whole, is simply run again on what is stored then.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.advanceOnce(m, id);
+      } catch (e) {
+        if (!isDeadlock(e) || attempt >= ADVANCE_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  private async advanceOnce(m: Merchant, id: string): Promise<Plan> {
     let outcome: ChargeOutcome | null = null;
-    await this.dataSource.transaction(async (em) => {
+    const after = await this.dataSource.transaction(async (em) => {
       let plan = await this.locked(em, m, id);
       if (!plan.testMode) throw new AppError('test_mode_only');
       if (plan.status !== 'active') throw new AppError('plan_not_active');
@@ -209,22 +226,28 @@ export class PlansService {
         await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);
         plan = await this.locked(em, m, id);
       }
-      if (plan.status !== 'active') return;
+      if (plan.status !== 'active') return plan;
       const merchant = await this.merchants.currentForCreate(m.id);
       if (!merchant || merchant.disabled) throw new AppError('merchant_disabled');
       outcome = await this.charges.charge(em, plan, plan.nextPeriodIndex);
+      return this.locked(em, m, id);
     });
     await this.charges.committed(outcome);
-    return this.get(m, id);
+    return after;
   }
 
+  /**
+   * Answers the plan as this change left it, read under its lock: read after the commit, it could already show
+   * the change queued behind this one (two advances in a row both answering the second's status).
+   */
   private async change(m: Merchant, id: string, decide: (p: Plan) => PlanChange | null): Promise<Plan> {
-    await this.dataSource.transaction(async (em) => {
+    return this.dataSource.transaction(async (em) => {
       const plan = await this.locked(em, m, id);
       const next = decide(plan);
-      if (next) await this.plans.update(em, plan.id, next);
+      if (!next) return plan;
+      await this.plans.update(em, plan.id, next);
+      return this.locked(em, m, id);
     });
-    return this.get(m, id);
   }
 
   private async locked(em: EntityManager, m: Merchant, id: string): Promise<Plan> {

@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, Validate } from 'class-validator';
+import { OneEmailAddress } from '../../../common/email-address';
 import { CurrencyAssertion } from '../../../common/http/currency-assertion';
 import { strictInt } from '../../../common/http/query';
 import { IsTimestamp } from '../../../common/http/timestamp';
@@ -19,7 +20,7 @@ export class CreatePlanDto {
   @IsOptional() @IsInt({ message: 'max_charges must be an integer' }) @Min(1) @Max(2147483647) max_charges?: number;
   @IsOptional() @IsInt({ message: 'expiry_minutes must be an integer' }) @Min(1) @Max(5256000) expiry_minutes?: number;
   @IsOptional() @IsString() @MaxLength(200) @Matches(/\S/, { message: 'payer_name must not be blank' }) payer_name?: string;
-  @IsOptional() @IsString() @MaxLength(254) payer_email?: string;
+  @OneEmailAddress('payer_email') payer_email?: string;
   @IsOptional() @IsObject() @Validate(MetadataRule) metadata?: Record<string, string>;
   @CurrencyAssertion() fiat_currency_code?: string;
 }
