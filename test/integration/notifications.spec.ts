@@ -6,11 +6,13 @@ import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { MetricsService } from '../../src/modules/ops/metrics.service';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { idemKey, mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { sample } from '../support/metrics';
 import { SmsProvider } from '../support/sms-provider';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
@@ -284,6 +286,43 @@ it('SMS: 5xx and 429 are retried, another 4xx fails at once', async () => {
   expect(new Set(sms.to(retried).map((p) => p.idempotencyKey)).size).toBe(1);
   expect(sms.to(refused)).toHaveLength(1);
   sms.respond = () => 201;
+});
+
+it('a message that cannot be built → retried with its reason shown, then abandoned at the give-up age, never sent', async () => {
+  const customer = `unbuildable-${unique()}@example.com`;
+  const metrics = svc.app.get(MetricsService).registry;
+  const counted = async (kind: string) => sample(await metrics.metrics(), 'prs_notifications_unbuildable_total', { kind, channel: 'email' }) ?? 0;
+  const before = { receipt: await counted('receipt'), note: await counted('merchant_note') };
+  const r = await newRequest();
+  // A stored fact the template cannot render: Intl refuses the currency code, on every attempt alike.
+  await sql(`UPDATE payment_requests SET fiat_currency = 'U$D' WHERE id = $1`, [r.id]);
+  // Written 4 s before its give-up: BullMQ's retries (1 s, 2 s, 4 s) reach it.
+  const ids = await writeReceipt(r.id, { email: customer }, true, GIVE_UP_MS - 4000); // the receipt and the merchant's note
+  expect(ids).toHaveLength(2);
+  const reason = /^not sent: the message cannot be built: .*currency/i;
+  // Meanwhile still pending (an operator may repair the data), nothing claimed, the reason visible.
+  const early = (await waitFor(async () => {
+    const [n] = await sql<{ status: string; attempts: number; last_error: string | null }>(
+      `SELECT status, attempts, last_error FROM notifications WHERE id = $1`, [ids[0]]);
+    return n.last_error !== null ? n : null;
+  }, 10000))!;
+  expect(early).toMatchObject({ status: 'pending', attempts: 0 });
+  expect(early.last_error).toMatch(reason);
+
+  await waitFor(async () => (await Promise.all(ids.map(statusOf))).every((s) => s === 'abandoned'), 15000);
+  for (const row of await rows(r.id)) {
+    expect(row).toMatchObject({ status: 'abandoned', attempts: 1, sent_at: null });
+    expect(row.last_error).toMatch(reason);
+    expect((await attempts(row.id)).map((a) => a.outcome)).toEqual(['abandoned']);
+  }
+  expect(smtp.to(customer)).toHaveLength(0);
+  expect(smtp.to(merchantEmail).filter((m) => m.text.includes(r.id))).toHaveLength(0);
+  expect({ receipt: await counted('receipt'), note: await counted('merchant_note') }).toEqual({ receipt: before.receipt + 1, note: before.note + 1 });
+  // Listed for operators with the reason (the default list: failed and abandoned).
+  const listed = await admin(svc, 'GET', `/notifications?request_id=${r.id}`);
+  expect(listed.body.notifications.map((n: any) => [n.notification_id, n.status, n.last_error]).sort()).toEqual(
+    (await rows(r.id)).map((n) => [n.id, 'abandoned', n.last_error]).sort(),
+  );
 });
 
 it("the queue's Redis keys flushed → the re-drive sends what was written, nothing lost", async () => {

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
+import { MetricsService } from '../ops/metrics.service';
 import { nextStep, type SendResult, type StoredNotification } from './notification';
 import { NotificationRequestsPort } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
@@ -32,10 +33,19 @@ type Built =
   | { channel: 'refused'; error: string };
 
 /**
+ * The message cannot be made from what is stored: its request is gone, or a template or the composer refuses
+ * the facts as read (a currency code Intl rejects...). Not a failed read: it fails alike until the data changes.
+ */
+class UnbuildableMessage extends Error {}
+
+/**
  * One attempt of one message: build it from the stored request and merchant, claim it (lease + attempt row
  * 'sending', committed), send it within its deadline, record the outcome and schedule the next attempt as a
- * new delayed job. Building comes before the claim, so a failure to read (Postgres away) or to render leaves
- * nothing in doubt: BullMQ retries the job.
+ * new delayed job. Building comes before the claim, so a failure to read (Postgres away) leaves nothing in
+ * doubt: BullMQ retries the job, and the re-drive adds it again once those retries are spent, for as long as
+ * it takes. A message that cannot be built from facts that were read is retried the same way (an operator
+ * may repair the data), its reason kept in last_error, until it is NOTIFY_GIVE_UP_MS old: then it is
+ * abandoned (never sent), like a send that kept failing, rather than retried without end.
  */
 @Injectable()
 export class NotificationSender {
@@ -50,6 +60,7 @@ export class NotificationSender {
     private readonly requests: NotificationRequestsPort,
     private readonly merchants: MerchantContacts,
     private readonly assets: AssetRegistry,
+    private readonly metrics: MetricsService,
   ) {
     this.mailer = config.smtpUrl
       ? new SmtpMailer(config.smtpUrl, config.mailFrom ?? `no-reply@${new URL(config.publicUrl).hostname}`, config.notifySendTimeoutMs)
@@ -63,7 +74,13 @@ export class NotificationSender {
       this.logger.debug(`attempt ${attempt} of notification ${id} not due; job ignored`);
       return;
     }
-    const message = await this.build(row, await this.factsOf(row));
+    let message: Built;
+    try {
+      message = await this.build(row, await this.factsOf(row));
+    } catch (e) {
+      if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long
+      return this.unbuildable(row, attempt, e);
+    }
     // Started before the claim, so the deadline ends at least one send timeout before the lease does.
     const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
     const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS);
@@ -91,7 +108,28 @@ export class NotificationSender {
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
   }
 
+  /** Retried (the job fails) until the message is NOTIFY_GIVE_UP_MS old, then abandoned with the reason. */
+  private async unbuildable(row: StoredNotification, attempt: number, e: UnbuildableMessage): Promise<void> {
+    const error = `not sent: the message cannot be built: ${e.message}`;
+    if (Date.now() - row.createdAt.getTime() < this.config.notifyGiveUpMs) {
+      await this.repo.noteUnsent(row.id, attempt, error);
+      throw e;
+    }
+    if (!(await this.repo.abandonUnsent(row.id, attempt, error))) return; // another run of the attempt decided it
+    this.metrics.countUnbuildableNotification(row.kind, row.channel);
+    this.logger.error(`notification ${row.id} (${row.kind} by ${row.channel} for request ${row.requestId}) abandoned: ${error}`);
+  }
+
+  /** Only reads fail for a reason that passes by itself; rendering and composing what was read fail alike every time. */
   private async build(row: StoredNotification, facts: MessageFacts): Promise<Built> {
+    try {
+      return await this.render(row, facts);
+    } catch (e) {
+      throw new UnbuildableMessage((e as Error).message);
+    }
+  }
+
+  private async render(row: StoredNotification, facts: MessageFacts): Promise<Built> {
     switch (row.channel) {
       case 'email':
         if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
@@ -118,8 +156,8 @@ export class NotificationSender {
 
   private async factsOf(row: StoredNotification): Promise<MessageFacts> {
     const r = await this.requests.notifiedRequest(row.requestId);
-    // The outbox row references its request (foreign key): not finding it is a failed read, retried by BullMQ.
-    if (!r) throw new Error(`request ${row.requestId} of notification ${row.id} not found`);
+    // The outbox row references its request (foreign key), so a request not found was deleted: no later read finds it.
+    if (!r) throw new UnbuildableMessage(`request ${row.requestId} not found`);
     const merchant = await this.merchants.contactOf(r.merchantId);
     const token = await this.assets.storedAsset(r.chainId, r.tokenAddress);
     return {

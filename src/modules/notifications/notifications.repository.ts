@@ -134,6 +134,34 @@ export class NotificationsRepository {
     return rows.length > 0;
   }
 
+  /** Why attempt n of a pending message, held by nobody, could not be made: shown to operators meanwhile. */
+  async noteUnsent(id: string, attempt: number, error: string): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE notifications SET last_error = $3::text WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL`,
+      [id, attempt, clip(error)],
+    );
+  }
+
+  /**
+   * Abandons a message at attempt n that was never handed to a transport (it cannot be built): only when it
+   * is pending, at attempt n-1 and held by nobody, like a claim. Attempt n is stored as abandoned.
+   */
+  async abandonUnsent(id: string, attempt: number, error: string): Promise<boolean> {
+    const rows = await this.dataSource.query<Array<{ id: string }>>(
+      `WITH n AS (
+         UPDATE notifications SET attempts = $2, status = 'abandoned', last_error = $3::text
+          WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL
+         RETURNING id, attempts)
+       , a AS (
+         INSERT INTO notification_attempts (notification_id, attempt, outcome, finished_at, error)
+         SELECT id, attempts, 'abandoned', now(), $3::text FROM n
+         RETURNING notification_id AS id)
+       SELECT id FROM a`,
+      [id, attempt, clip(error)],
+    );
+    return rows.length > 0;
+  }
+
   /**
    * Messages whose worker held them past the lease without recording an outcome: the message may or may not
    * have gone out. They are failed 'in doubt' and never sent again automatically (at most once).

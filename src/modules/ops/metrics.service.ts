@@ -36,6 +36,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *  - `prs_verification_duration_seconds{outcome}`: `observeVerification()`; the worker role feeds it from the
  *    verification queue's completed jobs (VerificationTimer), other code may call it too.
  *  - `prs_verified_reorged_total{mode}`: `countVerifiedReorged()`, fed by the worker's finality job.
+ *  - `prs_notifications_unbuildable_total{kind,channel}`: `countUnbuildableNotification()`, fed by the
+ *    worker's notification sender.
  * Scrape-time gauges (queue depths, webhook deliveries) register themselves through `gauge()`.
  */
 @Injectable()
@@ -63,6 +65,13 @@ export class MetricsService {
     name: 'prs_verified_reorged_total',
     help: 'Verified claims whose transfer log vanished from the canonical chain after verification (a reorg); each is an alert',
     labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly unbuildableNotifications = new Counter({
+    name: 'prs_notifications_unbuildable_total',
+    help: 'Notifications abandoned, never sent, because their message could not be built from the stored facts',
+    labelNames: ['kind', 'channel'] as const,
     registers: [this.registry],
   });
 
@@ -101,6 +110,11 @@ export class MetricsService {
   /** One verified claim found reorged away by this process (the alert row is the durable record). */
   countVerifiedReorged(mode: 'test' | 'live'): void {
     this.verifiedReorged.inc({ mode });
+  }
+
+  /** One notification abandoned by this process because its message could not be built (last_error says why). */
+  countUnbuildableNotification(kind: string, channel: string): void {
+    this.unbuildableNotifications.inc({ kind, channel });
   }
 
   /**
