@@ -48,7 +48,7 @@ async function main() {
   const databaseUrl = benchDatabaseUrl();
   await dropDatabase(databaseUrl);
   await migrate(databaseUrl);
-  await clearRedisPrefix();
+  for (const name of ['A', 'B']) await clearRedisPrefix(`${REDIS_PREFIX}-${name}`);
   const chain = await startChain();
   const builds = { A: process.env.BENCH_A_ROOT!, B: process.env.BENCH_B_ROOT! };
   const services: Record<string, Awaited<ReturnType<typeof startBuilt>> & { ids: string[]; key: string; merchant: string }> = {};
