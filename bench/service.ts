@@ -16,14 +16,14 @@ export function benchRedisUrl(): string {
  * Deletes the bench's own Redis keys (`prs-bench:*` by default: rate-limit counters, BullMQ queues with the expiry jobs
  * of earlier runs' requests), which refer to a database that has just been recreated. Returns the count.
  */
-export async function clearRedisPrefix(): Promise<number> {
+export async function clearRedisPrefix(prefix = REDIS_PREFIX): Promise<number> {
   const redis = new Redis(benchRedisUrl(), { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   let deleted = 0;
   try {
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
       cursor = next;
       if (keys.length) deleted += await redis.unlink(...keys);
     } while (cursor !== '0');

@@ -13,7 +13,7 @@ import { jsonBody } from './common/http/body';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
 import { literalPercents } from './common/http/literal-percents';
 import { httpMetrics } from './modules/ops/http-metrics.middleware';
-import { apiAccessLog } from './modules/ops/logging';
+import { apiAccessLog, pageAccessLog } from './modules/ops/logging';
 import { MetricsService } from './modules/ops/metrics.service';
 import { AdminAuthFailureLimiter } from './modules/admin/admin-auth-failure.limiter';
 import { mountQueueBoard } from './modules/ops/queue-board';
@@ -98,6 +98,7 @@ export async function start(
   app.use('/api/v1', apiAccessLog(config));
   mountQueueBoard(app, config, app.get(AdminAuthFailureLimiter));
   app.use(httpMetrics(app.get(MetricsService)));
+  app.use(pageAccessLog(config)); // every other route's closing line (where nestjs-pino's middleware was)
   await app.init();
 
   const handler = app.getHttpAdapter().getInstance() as (req: IncomingMessage, res: ServerResponse) => void;

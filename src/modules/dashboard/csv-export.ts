@@ -30,7 +30,7 @@ export class CsvExports {
     if (this.running.has(merchantId)) throw exportRunning();
     this.running.add(merchantId);
     try {
-      const lease = await this.lease(merchantId);
+      const lease = await this.lease(merchantId, requestIdOf(res));
       if (lease === null) throw exportRunning();
       try {
         await this.write(res, filename, header, chunks);
@@ -43,11 +43,11 @@ export class CsvExports {
   }
 
   /** The merchant's lease; null when another instance holds it; undefined when Redis cannot say (fail open). */
-  private async lease(merchantId: string): Promise<HeldLease | null | undefined> {
+  private async lease(merchantId: string, reqId: string | undefined): Promise<HeldLease | null | undefined> {
     try {
       return await this.leases.acquire(`csv-export:${merchantId}`, EXPORT_LEASE_MS);
     } catch (e) {
-      this.logger.warn(`CSV export of merchant ${merchantId} without its lease (Redis: ${(e as Error).message}); one per merchant in this process still holds`);
+      this.logger.warn({ reqId }, `CSV export of merchant ${merchantId} without its lease (Redis: ${(e as Error).message}); one per merchant in this process still holds`);
       return undefined;
     }
   }
@@ -68,7 +68,7 @@ export class CsvExports {
     } catch (e) {
       // The status line is gone, so no error body can follow: a truncated file must not look complete, and
       // cutting the connection is the answer. Logged here, the one place that sees it.
-      this.logger.error(`CSV export ${filename} failed after the headers: ${(e as Error).message}`);
+      this.logger.error({ reqId: requestIdOf(res) }, `CSV export ${filename} failed after the headers: ${(e as Error).message}`);
       res.destroy(e as Error);
       return;
     }
@@ -95,4 +95,9 @@ function drainedOrClosed(res: Response): Promise<void> {
     res.once('drain', done);
     res.once('close', done);
   });
+}
+
+/** The id of the request being answered (set by jsonBody): log lines carry it as a field (no log context). */
+function requestIdOf(res: Response): string | undefined {
+  return (res.req as { id?: string } | undefined)?.id;
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { RequestMethod } from '@nestjs/common';
 import { PinoLogger } from 'nestjs-pino';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
-import type { LevelWithSilent, LoggerOptions } from 'pino';
+import type { LevelWithSilent, Logger, LoggerOptions } from 'pino';
+import { pinoHttp } from 'pino-http';
 import { destination, stdSerializers, stdTimeFunctions } from 'pino';
 import type { AppConfig } from '../../config/config';
 import { UNMATCHED_ROUTE, matchedRoute } from './metrics.service';
@@ -137,6 +137,31 @@ export function loggerParams(
   config: Pick<AppConfig, 'logLevel' | 'adminToken' | 'onboardingTokenSecret'>,
   stream?: NodeJS.WritableStream,
 ): Params {
+  const base = pinoOptions(config);
+  const options = {
+    ...base,
+    serializers: {
+      ...base.serializers,
+      reqId: (v: unknown) => (v && typeof v === 'object' ? (v as LoggedRequest).id : v),
+    },
+    ...accessLineOptions(config),
+  };
+  return {
+    // nestjs-pino mounts nothing: its middleware would run every request inside an AsyncLocalStorage, and on
+    // Node 20 the first such request turns on the promise hooks for the whole process, so that every promise
+    // of the partner API's hot paths pays for them from then on (~6-10 % of a get's CPU). The access line of
+    // the other routes is pageAccessLog's (bootstrap mounts it); lines logged while serving a request carry
+    // its id because the caller passes it ({ reqId: req.id }), not through a context.
+    forRoutes: [],
+    // Synchronous writes to stdout: pino's default asynchronous stdout can write the tail of a line twice
+    // when the process exits mid-write (seen in ops-logs.spec), and loses what is buffered on a crash. At
+    // the default level a successful call writes nothing, so the cost is small.
+    pinoHttp: [options, stream ?? destination({ dest: 1, sync: true })] as Params['pinoHttp'],
+  };
+}
+
+/** pino-http's own options for the closing line of a request (the pino options are the root logger's). */
+function accessLineOptions(config: Pick<AppConfig, 'logLevel' | 'adminToken' | 'onboardingTokenSecret'>) {
   const scrub = makeScrubber([config.adminToken, config.onboardingTokenSecret]);
   // Built only when the closing line is written: the matched route pattern and the scrubbed path.
   const route = (req: LoggedRequest) => {
@@ -151,17 +176,11 @@ export function loggerParams(
   });
   const message = (req: LoggedRequest, res: ServerResponse) =>
     `${req.method} ${route(req) ?? loggablePath(req.originalUrl ?? req.url, scrub)} ${res.statusCode}`;
-  const base = pinoOptions(config);
-  const options = {
-    ...base,
-    serializers: {
-      ...base.serializers,
-      reqId: (v: unknown) => (v && typeof v === 'object' ? (v as LoggedRequest).id : v),
-    },
-    // The serializers above take the raw request and response.
+  return {
+    // The serializers (the root logger's) take the raw request and response.
     wrapSerializers: false,
-    // pino-http binds the request to a child logger under this key; the serializer below reduces it to
-    // the id, so every line of a request carries `"reqId":"…"` with one child logger per request (a
+    // pino-http binds the request to a child logger under this key; loggerParams' reqId serializer reduces it
+    // to the id, so every line of a request carries `"reqId":"…"` with one child logger per request (a
     // second child, as quietReqLogger makes, costs ~4 µs per request on this machine).
     customAttributeKeys: { req: 'reqId' },
     // jsonBody (src/common/http/body.ts) has set req.id already (x-request-id or a UUID); pino-http keeps it.
@@ -181,14 +200,24 @@ export function loggerParams(
       ...(err && !/^failed with status code \d+$/.test(err.message) ? { err } : {}),
     }),
   };
-  return {
-    // The partner API's hot paths skip pino-http (its per-request child logger and context cost about a
-    // fifth of a GET's CPU here); apiAccessLog writes the same closing line for them, only when enabled.
-    exclude: [{ path: 'api/v1/{*splat}', method: RequestMethod.ALL }],
-    // Synchronous writes to stdout: pino's default asynchronous stdout can write the tail of a line twice
-    // when the process exits mid-write (seen in ops-logs.spec), and loses what is buffered on a crash. At
-    // the default level a successful call writes nothing, so the cost is small.
-    pinoHttp: [options, stream ?? destination({ dest: 1, sync: true })] as Params['pinoHttp'],
+}
+
+const API_PATH = /^\/api\/v1(?:[/?#]|$)/i;
+
+/**
+ * The closing line of every request outside the partner API (pages, onboarding, portal, admin, health,
+ * metrics), pino-http's, through the root logger: `{reqId, http, responseTime}` at the level its status
+ * calls for. Unlike nestjs-pino's middleware it enters no AsyncLocalStorage (see loggerParams). The
+ * partner API has apiAccessLog instead: pino-http's per-request child logger costs about a fifth of a
+ * GET's CPU there.
+ */
+export function pageAccessLog(config: Pick<AppConfig, 'logLevel' | 'adminToken' | 'onboardingTokenSecret'>) {
+  let http: ((req: IncomingMessage, res: ServerResponse, next: () => void) => void) | null = null;
+  return (req: LoggedRequest, res: ServerResponse, next: () => void): void => {
+    if (API_PATH.test(req.originalUrl ?? req.url ?? '')) return next();
+    // Built on the first request: the root logger is nestjs-pino's, made when the application starts.
+    http ??= pinoHttp({ ...accessLineOptions(config), logger: PinoLogger.root as unknown as Logger });
+    http(req, res, next);
   };
 }
 

@@ -48,7 +48,11 @@ export class PageErrorFilter implements ExceptionFilter {
     if (exception instanceof AppError) status = exception.status;
     else if (exception instanceof HttpException) status = exception.getStatus();
     if (status >= 500) {
-      this.logger.error(`request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.stack ?? String(exception)}`);
+      // The request id as a field of its own, like every line logged while serving a request (no log context).
+      this.logger.error(
+        { reqId: req.id, err: exception },
+        `request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.message ?? String(exception)}`,
+      );
     }
     if (res.headersSent) return;
     const { title, detail } = words(status, req.path.toLowerCase());

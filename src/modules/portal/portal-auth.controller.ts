@@ -61,7 +61,7 @@ export class PortalAuthController {
     // A field Postgres cannot store (a NUL in the email): 400, before any counter or lookup sees it.
     raiseBodyProblem(req as ParsedRequest);
     const email = field(req.body, 'email');
-    const signedIn = await this.auth.signIn(req.ip ?? 'unknown', email, field(req.body, 'password'));
+    const signedIn = await this.auth.signIn(req.ip ?? 'unknown', email, field(req.body, 'password'), req.id);
     if (!signedIn) return sendPage(res, 401, this.loginDocument(expected, email, SIGN_IN_FAILED));
     // A new session on every sign-in (no fixation); the browser's previous one, if any, ends.
     await this.auth.signOut(cookie(req, SESSION_COOKIE));

@@ -44,8 +44,11 @@ export class PortalAuthService {
     private readonly redis: RedisConnections,
   ) {}
 
-  /** A new session's cookie token, or null when email and password do not match (whichever is wrong). */
-  async signIn(clientAddress: string, email: unknown, password: unknown): Promise<{ token: string } | null> {
+  /**
+   * A new session's cookie token, or null when email and password do not match (whichever is wrong). `reqId`:
+   * the request's id, which the lines logged here carry (there is no per-request log context).
+   */
+  async signIn(clientAddress: string, email: unknown, password: unknown, reqId?: unknown): Promise<{ token: string } | null> {
     const address = addressBucket(clientAddress);
     await this.limiter.consume('portal-login-ip', address, LOGIN_ATTEMPTS_PER_ADDRESS);
     // The email is hashed for the counters' keys: Redis keys are not a place for personal data.
@@ -57,7 +60,7 @@ export class PortalAuthService {
     const failuresOf = (start: number) => `${this.redis.channel('portal-login-failures')}:${emailKey}:${start}`;
     const failuresKey = failuresOf(windowStart);
     const knownKey = `${this.redis.channel('portal-login-known')}:${emailKey}:${address}`;
-    const [failures, known] = await this.read([failuresKey, failuresOf(windowStart - LOGIN_FAILURE_WINDOW_MS)], knownKey);
+    const [failures, known] = await this.read([failuresKey, failuresOf(windowStart - LOGIN_FAILURE_WINDOW_MS)], knownKey, reqId);
     if (!known && failures > LOGIN_FREE_FAILURES) {
       if (failures > LOGIN_FAILURE_BUDGET) throw new AppError('rate_limited');
       // Before the password check, so a right and a wrong password wait alike.
@@ -66,22 +69,22 @@ export class PortalAuthService {
     const user = await this.users.authenticate(email, password);
     if (!user) {
       // Kept through the next window too, where it still counts as the previous one.
-      await this.redis.hitWindow(failuresKey, windowStart + 2 * LOGIN_FAILURE_WINDOW_MS + 1000).catch((e: Error) => this.logger.error(`cannot count a sign-in failure: ${e.message}`));
+      await this.redis.hitWindow(failuresKey, windowStart + 2 * LOGIN_FAILURE_WINDOW_MS + 1000).catch((e: Error) => this.logger.error({ reqId }, `cannot count a sign-in failure: ${e.message}`));
       return null;
     }
-    await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error(`cannot remember a sign-in address: ${e.message}`));
+    await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error({ reqId }, `cannot remember a sign-in address: ${e.message}`));
     const { token } = await this.sessions.create(user.id);
     return { token };
   }
 
   /** The email's failures over the given windows and whether this address is known for it; fails open (0, known) without Redis. */
-  private async read(failureKeys: string[], knownKey: string): Promise<[number, boolean]> {
+  private async read(failureKeys: string[], knownKey: string, reqId: unknown): Promise<[number, boolean]> {
     try {
       const values = await this.redis.main.mget(...failureKeys, knownKey);
       const failures = values.slice(0, -1).reduce((sum, v) => sum + Number(v ?? 0), 0);
       return [failures, values[values.length - 1] !== null];
     } catch (e) {
-      this.logger.error(`cannot reach Redis for sign-in counters, allowing: ${(e as Error).message}`);
+      this.logger.error({ reqId }, `cannot reach Redis for sign-in counters, allowing: ${(e as Error).message}`);
       return [0, true];
     }
   }

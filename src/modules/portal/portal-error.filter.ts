@@ -67,7 +67,11 @@ export class PortalErrorFilter implements ExceptionFilter {
     else if (exception instanceof AppError) status = exception.status;
     else if (exception instanceof HttpException) status = exception.getStatus();
     if (status >= 500) {
-      this.logger.error(`request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.stack ?? String(exception)}`);
+      // The request id as a field of its own, like every line logged while serving a request (no log context).
+      this.logger.error(
+        { reqId: req.id, err: exception },
+        `request ${req.id ?? '-'} ${req.method} ${req.path} failed: ${(exception as Error)?.message ?? String(exception)}`,
+      );
     }
     const session = req.portal;
     const w = exception instanceof AdminRequired ? ADMINS_ONLY : words(status, req.path.toLowerCase(), !!session);
