@@ -45,6 +45,13 @@ export interface AppConfig {
   webhookTimeoutMs: number;
   /** Deliveries of one partner in flight at once across every worker; the rest wait without spending attempts. */
   webhookPartnerConcurrency: number;
+  /** How often the webhook outbox is re-driven (due events without a job, attempts whose worker died). */
+  webhookRedriveMs: number;
+  /**
+   * Past WEBHOOK_TIMEOUT_MS, how long an attempt may take to be claimed and recorded: its partner slot is leased
+   * for the deadline plus this, and an attempt 'delivering' longer than that is taken for stalled (its worker died).
+   */
+  webhookStallMarginMs: number;
   latePaymentGraceMinutes: number;
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
@@ -372,6 +379,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 6, 1, 100),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 120000),
     webhookPartnerConcurrency: int(env, 'WEBHOOK_PARTNER_CONCURRENCY', 10, 1, 1000),
+    webhookRedriveMs: int(env, 'WEBHOOK_REDRIVE_MS', 15000, 100, 3600000),
+    webhookStallMarginMs: int(env, 'WEBHOOK_STALL_MARGIN_MS', 30000, 1000, 3600000),
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,
