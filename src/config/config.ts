@@ -71,6 +71,8 @@ export interface AppConfig {
   authFailureRateLimit: number;
   /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
   apiKeyCacheMs: number;
+  /** API key records cached in process at most (the oldest load goes first); unknown keys get a fifth of this apart. */
+  apiKeyCacheMaxEntries: number;
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
   /** pino level: fatal, error, warn, info, debug, trace or silent. Successful HTTP calls are logged at debug. */
@@ -392,6 +394,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
     authFailureRateLimit: int(env, 'AUTH_FAILURE_RATE_LIMIT', 60, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
+    apiKeyCacheMaxEntries: int(env, 'API_KEY_CACHE_MAX_ENTRIES', 10000, 5, 1000000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
     logLevel: logLevel(env),
     workerAdminPort: int(env, 'WORKER_ADMIN_PORT', 3002, 0, 65535),
