@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ApiKeyService } from '../../src/modules/auth/api-key.service';
 import { createKey, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
-import { withinOneMinute } from '../support/clock';
+import { freshMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
 import { call, type Reply } from '../support/http';
 
@@ -51,7 +51,7 @@ describe('calls without a valid key, per client address (a)', () => {
     const keys = svc.app.get(ApiKeyService);
     const lookups = jest.spyOn(keys, 'authenticate');
     const valid = await createKey(svc, p.id, { mode: 'test' });
-    await withinOneMinute(15000);
+    freshMinute();
     const attacker = '198.51.100.10';
     for (let i = 0; i < AUTH_FAILURES; i++) {
       const r = await from(attacker, i === 0 ? undefined : badKey());
@@ -71,7 +71,7 @@ describe('calls without a valid key, per client address (a)', () => {
   it('another instance sharing Redis refuses the address too, before its database lookup', async () => {
     const other = await startService({ env: { TRUST_PROXY: 'loopback', AUTH_FAILURE_RATE_LIMIT: String(AUTH_FAILURES), REDIS_PREFIX: svc.config.redisPrefix } });
     try {
-      await withinOneMinute(15000);
+      freshMinute();
       const attacker = '198.51.100.20';
       for (let i = 0; i < AUTH_FAILURES; i++) expect((await from(attacker, badKey())).status).toBe(401);
       const db = jest.spyOn(other.app.get(ApiKeyService) as unknown as { load: () => Promise<unknown> }, 'load');
@@ -84,7 +84,7 @@ describe('calls without a valid key, per client address (a)', () => {
   });
 
   it('counts an IPv6 client by its /64 and an IPv4-mapped client as its IPv4 address (c)', async () => {
-    await withinOneMinute(15000);
+    freshMinute();
     for (let i = 1; i <= AUTH_FAILURES; i++) expect((await from(`2001:db8:77:1::${i.toString(16)}`, badKey())).status).toBe(401);
     expectLimited(await from('2001:db8:77:1:ffff:1234:5678:9abc', badKey()));
     expect((await from('2001:db8:77:2::1', badKey())).status).toBe(401);
@@ -98,7 +98,7 @@ describe('calls without a valid key, per client address (a)', () => {
 
 describe('public page limits bucket IPv6 by /64 (c)', () => {
   it('addresses of one /64 share the pay API budget; the next /64 has its own', async () => {
-    await withinOneMinute(15000);
+    freshMinute();
     const path = `/pay/api/${randomUUID()}`;
     const get = (address: string) => call(svc.publicUrl, 'GET', path, { headers: { 'x-forwarded-for': address } });
     for (let i = 1; i <= PUBLIC_LIMIT; i++) expect((await get(`2001:db8:88:5::${i}`)).status).toBe(404);
