@@ -1,5 +1,3 @@
-import { Logger } from '@nestjs/common';
-import { start } from './bootstrap';
 import { loadConfig } from './config/config';
 
 /**
@@ -10,6 +8,9 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const only = args.includes('--api') ? 'api' : args.includes('--worker') ? 'worker' : null;
   const config = loadConfig();
+  // The application is loaded only once its configuration is read: a bad one stops the process at once.
+  const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
+  const { start } = require('./bootstrap') as typeof import('./bootstrap');
   const running = await start(config, { http: only !== 'worker', worker: only !== 'api' });
   const log = new Logger('Main');
   if (running.publicUrl) log.log(`public listener ${running.publicUrl}, admin listener ${running.adminUrl}`);

@@ -45,6 +45,13 @@ export interface AppConfig {
   webhookTimeoutMs: number;
   /** Deliveries of one partner in flight at once across every worker; the rest wait without spending attempts. */
   webhookPartnerConcurrency: number;
+  /** How often the webhook outbox is re-driven (due events without a job, attempts whose worker died). */
+  webhookRedriveMs: number;
+  /**
+   * Past WEBHOOK_TIMEOUT_MS, how long an attempt may take to be claimed and recorded: its partner slot is leased
+   * for the deadline plus this, and an attempt 'delivering' longer than that is taken for stalled (its worker died).
+   */
+  webhookStallMarginMs: number;
   latePaymentGraceMinutes: number;
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
@@ -64,6 +71,8 @@ export interface AppConfig {
   authFailureRateLimit: number;
   /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
   apiKeyCacheMs: number;
+  /** API key records cached in process at most (the oldest load goes first); unknown keys get a fifth of this apart. */
+  apiKeyCacheMaxEntries: number;
   /** Prefix of every Redis key and BullMQ queue, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string;
   /** pino level: fatal, error, warn, info, debug, trace or silent. Successful HTTP calls are logged at debug. */
@@ -372,6 +381,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookMaxAttempts: int(env, 'WEBHOOK_MAX_ATTEMPTS', 6, 1, 100),
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 8000, 100, 120000),
     webhookPartnerConcurrency: int(env, 'WEBHOOK_PARTNER_CONCURRENCY', 10, 1, 1000),
+    webhookRedriveMs: int(env, 'WEBHOOK_REDRIVE_MS', 15000, 100, 3600000),
+    webhookStallMarginMs: int(env, 'WEBHOOK_STALL_MARGIN_MS', 30000, 1000, 3600000),
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,
@@ -383,6 +394,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
     authFailureRateLimit: int(env, 'AUTH_FAILURE_RATE_LIMIT', 60, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
+    apiKeyCacheMaxEntries: int(env, 'API_KEY_CACHE_MAX_ENTRIES', 10000, 5, 1000000),
     redisPrefix: str(env, 'REDIS_PREFIX', 'prs'),
     logLevel: logLevel(env),
     workerAdminPort: int(env, 'WORKER_ADMIN_PORT', 3002, 0, 65535),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
-import { withinOneMinute } from '../support/clock';
+import { freshMinute } from '../support/clock';
 import { call, type Reply } from '../support/http';
 import { TcpProxy } from '../support/tcp-proxy';
 import { testEnv } from '../support/test-env';
@@ -23,8 +23,7 @@ afterAll(async () => {
 const LIMIT = 6;
 const CREATE_MERCHANT_LIMIT = 3;
 const RATE_LIMITED = '{"ok":false,"error":"rate_limited"}';
-/** Every test makes its calls inside one clock minute: it starts with at least this much of it left. */
-const NEED_MS = 8000;
+// Every test makes its calls inside one clock minute: each starts one nothing has counted in (freshMinute).
 
 function expectNoRateHeaders(r: Reply) {
   const names = [...r.headers.keys()];
@@ -45,7 +44,7 @@ async function fresh(): Promise<{ p: TestPartner; key: string; key2: string }> {
 
 it('the call after the limit → 429 rate_limited, no rate-limit headers; another key and another endpoint are unaffected', async () => {
   const { key, key2 } = await fresh();
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   for (let i = 0; i < LIMIT; i++) {
     const r = await get(key, '/api/v1/requests');
     expect({ call: i + 1, status: r.status }).toEqual({ call: i + 1, status: 200 });
@@ -65,7 +64,7 @@ it('the call after the limit → 429 rate_limited, no rate-limit headers; anothe
 
 it('the limit holds for parallel calls: exactly LIMIT succeed', async () => {
   const { key } = await fresh();
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   const replies = await Promise.all(Array.from({ length: LIMIT + 4 }, () => get(key, '/api/v1/merchants')));
   expect(replies.filter((r) => r.status === 200)).toHaveLength(LIMIT);
   for (const r of replies.filter((x) => x.status !== 200)) expectLimited(r);
@@ -73,7 +72,7 @@ it('the limit holds for parallel calls: exactly LIMIT succeed', async () => {
 
 it('calls that fail validation count too (the limit comes before the body, DESIGN §3)', async () => {
   const { key } = await fresh();
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   for (let i = 0; i < LIMIT; i++) {
     const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key, body: { nope: true } });
     expect(r.status).toBe(400);
@@ -83,7 +82,7 @@ it('calls that fail validation count too (the limit comes before the body, DESIG
 
 it('case and trailing-slash variants of the list path share its bucket', async () => {
   const { key } = await fresh();
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   const variants = ['/API/V1/REQUESTS', '/api/v1/requests/', '/Api/V1/Requests/', '/api/v1/REQUESTS', '/API/v1/requests/', '/api/v1/requests'];
   for (const path of variants) {
     const r = await get(key, path);
@@ -95,7 +94,7 @@ it('case and trailing-slash variants of the list path share its bucket', async (
 it('case and trailing-slash variants of create share its bucket', async () => {
   const { p, key } = await fresh();
   const merchant = await createOnboardedMerchant(svc, p.testKey);
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   const variants = ['/API/V1/REQUESTS/CREATE/', '/api/v1/requests/create/', '/Api/V1/Requests/Create', '/API/V1/REQUESTS/CREATE', '/api/v1/requests/CREATE', '/api/v1/requests/create'];
   for (const path of variants) {
     const r = await call(svc.publicUrl, 'POST', path, { key, body: { account_id: merchant.id, fiat_amount_int: 100 } });
@@ -111,7 +110,7 @@ it('get-by-id and cancel variants share their buckets', async () => {
   const { p, key } = await fresh();
   const merchant = await createOnboardedMerchant(svc, p.testKey);
   const r0 = await mustCreateRequest(svc, p.testKey, { account_id: merchant.id, fiat_amount_int: 100 });
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   const id = r0.request_id;
   for (const path of [`/api/v1/requests/${id}`, `/API/V1/REQUESTS/${id}`, `/api/v1/requests/${id}/`, `/api/v1/requests/${randomUUID()}`, `/Api/v1/Requests/${id}`, `/api/v1/requests/${id}`]) {
     const r = await get(key, path);
@@ -128,7 +127,7 @@ it('get-by-id and cancel variants share their buckets', async () => {
 
 it('merchant create: 3 per minute, shared by /merchants, /accounts and their variants', async () => {
   const { key, key2 } = await fresh();
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   for (const path of ['/api/v1/merchants', '/api/v1/accounts', '/API/V1/ACCOUNTS/']) {
     const r = await call(svc.publicUrl, 'POST', path, { key, body: {} });
     expect({ path, status: r.status }).toEqual({ path, status: 201 });
@@ -146,7 +145,7 @@ it('merchant list and get: /accounts and /merchants share each bucket', async ()
   const { p, key } = await fresh();
   const created = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, body: {} });
   const id = created.body.merchant_id;
-  await withinOneMinute(NEED_MS);
+  freshMinute();
   for (const path of ['/api/v1/merchants', '/api/v1/accounts', '/API/V1/ACCOUNTS/', '/api/v1/merchants/', '/api/v1/accounts?limit=1', '/Api/V1/Merchants']) {
     const r = await get(key, path);
     expect({ path, status: r.status }).toEqual({ path, status: 200 });
@@ -201,7 +200,7 @@ describe('Redis goes away while the service runs (DESIGN §3: the limiter lets c
   it('with Redis cut off, calls beyond the limit still succeed; once Redis is back the limit applies again', async () => {
     const p = await createPartner(cut);
     const key = await createKey(cut, p.id, { mode: 'test' });
-    await withinOneMinute(NEED_MS);
+    freshMinute();
     expect((await call(cut.publicUrl, 'GET', '/api/v1/requests', { key })).status).toBe(200);
     await proxy.cut();
     isCut = true;

@@ -25,6 +25,10 @@ const WEBHOOK_ENV = {
   WEBHOOK_TIMEOUT_MS: '5000',
   // One attempt of a partner at a time: its next attempt waits in the gate and runs on in the same job.
   WEBHOOK_PARTNER_CONCURRENCY: '1',
+  // An attempt without a job is taken for stalled 5 s + 2 s after its claim (production: 8 s + 30 s), and the
+  // re-drive looks every second (production: 15 s): the second test waits for that, not for production periods.
+  WEBHOOK_STALL_MARGIN_MS: '2000',
+  WEBHOOK_REDRIVE_MS: '1000',
   // Queues of this file alone, so no other worker takes the job.
   REDIS_PREFIX: `${T.redisPrefix}-whcrash`,
 };
@@ -125,7 +129,7 @@ it('a worker killed while running an attempt its slot took over from the gate (n
   expect(mid).toEqual({ state: 'delivering', attempts: 0 });
 
   // No job carries it: the outbox re-drive finds it stalled (claimed longer ago than the attempt's deadline
-  // plus 30 s) and queues it again in the slot the dead worker held, which nobody else may take meanwhile.
+  // plus WEBHOOK_STALL_MARGIN_MS) and queues it again in the slot the dead worker held, which nobody else may take meanwhile.
   second = await start(loadConfig(workerEnv()), { http: false, worker: true }, { logger: false });
   await rec2.waitUntil((calls) => calls.filter((c) => c.headers['x-service-delivery'] === runOn.id).length === 2, 90_000);
   await waitFor(async () => (await db.query(`SELECT state FROM webhook_events WHERE id = $1`, [runOn.id]))[0].state === 'delivered', 10_000);

@@ -54,6 +54,8 @@ beforeAll(async () => {
     CHAIN_SCAN_INTERVAL_MS: '500',
     HEAD_POLL_MS: '100',
     VERIFY_POLL_MS: '200',
+    // Webhooks recorded while Redis was away are sent by the outbox re-drive: every second (production: 15 s).
+    WEBHOOK_REDRIVE_MS: '1000',
   };
   a = await startService({ worker: true, env: shared });
   b = await startService({ env: shared });

@@ -15,7 +15,11 @@ export function spawnWorker(env: Record<string, string>): Promise<ChildProcess> 
   });
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start within 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => {
+      // Not left running past the test (it would hold the run open and work the file's queues on its own).
+      child.kill('SIGKILL');
+      reject(new Error(`worker did not start within 30 s:\n${output}`));
+    }, 30_000);
     const onData = (d: Buffer) => {
       output += d.toString();
       if (output.includes('worker running')) {

@@ -11,9 +11,11 @@ import { generateApiKey, hashApiKeyHex, modeOfKey, type ApiKeyInfo, type IssuedK
 import { ApiKeyRepository } from './api-key.repository';
 import { SCOPES, type Scope } from './scopes';
 
-const MAX_CACHE = 10000;
-/** Unknown keys are remembered apart, in a smaller map, so a flood of bad keys never pushes a valid one out. */
-const MAX_NEGATIVE = 2000;
+/**
+ * Unknown keys are remembered apart, in a map a fifth the size of API_KEY_CACHE_MAX_ENTRIES (2,000 by default),
+ * so a flood of bad keys never pushes a valid one out.
+ */
+const NEGATIVE_SHARE = 5;
 const NEGATIVE_TTL_MS = 2000;
 
 /**
@@ -37,8 +39,11 @@ export class ApiKeyService implements OnModuleInit {
     private readonly feed: ChangeFeed,
     private readonly audit: AuditService,
   ) {
-    this.cache = new FeedCache(feed, { ttlMs: config.apiKeyCacheMs, maxEntries: MAX_CACHE });
-    this.negative = new FeedCache(feed, { ttlMs: Math.min(NEGATIVE_TTL_MS, config.apiKeyCacheMs), maxEntries: MAX_NEGATIVE });
+    this.cache = new FeedCache(feed, { ttlMs: config.apiKeyCacheMs, maxEntries: config.apiKeyCacheMaxEntries });
+    this.negative = new FeedCache(feed, {
+      ttlMs: Math.min(NEGATIVE_TTL_MS, config.apiKeyCacheMs),
+      maxEntries: Math.floor(config.apiKeyCacheMaxEntries / NEGATIVE_SHARE),
+    });
   }
 
   onModuleInit(): void {

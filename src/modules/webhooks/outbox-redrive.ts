@@ -7,19 +7,12 @@ import { keepSchedules } from '../../common/queue/schedules';
 import { WebhookEventsRepository } from './webhook-events.repository';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 
-export const REDRIVE_EVERY_MS = 15_000;
 // A due event gets this long to be picked up before its job is looked for.
 const REDRIVE_GRACE_MS = 5_000;
-/**
- * An attempt claimed longer ago than the poster's deadline plus this is taken for stalled (its worker died)
- * and sent again in its slot. The same margin the gate leases a running attempt for: a live attempt run on from
- * the gate has no job to show it is alive, and a slow claim, payload read or record must not get it sent twice.
- */
-const ATTEMPT_MARGIN_MS = 30_000;
 const REDRIVE_BATCH = 1000;
 
 /**
- * The outbox re-drive: finds events that are due (or stuck in 'delivering' longer than an attempt can take)
+ * The outbox re-drive, every WEBHOOK_REDRIVE_MS: finds events that are due (or stuck in 'delivering' longer than an attempt can take)
  * and makes sure each has its job. Postgres is the system of record, so a Redis that lost its data, a relay
  * that failed after commit, or a job that exhausted its retries loses no event.
  */
@@ -36,7 +29,12 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   async run(): Promise<number> {
-    const overdue = await this.events.overdue(REDRIVE_GRACE_MS, this.config.webhookTimeoutMs + ATTEMPT_MARGIN_MS, REDRIVE_BATCH);
+    // An attempt claimed longer ago than the poster's deadline plus WEBHOOK_STALL_MARGIN_MS is taken for stalled
+    // (its worker died) and sent again in its slot. The same margin the gate leases a running attempt for: a live
+    // attempt run on from the gate has no job to show it is alive, and a slow claim, payload read or record must
+    // not get it sent twice.
+    const attemptMaxMs = this.config.webhookTimeoutMs + this.config.webhookStallMarginMs;
+    const overdue = await this.events.overdue(REDRIVE_GRACE_MS, attemptMaxMs, REDRIVE_BATCH);
     const added = await Promise.all(overdue.map((due) => this.deliveries.ensureJob(due)));
     const n = added.filter(Boolean).length;
     if (n > 0) this.logger.warn(`re-queued ${n} webhook deliveries whose job was missing`);
@@ -46,7 +44,7 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
   async onApplicationBootstrap(): Promise<void> {
     // Finding the schedule gone (first start, or Redis back empty), re-drive at once rather than at the first tick.
     this.stop = await keepSchedules(
-      [{ queue: this.maintenance, id: MAINTENANCE_JOBS.outboxRedrive, every: REDRIVE_EVERY_MS, onCreated: () => this.run() }],
+      [{ queue: this.maintenance, id: MAINTENANCE_JOBS.outboxRedrive, every: this.config.webhookRedriveMs, onCreated: () => this.run() }],
       this.logger,
     );
   }

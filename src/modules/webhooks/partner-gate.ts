@@ -5,12 +5,11 @@ import { RedisConnections } from '../../common/redis/redis.module';
 
 /**
  * A slot is leased from admission for the attempt's wait in the queue (up to this long) plus its run (the
- * poster's deadline plus RUNNING_MARGIN_MS for the claim and the record). A worker that dies mid-attempt, or
+ * poster's deadline plus WEBHOOK_STALL_MARGIN_MS for the claim and the record). A worker that dies mid-attempt, or
  * between admitting and queueing, loses the slot for at most that long; the stalled check or the outbox
  * re-drive sends the attempt again.
  */
 const QUEUED_MS = 60_000;
-const RUNNING_MARGIN_MS = 30_000;
 /** A partner's waiting set is dropped if nothing touches it for a day (Postgres holds every due attempt). */
 const WAITING_TTL_MS = 86_400_000;
 
@@ -130,7 +129,7 @@ export class PartnerGate {
   async start(partnerId: string, member: string): Promise<boolean> {
     const reply = await this.commands.prsGateStart(
       this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'),
-      this.config.webhookPartnerConcurrency, member, this.config.webhookTimeoutMs + RUNNING_MARGIN_MS,
+      this.config.webhookPartnerConcurrency, member, this.config.webhookTimeoutMs + this.config.webhookStallMarginMs,
     );
     return reply === 1;
   }
@@ -147,7 +146,7 @@ export class PartnerGate {
   }
 
   private async run(partnerId: string, release: string, requeue: boolean, members: readonly string[]): Promise<Admission> {
-    const leaseMs = QUEUED_MS + this.config.webhookTimeoutMs + RUNNING_MARGIN_MS;
+    const leaseMs = QUEUED_MS + this.config.webhookTimeoutMs + this.config.webhookStallMarginMs;
     const [added, ...admitted] = await this.commands.prsGateAdmit(
       this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.config.webhookPartnerConcurrency, leaseMs, release, requeue ? '1' : '0', ...members,
     );
