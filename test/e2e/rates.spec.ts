@@ -120,7 +120,9 @@ it('an answer that lacks a currency leaves its rate and fetch time alone: it pri
   const q = await createPartner(svc);
   const refreshed = await admin(svc, 'POST', `/partners/${q.id}/rates/refresh`);
   expect(refreshed.status).toBe(200);
-  expect(refreshed.body.rates.map((x: { currency: string }) => x.currency)).toEqual(['eur', 'usd']);
+  // Other files' services stored more currencies (static RATES) in this run's database: only these two matter here.
+  const listed = refreshed.body.rates.map((x: { currency: string }) => x.currency).filter((c: string) => c === 'eur' || c === 'usd');
+  expect(listed).toEqual(['eur', 'usd']);
   expect(await eurRow()).toEqual(fetched);
   const priced = await eurCreate();
   expect(priced.status).toBe(201);

@@ -584,16 +584,25 @@ describe('isolation and durability', () => {
     expect(counts.wait + counts.delayed + counts.prioritized).toBeGreaterThanOrEqual(4);
 
     // Other test runs share this Redis server, so rather than FLUSHALL this deletes every key under this
-    // service's own prefix (queues, the re-drive schedule, the pause flag): what FLUSHALL would do to it.
+    // service's own prefix (queues, the re-drive schedule, the pause flag, the partner gate's slots): what
+    // FLUSHALL would do to it. In one script, so it is as sudden as a real loss: deleted batch by batch, the
+    // service could run between batches and, say, lease a slot to a job whose key goes in the next batch, which
+    // then waits out its lease (92 s) before anything sends it again.
     const redis = new Redis(svc.config.redisUrl);
     try {
-      let cursor = '0';
-      let deleted = 0;
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${REDIS_PREFIX}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) deleted += await redis.del(...keys);
-      } while (cursor !== '0');
+      const deleted = Number(
+        await redis.eval(
+          `local cursor, n = '0', 0
+           repeat
+             local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
+             cursor = r[1]
+             for _, k in ipairs(r[2]) do n = n + redis.call('DEL', k) end
+           until cursor == '0'
+           return n`,
+          0,
+          `${REDIS_PREFIX}:*`,
+        ),
+      );
       expect(deleted).toBeGreaterThan(0);
     } finally {
       redis.disconnect();
