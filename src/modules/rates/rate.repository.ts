@@ -41,7 +41,9 @@ export class RateRepository {
       [Math.max(0, performance.now() - opts.answeredAt)],
     );
     // One refresh at a time: a complete answer's DELETE would not see rows an overlapping refresh inserted.
-    await em.query(`SELECT pg_advisory_xact_lock(hashtext('rates.store'))`);
+    // The key of the lock's first version (replaceAll), so instances of both versions exclude each other while
+    // a deploy rolls.
+    await em.query(`SELECT pg_advisory_xact_lock(hashtext('rates.replaceAll'))`);
     if (opts.complete) {
       await em.query(`DELETE FROM rates WHERE NOT (currency = ANY($1::text[])) AND updated_at <= $2`, [currencies, at]);
     }

@@ -181,7 +181,14 @@ export class ChainScanService {
     const leased = await this.unmatched.lease(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN, RETRY_LEASE_MS);
     try {
       let failures = 0;
+      const leasedAt = Date.now();
       for (const u of leased.due) {
+        // A slow node can make 100 tries outlast the lease; another round would then take the same rows and
+        // repeat every call. Stop at half the lease: the rest is put back below, for the next round.
+        if (Date.now() - leasedAt > RETRY_LEASE_MS / 2) {
+          this.logger.warn(`chain ${chainId}: the retry round of ${token} ran past half its lease; the others wait for the next scan`);
+          return;
+        }
         const t = u.transfer;
         const retry: Retry = { retries: u.retries, retryTip: u.retryTip, scanTip: tip, lease: leased.lease, last: u.claimUntil === null || u.claimUntil < giveUpBefore };
         try {
