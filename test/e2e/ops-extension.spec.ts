@@ -4,6 +4,7 @@ import type { ChainConfig, Mode } from '../../src/config/config';
 import type { ChainReaderFactory } from '../../src/modules/chain/asset-registry';
 import {
   TRANSFER_TOPIC, decodeTransferLog, type ChainBlock, type ChainReader, type ChainReceipt, type ChainTransaction, type ChainTransfer,
+  type TransferQuery,
 } from '../../src/modules/chain/chain-reader';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -105,10 +106,10 @@ class InMemoryChainReader implements ChainReader {
     return r ? { hash: txHash, blockNumber: r.blockNumber } : null;
   }
 
-  async transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]> {
+  async transfers(q: TransferQuery): Promise<ChainTransfer[]> {
     this.calls.push('transfers');
     return [...this.receipts.values()]
-      .filter((r) => r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock)
+      .filter((r) => ('blockHash' in q ? r.blockHash === q.blockHash : r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock))
       .flatMap((r) => r.logs.map(decodeTransferLog))
       .filter((t): t is ChainTransfer => t !== null && t.token === q.token && q.to.includes(t.to));
   }

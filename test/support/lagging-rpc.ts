@@ -35,6 +35,9 @@ const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN)
 export class LaggingRpc {
   private server: Server | null = null;
   private lag = 0;
+  private logsLag = 0;
+  /** eth_getLogs calls answered while only the logs lagged (see lagLogs). */
+  logsAnsweredBehind = 0;
   private armed: { txHash: string; lag: number } | null = null;
   private readonly hidden = new Set<string>();
   private readonly failing = new Set<string>();
@@ -90,6 +93,15 @@ export class LaggingRpc {
     return this.receiptCalls.get(txHash.toLowerCase()) ?? 0;
   }
 
+  /**
+   * eth_getLogs alone is answered by a backend `blocks` behind (the tip, blocks and receipts come from one in
+   * step): a range is clamped to its head, without an error, as geth does, and a block hash it does not have
+   * is refused as unknown, as EIP-234 asks.
+   */
+  lagLogs(blocks: number): void {
+    this.logsLag = blocks;
+  }
+
   /** Whether the lag has set in (after the armed eth_getLogs answer). */
   get lagging(): boolean {
     return this.lag > 0;
@@ -98,6 +110,7 @@ export class LaggingRpc {
   /** In step with the node again. */
   catchUp(): void {
     this.lag = 0;
+    this.logsLag = 0;
     this.armed = null;
     this.hidden.clear();
     this.failing.clear();
@@ -144,6 +157,10 @@ export class LaggingRpc {
     if (out.error !== undefined) return out;
     if (req.method === 'eth_getTransactionReceipt' && this.hidden.has(String(req.params?.[0]).toLowerCase())) return { ...out, result: null };
     if (this.lag > 0) return this.behind(req, out, this.lag);
+    if (this.logsLag > 0 && req.method === 'eth_getLogs') {
+      this.logsAnsweredBehind++;
+      return this.behind(req, out, this.logsLag);
+    }
     if (req.method === 'eth_getLogs' && this.armed && Array.isArray(out.result)) {
       const logs = out.result as { transactionHash: string }[];
       if (logs.some((l) => l.transactionHash.toLowerCase() === this.armed!.txHash)) {
@@ -169,8 +186,15 @@ export class LaggingRpc {
         const receipt = out.result as { blockNumber: string | null } | null;
         return receipt?.blockNumber != null && above(receipt.blockNumber) ? { ...out, result: null } : out;
       }
-      case 'eth_getLogs':
+      case 'eth_getLogs': {
+        const blockHash = (req.params?.[0] as { blockHash?: string } | undefined)?.blockHash;
+        if (blockHash !== undefined) {
+          const block = (await this.forward({ jsonrpc: '2.0', id: 0, method: 'eth_getBlockByHash', params: [blockHash, false] })).result as { number: string } | null;
+          if (!block || above(block.number)) return { jsonrpc: '2.0', id: req.id, error: { code: -32000, message: 'unknown block' } };
+          return out;
+        }
         return { ...out, result: (out.result as { blockNumber: string }[]).filter((l) => !above(l.blockNumber)) };
+      }
       default:
         return out;
     }

@@ -48,6 +48,12 @@ export interface ChainTransfer {
   value: bigint;
 }
 
+/**
+ * Transfer logs of `token` to any of `to`: over a block range, or in the one block named by its hash
+ * (EIP-234), which a node that does not have that block must refuse rather than answer empty.
+ */
+export type TransferQuery = { token: string; to: string[] } & ({ fromBlock: number; toBlock: number } | { blockHash: string });
+
 export interface ChainReader {
   chainId(): Promise<bigint>;
   tip(): Promise<number>;
@@ -57,7 +63,7 @@ export interface ChainReader {
   receipt(txHash: string): Promise<ChainReceipt | null>;
   /** eth_getTransactionByHash: null when the node does not know the hash at all (neither mined nor pending). */
   transaction(txHash: string): Promise<ChainTransaction | null>;
-  transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]>;
+  transfers(q: TransferQuery): Promise<ChainTransfer[]>;
   tokenInfo(token: string): Promise<{ decimals: number; symbol: string }>;
   /**
    * Whether `signature` is `signer`'s over the 32-byte `digest` as a contract wallet sees it: ERC-1271

@@ -6,6 +6,7 @@ import {
   type ChainReceipt,
   type ChainTransaction,
   type ChainTransfer,
+  type TransferQuery,
   TRANSFER_TOPIC,
   decodeTransferLog,
 } from './chain-reader';
@@ -112,23 +113,33 @@ export class EthersChainReader implements ChainReader {
     return { hash: raw.hash.toLowerCase(), blockNumber: raw.blockNumber == null ? null : Number(raw.blockNumber) };
   }
 
-  /** Callers keep [fromBlock, toBlock] within their provider's eth_getLogs range limit. */
-  async transfers(q: { token: string; to: string[]; fromBlock: number; toBlock: number }): Promise<ChainTransfer[]> {
+  /**
+   * Callers keep [fromBlock, toBlock] within their provider's eth_getLogs range limit. A range answered by a
+   * node whose head is below its end holds only the logs up to that head, without an error; a block hash the
+   * node does not have is refused (EIP-234), so only the by-hash form proves the node read the block.
+   */
+  async transfers(q: TransferQuery): Promise<ChainTransfer[]> {
     // An empty recipient list would become a null topic, which matches every recipient.
-    if (q.to.length === 0 || q.fromBlock > q.toBlock) return [];
+    if (q.to.length === 0) return [];
+    let blocks: { fromBlock: string; toBlock: string } | { blockHash: string };
+    if ('blockHash' in q) {
+      if (!HASH.test(q.blockHash)) throw new TypeError(`invalid block hash: ${q.blockHash}`);
+      blocks = { blockHash: q.blockHash.toLowerCase() };
+    } else {
+      if (q.fromBlock > q.toBlock) return [];
+      blocks = { fromBlock: toQuantity(q.fromBlock), toBlock: toQuantity(q.toBlock) };
+    }
     const token = q.token.toLowerCase();
     const recipients = new Set(q.to.map((address) => address.toLowerCase()));
     const raw = await this.call<RpcLog[]>('eth_getLogs', [
-      {
-        address: checkedAddress(token),
-        fromBlock: toQuantity(q.fromBlock),
-        toBlock: toQuantity(q.toBlock),
-        topics: [TRANSFER_TOPIC, null, [...recipients].map(addressToTopic)],
-      },
+      { address: checkedAddress(token), ...blocks, topics: [TRANSFER_TOPIC, null, [...recipients].map(addressToTopic)] },
     ]);
     const result: ChainTransfer[] = [];
     for (const log of raw) {
       if (log.removed) continue;
+      if ('blockHash' in blocks && log.blockHash.toLowerCase() !== blocks.blockHash) {
+        throw new Error(`eth_getLogs for block ${blocks.blockHash} answered a log of block ${log.blockHash}`);
+      }
       const transfer = decodeTransferLog(toChainLog(log));
       // Re-checked here rather than trusted: a filter the node ignored must not turn into a payment.
       if (transfer && transfer.token === token && recipients.has(transfer.to)) result.push(transfer);

@@ -14,6 +14,13 @@ import { VerificationService } from './verification.service';
 /** How far back a first scan of a chain starts. */
 const FIRST_SCAN_LOOKBACK_BLOCKS = 1000;
 const RECIPIENTS_PER_QUERY = 100;
+/**
+ * Blocks at most this far below the tip the scan read are read one by one, by hash; deeper ones by range.
+ * Behind a round-robin RPC, eth_getLogs may reach a backend whose head is below the range's end, which
+ * answers the logs up to its head without an error; a block hash such a backend does not have is refused
+ * (EIP-234), so only a block read by hash is proven read. A scan that keeps up reads every block this way.
+ */
+const BY_HASH_DEPTH_BLOCKS = 128;
 /** Undecided transfers tried per scan of an asset, earliest retry_at first. */
 const RETRIES_PER_SCAN = 100;
 /** Back-off of a transfer the node does not know, or whose retry failed: 1 s, doubling, at most 5 minutes. */
@@ -157,15 +164,54 @@ export class ChainScanService {
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
       if (from > to) return tip;
       const recipients = await this.requests.claimableRecipients(chainId, token);
-      for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
-        const batch = recipients.slice(i, i + RECIPIENTS_PER_QUERY);
-        const transfers = await reader.transfers({ token, to: batch, fromBlock: from, toBlock: to });
-        for (const t of transfers) await this.handle(chainId, t, tip);
-      }
-      const block = await reader.block(to);
-      await this.cursors.advance(em, chainId, token, to, block ? new Date(block.timestamp * 1000) : null);
+      const read = recipients.length === 0 ? to : await this.readTransfers(reader, chainId, token, recipients, { from, to, tip });
+      if (read < from) return tip;
+      const block = await reader.block(read);
+      await this.cursors.advance(em, chainId, token, read, block ? new Date(block.timestamp * 1000) : null);
       return tip;
     });
+  }
+
+  /**
+   * Handles the transfers of [from, to] to `recipients` and returns the last block read in full: `to`, or
+   * less when a block near the tip is not known yet to the backend that answered (the rest waits for the next
+   * scan). Deep blocks are read by range, the last BY_HASH_DEPTH_BLOCKS below `tip` one by one by hash.
+   */
+  private async readTransfers(
+    reader: ChainReader,
+    chainId: bigint,
+    token: string,
+    recipients: string[],
+    r: { from: number; to: number; tip: number },
+  ): Promise<number> {
+    const handleAll = async (blocks: { fromBlock: number; toBlock: number } | { blockHash: string }) => {
+      for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
+        const transfers = await reader.transfers({ token, to: recipients.slice(i, i + RECIPIENTS_PER_QUERY), ...blocks });
+        for (const t of transfers) await this.handle(chainId, t, r.tip);
+      }
+    };
+    let read = Math.min(r.to, r.tip - BY_HASH_DEPTH_BLOCKS);
+    if (read >= r.from) await handleAll({ fromBlock: r.from, toBlock: read });
+    else read = r.from - 1;
+    for (let n = read + 1; n <= r.to; n++) {
+      let why: string;
+      try {
+        const block = await reader.block(n);
+        if (block) {
+          await handleAll({ blockHash: block.hash });
+          read = n;
+          continue;
+        }
+        why = 'the node does not have it yet';
+      } catch (e) {
+        // Nothing read yet: the scan failed, as any RPC error fails it. Otherwise what was read is kept.
+        if (read < r.from) throw e;
+        why = (e as Error).message;
+      }
+      this.logger.warn(`chain ${chainId}: the scan of ${token} stops below block ${n}, read by a later scan: ${why}`);
+      break;
+    }
+    return read;
   }
 
   /**
