@@ -129,6 +129,16 @@ describe('EthersChainReader on a local hardhat node', () => {
     expect(await reader.transfers(future)).toEqual([]);
   });
 
+  it('lists the transfers of one block by its hash, and refuses a hash the node does not have (EIP-234)', async () => {
+    const toMerchant = await transferToken(node.url, usd, PAYER_KEY, merchant, 400n);
+    await transferToken(node.url, usd, PAYER_KEY, merchant, 500n); // another block
+    const block = (await reader.block(toMerchant.blockNumber))!;
+    const inBlock = await reader.transfers({ token: usd, to: [merchant, other], blockHash: block.hash });
+    expect(inBlock.map((t) => [t.txHash, t.blockHash, t.value])).toEqual([[toMerchant.txHash, block.hash, 400n]]);
+    // A node that answered an unknown block with no logs would let the chain scan pass that block's payments.
+    await expect(reader.transfers({ token: usd, to: [merchant], blockHash: `0x${'ab'.repeat(32)}` })).rejects.toThrow();
+  });
+
   it('keeps parallel transfers from one key apart (explicit nonces)', async () => {
     const results = await Promise.all(
       [1n, 2n, 3n, 4n, 5n].map((value) => transferToken(node.url, usd, PAYER_KEY, other, value)),
