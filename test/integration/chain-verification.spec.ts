@@ -43,6 +43,9 @@ beforeAll(async () => {
       CHAIN_TEST_RPC_URL: proxy.url,
       CHAIN_TEST_TOKEN_ADDRESS: token,
       CHAIN_TEST_CONFIRMATIONS: String(CONFIRMATIONS),
+      // Off: live mode would read the shared test node, whose token has this file's address on the same chain
+      // id, so the two modes would share one scan cursor over two chains and reset it on every scan.
+      CHAIN_LIVE_RPC_URL: '',
       VERIFY_POLL_MS: '100',
       CHAIN_SCAN_INTERVAL_MS: '300',
       EXPIRY_SWEEP_INTERVAL_MS: '300',
