@@ -4,6 +4,7 @@ import { findFreePort } from '../../scripts/chain/local-node';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
+import { killProcess } from '../support/worker-process';
 
 /**
  * Serving a request outside the partner API must not turn on the process's promise hooks: an
@@ -62,11 +63,7 @@ beforeAll(async () => {
 }, 90000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
+  await killProcess(child);
 });
 
 it('serving health, onboarding, pay pages and admin leaves the promise hooks off', async () => {

@@ -11,6 +11,7 @@ import { call, type Reply } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
+import { killProcess } from '../support/worker-process';
 
 /**
  * Issue 6 item 4, logs: the real entry point (src/main.ts, API and worker in one process) with its JSON logs
@@ -85,11 +86,7 @@ beforeAll(async () => {
 }, 90000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-  }
+  await killProcess(child);
   await receiver?.close();
   await closeSql();
 });

@@ -35,3 +35,11 @@ export function spawnWorker(env: Record<string, string>): Promise<ChildProcess> 
     });
   });
 }
+
+/** Kills a spawned service process that is still running and waits for it to be gone. */
+export async function killProcess(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
