@@ -408,7 +408,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     verifyNotFoundBackoffMs: int(env, 'VERIFY_NOT_FOUND_BACKOFF_MS', 5000, 50, 600000),
     verifyNotFoundGiveUpMs: int(env, 'VERIFY_NOT_FOUND_GIVE_UP_MS', 3600000, 100, 604800000),
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
-    expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
+    expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 5000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
     planMaxMissed: int(env, 'PLAN_MAX_MISSED', 2, 1, 1000),

@@ -9,7 +9,8 @@ import { ExpiryService } from '../application/expiry.service';
 import { RequestsRepository } from './requests.repository';
 
 /**
- * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
+ * The repeating chain-side work: the chain scan and the expiry sweep (which stores every expiry, and frees
+ * the amounts of requests whose claim window the scan has passed).
  * BullMQ hands any job of a queue to any of its workers, so the queue has one processor dispatching by name.
  */
 @Processor(QUEUES.scheduled, { concurrency: 2 })
