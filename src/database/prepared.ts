@@ -1,5 +1,6 @@
-import type { PoolClient } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { EntityManager } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 
 /** name → text of every statement this process prepared: one text per name, checked on every call. */
 const texts = new Map<string, string>();
@@ -19,12 +20,9 @@ export async function preparedQuery<T>(em: EntityManager, name: string, text: st
   const known = texts.get(name);
   if (known === undefined) texts.set(name, text);
   else if (known !== text) throw new Error(`prepared statement ${name} is already used for another text`);
-  const runner = em.queryRunner ?? em.dataSource.createQueryRunner();
-  try {
-    const connection = (await runner.connect()) as PoolClient;
-    const { rows } = await connection.query({ name, text, values });
-    return rows as T[];
-  } finally {
-    if (runner !== em.queryRunner) await runner.release();
-  }
+  // Outside a transaction, straight to the driver's pool (it checks a connection out and back in), without a
+  // QueryRunner made and connected for one statement.
+  const client = em.queryRunner ? ((await em.queryRunner.connect()) as PoolClient) : (em.dataSource.driver as PostgresDriver).master as Pool;
+  const { rows } = await client.query({ name, text, values });
+  return rows as T[];
 }
