@@ -109,25 +109,28 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
    * caller's unsupported_currency). A rate last fetched more than RATES_MAX_AGE_MS ago is refused with 502
    * rate_source_unavailable: the source has not quoted it for that long, and a request would keep the stale
    * rate for its whole life. Static rates never age (see `ages`). The answer goes to partners, merchants and
-   * payers, so it names the currency, never the source (an internal host): that goes to the log.
+   * payers, so it names the currency, never the source (an internal host): that goes to the log, through
+   * `refusing` once the caller really refuses (an idempotent replay of an earlier create is answered instead).
    */
   tooOld(currency: string): AppError | null {
     const held = this.current.get(currency);
-    if (!held || !this.ages(held.row)) return null;
-    const age = this.ageOf(held);
-    if (age <= this.config.ratesMaxAgeMs) return null;
-    const now = performance.now();
-    const logged = this.refusalLogged.get(currency);
-    if (logged === undefined || now - logged >= REFUSAL_LOG_MS) {
-      this.refusalLogged.set(currency, now);
-      this.logger.warn(
-        `refusing creates in ${currency}: its rate from ${held.row.source} was fetched ${Math.round(age / 1000)} s ago, past RATES_MAX_AGE_MS (${this.config.ratesMaxAgeMs / 1000} s); configured source ${this.provider.name}`,
-      );
-    }
+    if (!held || !this.ages(held.row) || this.ageOf(held) <= this.config.ratesMaxAgeMs) return null;
     return new AppError('rate_source_unavailable', {
       fiat_currency: currency,
       message: `exchange rates for ${currency.toUpperCase()} are unavailable; try again later`,
     });
+  }
+
+  /** Logs (once a minute per currency) that a create is refused for `currency`'s stale rate, naming the source. */
+  refusing(currency: string): void {
+    const held = this.current.get(currency);
+    const now = performance.now();
+    const logged = this.refusalLogged.get(currency);
+    if (!held || (logged !== undefined && now - logged < REFUSAL_LOG_MS)) return;
+    this.refusalLogged.set(currency, now);
+    this.logger.warn(
+      `refusing creates in ${currency}: its rate from ${held.row.source} was fetched ${Math.round(this.ageOf(held) / 1000)} s ago, past RATES_MAX_AGE_MS (${this.config.ratesMaxAgeMs / 1000} s); configured source ${this.provider.name}`,
+    );
   }
 
   currencies(): string[] {

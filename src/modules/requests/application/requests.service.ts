@@ -145,6 +145,7 @@ export class RequestsService {
       // An idempotent replay wins over every later check (DESIGN's order): look for one only now.
       const existing = dto.idempotencyKey ? await this.repo.findByKey(p.partnerId, m.id, dto.idempotencyKey, em) : null;
       if (existing) return { request: existing, created: false };
+      if (problem?.code === 'rate_source_unavailable') this.rates.refusing(m.display_currency);
       throw problem;
     }
     const expiry = dto.expiryMinutes ?? (mode === 'service' ? SERVICE_MODE_DEFAULT_EXPIRY_MINUTES : p.defaultExpiryMinutes);
