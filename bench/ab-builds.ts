@@ -5,7 +5,8 @@
  * warm-up + BENCH_DURATION s). Reports the CPU each process spent per request (from /proc, less its own idle
  * rate measured just before), per repetition and median, and its ratio to the floor's: on a shared machine
  * req/s swings with other work, CPU per request much less. Both services are seeded through the admin and
- * onboarding APIs, as production's first non-API requests would.
+ * onboarding APIs, as production's first non-API requests would. BENCH_A_NODE_OPTIONS / BENCH_B_NODE_OPTIONS
+ * give one side node flags (NODE_OPTIONS), to compare a runtime setting on one build.
  *   BENCH_A_ROOT=/work/wt/base BENCH_B_ROOT=. npm run bench:ab
  */
 import path from 'node:path';
@@ -31,6 +32,7 @@ async function startBuilt(name: string, root: string, databaseUrl: string, chain
       PUBLIC_URL: `http://127.0.0.1:${port}`, ONBOARDING_TOKEN_SECRET: 'bench-onboarding-secret-0123456789',
       CHAIN_TEST_RPC_URL: chain.rpcUrl, CHAIN_TEST_CHAIN_ID: chain.chainId, CHAIN_TEST_TOKEN_ADDRESS: chain.token, CHAIN_TEST_CONFIRMATIONS: '1',
       CHAIN_LIVE_RPC_URL: '', RATES: 'usd:1', WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      NODE_OPTIONS: process.env[`BENCH_${name}_NODE_OPTIONS`] ?? '',
     },
   });
   const publicUrl = `http://127.0.0.1:${port}`;
