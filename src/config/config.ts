@@ -101,11 +101,6 @@ export interface AppConfig {
   /** How often the chain scan and the expiry sweep run. */
   chainScanIntervalMs: number;
   expirySweepIntervalMs: number;
-  /**
-   * How often the amounts of requests whose claim window the scan has passed are freed: a scan of every locked
-   * row (0.8 s of Postgres at a million open requests), so less often than the expiry sweep.
-   */
-  amountReleaseIntervalMs: number;
   /** How often the worker re-reads verified claims that are not settled yet (DESIGN §7 "Finality"). */
   finalityCheckIntervalMs: number;
   /** Blocks one eth_getLogs call of the scan covers at most. */
@@ -413,8 +408,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     verifyNotFoundBackoffMs: int(env, 'VERIFY_NOT_FOUND_BACKOFF_MS', 5000, 50, 600000),
     verifyNotFoundGiveUpMs: int(env, 'VERIFY_NOT_FOUND_GIVE_UP_MS', 3600000, 100, 604800000),
     chainScanIntervalMs: int(env, 'CHAIN_SCAN_INTERVAL_MS', 5000, 100, 3600000),
-    expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 5000, 100, 3600000),
-    amountReleaseIntervalMs: int(env, 'AMOUNT_RELEASE_INTERVAL_MS', 30000, 100, 3600000),
+    expirySweepIntervalMs: int(env, 'EXPIRY_SWEEP_INTERVAL_MS', 30000, 100, 3600000),
     chainScanMaxBlocks: int(env, 'CHAIN_SCAN_MAX_BLOCKS', 1000, 1, 100000),
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
     planMaxMissed: int(env, 'PLAN_MAX_MISSED', 2, 1, 1000),

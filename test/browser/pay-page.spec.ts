@@ -42,7 +42,6 @@ beforeAll(async () => {
       VERIFY_POLL_MS: '100',
       CHAIN_SCAN_INTERVAL_MS: '300',
       EXPIRY_SWEEP_INTERVAL_MS: '300',
-      AMOUNT_RELEASE_INTERVAL_MS: '300',
     },
   });
   partner = await createPartner(svc);

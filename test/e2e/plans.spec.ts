@@ -31,7 +31,7 @@ const PLAN_FIELDS = [
   'next_charge_at', 'charges_created', 'max_charges', 'expiry_minutes', 'payer_name', 'payer_email', 'metadata', 'plan_url', 'created_at',
 ].sort();
 beforeAll(async () => {
-  svc = await startService({ worker: true, env: { EXPIRY_SWEEP_INTERVAL_MS: '500', AMOUNT_RELEASE_INTERVAL_MS: '500', CHAIN_SCAN_INTERVAL_MS: '500', HEAD_POLL_MS: '100', VERIFY_POLL_MS: '200' } });
+  svc = await startService({ worker: true, env: { EXPIRY_SWEEP_INTERVAL_MS: '500', CHAIN_SCAN_INTERVAL_MS: '500', HEAD_POLL_MS: '100', VERIFY_POLL_MS: '200' } });
   receiver = await Receiver.start();
   pa = await createPartner(svc);
   const put = await admin(svc, 'PUT', `/partners/${pa.id}/webhook`, { url: receiver.url, enabled: true });

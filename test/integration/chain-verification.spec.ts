@@ -49,7 +49,6 @@ beforeAll(async () => {
       VERIFY_POLL_MS: '100',
       CHAIN_SCAN_INTERVAL_MS: '300',
       EXPIRY_SWEEP_INTERVAL_MS: '300',
-      AMOUNT_RELEASE_INTERVAL_MS: '300',
       CHAIN_RPC_TIMEOUT_MS: '1000',
       // The tests poll GET /api/v1/requests/:id while they wait for a verification: on a loaded machine that
       // passed the spec's 60 per minute and a read came back 429 (seen in a run beside the full suite).

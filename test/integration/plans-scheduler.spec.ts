@@ -32,7 +32,6 @@ const shared = {
   REDIS_PREFIX: `${env.redisPrefix}-plans-${randomBytes(3).toString('hex')}`,
   PLAN_SCHEDULER_INTERVAL_MS: '200',
   EXPIRY_SWEEP_INTERVAL_MS: '200',
-  AMOUNT_RELEASE_INTERVAL_MS: '200',
   CHAIN_SCAN_INTERVAL_MS: '300',
   HEAD_POLL_MS: '100',
   VERIFY_POLL_MS: '200',

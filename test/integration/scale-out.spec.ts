@@ -28,7 +28,6 @@ beforeAll(async () => {
     REDIS_PREFIX: `${env.redisPrefix}-scale-${randomBytes(3).toString('hex')}`,
     CHAIN_SCAN_INTERVAL_MS: '200',
     EXPIRY_SWEEP_INTERVAL_MS: '200',
-    AMOUNT_RELEASE_INTERVAL_MS: '200',
     HEAD_POLL_MS: '100',
     VERIFY_POLL_MS: '200',
     RATE_LIMIT_SCALE: '100',
@@ -100,7 +99,7 @@ it('two workers expire a request once and leave one schedule per repeating job',
   const q = new Queue('scheduled', { connection: { host: '127.0.0.1', port: 6379 }, prefix: `${a.config.redisPrefix}:bull` });
   const schedulers = await q.getJobSchedulers();
   await q.close();
-  expect(schedulers.map((s) => s.key).sort()).toEqual(['amount-release', 'chain-scan', 'expiry-sweep']);
+  expect(schedulers.map((s) => s.key).sort()).toEqual(['chain-scan', 'expiry-sweep']);
 });
 
 it('a merchant disabled through one server is refused at once by the other (merchant cache evicted everywhere)', async () => {

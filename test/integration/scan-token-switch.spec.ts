@@ -29,7 +29,7 @@ let closingInA: { id: string; amount: bigint };
 /** Verified in A just before the switch (not yet settled), then reorged away. */
 let verifiedInA: { id: string; amount: bigint; txHash: string };
 
-const start = (token: string) => startFinalityService(node.url, token, CONFIRMATIONS, 150, { EXPIRY_SWEEP_INTERVAL_MS: '300', AMOUNT_RELEASE_INTERVAL_MS: '300' });
+const start = (token: string) => startFinalityService(node.url, token, CONFIRMATIONS, 150, { EXPIRY_SWEEP_INTERVAL_MS: '300' });
 
 let fiat = 900;
 async function newRequest(): Promise<{ id: string; amount: bigint }> {

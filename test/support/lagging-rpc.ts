@@ -230,7 +230,6 @@ export function startScanningService(rpc: LaggingRpc, token: string, env: Record
       VERIFY_POLL_MS: '100',
       CHAIN_SCAN_INTERVAL_MS: '300',
       EXPIRY_SWEEP_INTERVAL_MS: '300',
-      AMOUNT_RELEASE_INTERVAL_MS: '300',
       CHAIN_RPC_TIMEOUT_MS: '2000',
       ...env,
     },

@@ -69,7 +69,6 @@ export const MAINTENANCE_JOBS = {
 export const SCHEDULED_JOBS = {
   chainScan: 'chain-scan',
   expirySweep: 'expiry-sweep',
-  amountRelease: 'amount-release',
 } as const;
 
 export const DASHBOARD_JOBS = {

@@ -4,6 +4,7 @@ import { AfterCommit } from './application/after-commit';
 import { ExpiryService } from './application/expiry.service';
 import { RequestFactsService } from './application/request-facts.service';
 import { VerificationService } from './application/verification.service';
+import { ExpiryQueue } from './infrastructure/expiry.queue';
 import { PaymentRequestEntity } from './infrastructure/payment-request.entity';
 import { RequestsRepository } from './infrastructure/requests.repository';
 import { VerificationQueue } from './infrastructure/verification.queue';
@@ -16,7 +17,7 @@ import { VerificationQueue } from './infrastructure/verification.queue';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([PaymentRequestEntity])],
-  providers: [RequestsRepository, VerificationQueue, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
+  providers: [RequestsRepository, VerificationQueue, ExpiryQueue, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
   exports: [RequestsRepository, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
 })
 export class RequestsCoreModule {}

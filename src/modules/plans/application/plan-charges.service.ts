@@ -63,10 +63,10 @@ export class PlanChargesService {
     return { ...outcome, notices };
   }
 
-  /** After the transaction committed: the charge's notices. */
+  /** After the transaction committed: the charge's expiry job and its notices. */
   async committed(outcome: ChargeOutcome | null | undefined): Promise<void> {
     if (!outcome?.created) return;
-    await this.notices.committed(outcome.notices);
+    await Promise.all([this.requests.created(outcome.request), this.notices.committed(outcome.notices)]);
   }
 
   /** The plan's expiry is checked against these when the plan is made: the partner's values and 10080. */

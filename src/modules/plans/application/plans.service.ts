@@ -203,7 +203,7 @@ export class PlansService {
    * queue on the plan's lock, each moving one period.
    */
   async advance(m: Merchant, id: string): Promise<Plan> {
-    // The advance locks the plan, then its open charge; the expiry sweep and a verification lock a
+    // The advance locks the plan, then its open charge; the expiry job, the sweep and a verification lock a
     // charge, then its plan. When one of them holds the open charge meanwhile, Postgres ends the cycle by
     // rolling one transaction back: the advance, rolled back whole, is simply run again on what is stored then.
     for (let attempt = 1; ; attempt++) {

@@ -2,11 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { waitBriefly } from '../../../common/queue/after-commit-wait';
 import { NotificationRelay } from '../../notifications/notification-relay';
 import { WebhookRelay } from '../../webhooks/webhook-relay';
+import { ExpiryQueue } from '../infrastructure/expiry.queue';
 import { VerificationQueue } from '../infrastructure/verification.queue';
 
 /**
  * Work queued once a use case's transaction has committed. Losing one of these is never fatal: the outbox
- * re-drive and the chain scan find what a lost job would have done; queuing right away
+ * re-drive, the expiry sweep and the chain scan find what a lost job would have done; queuing right away
  * only makes it prompt. So none of it holds a response longer than AFTER_COMMIT_WAIT_MS: with Redis away
  * the add waits in the background for Redis and the caller gets its answer.
  */
@@ -16,6 +17,7 @@ export class AfterCommit {
 
   constructor(
     private readonly verification: VerificationQueue,
+    private readonly expiry: ExpiryQueue,
     private readonly relay: WebhookRelay,
     private readonly notices: NotificationRelay,
   ) {}
@@ -23,6 +25,11 @@ export class AfterCommit {
   /** Recovered without the job by the chain scan, which verifies any transfer paying an attached request. */
   async verificationRequested(requestId: string, txHash: string): Promise<void> {
     await waitBriefly(this.logger, 'queueing verification', 'the chain scan will verify the payment', () => this.verification.add(requestId, txHash));
+  }
+
+  /** Recovered without the job by the expiry sweep. */
+  async requestCreated(requestId: string, expiresAt: Date): Promise<void> {
+    await waitBriefly(this.logger, 'scheduling expiry', 'the expiry sweep will expire it', () => this.expiry.schedule(requestId, expiresAt));
   }
 
   /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */

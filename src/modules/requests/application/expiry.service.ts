@@ -9,11 +9,8 @@ const SWEEP_BATCH = 1000;
 const SWEEP_MAX_BATCHES = 20;
 
 /**
- * Stores expiries (DESIGN §3, §7): every lapsed request, by the sweep (EXPIRY_SWEEP_INTERVAL_MS). Reads show
- * `expired` from expires_at on whether or not it ran, so the sweep's period is only how soon the stored status
- * follows: plans count a missed charge then. Plan charges among them are told to the plans in the same
- * transaction. A delayed job per request used to do this at expires_at; it cost each create a BullMQ add (about
- * 9 % of its CPU) for a stored status no one reads before the sweep would have written it.
+ * Stores expiries (DESIGN §3, §7): one request at its expires_at (the delayed job), or every lapsed request
+ * (the sweep). Plan charges among them are told to the plans in the same transaction (missed charges).
  */
 @Injectable()
 export class ExpiryService {
@@ -23,7 +20,6 @@ export class ExpiryService {
     private readonly plans: PlanChargesPort,
   ) {}
 
-  /** One request, for the delayed jobs that versions before the sweep-only expiry queued (ExpiryProcessor). */
   async expireOne(requestId: string): Promise<PaymentRequest | null> {
     return this.dataSource.transaction(async (em) => {
       const expired = await this.repo.applyStatus(requestId, 'expire', { em });
@@ -34,7 +30,8 @@ export class ExpiryService {
 
   /**
    * Returns how many requests expired: batches of SWEEP_BATCH, each its own transaction, until one comes back
-   * short (a backlog after downtime is worked off, SWEEP_MAX_BATCHES per run, without one huge transaction).
+   * short, so a backlog (the jobs lost with a Redis that went away, a worker down for hours) is worked off in
+   * one run, SWEEP_MAX_BATCHES at most, without one huge transaction.
    */
   async sweep(): Promise<number> {
     let total = 0;

@@ -18,7 +18,7 @@ export interface PaidPlanCharge extends PlanChargeRef {
  * exactly when the change commits.
  */
 export abstract class PlanChargesPort {
-  /** These charges expired unpaid (the expiry sweep stored the expiry). */
+  /** These charges expired unpaid (the expiry job or the sweep stored the expiry). */
   abstract chargesLapsed(em: EntityManager, charges: readonly PlanChargeRef[]): Promise<void>;
   /** This charge was verified (on time, or late: within the grace window after it was counted missed). */
   abstract chargePaid(em: EntityManager, charge: PaidPlanCharge): Promise<void>;

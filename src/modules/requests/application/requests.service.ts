@@ -15,6 +15,7 @@ import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES, type PaymentMode } from '../domain/request-rules';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
 import { RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
+import { AfterCommit } from './after-commit';
 
 const PAGE_DEFAULT = 50;
 
@@ -87,6 +88,7 @@ export class RequestsService {
     private readonly repo: RequestsRepository,
     private readonly assets: AssetRegistry,
     private readonly rates: RatesService,
+    private readonly afterCommit: AfterCommit,
     private readonly merchants: MerchantGate,
     private readonly directory: MerchantDirectory,
   ) {}
@@ -99,11 +101,11 @@ export class RequestsService {
    */
   async create(p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
     const outcome = await this.attempt(p, input, await this.directory.forCreate(input.merchantId));
-    if (outcome) return outcome;
+    if (outcome) return this.queued(outcome);
     for (let fresh = 0; fresh < 2; fresh++) {
       this.directory.evict(input.merchantId);
       const again = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId));
-      if (again) return again;
+      if (again) return this.queued(again);
     }
     throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);
   }
@@ -112,7 +114,8 @@ export class RequestsService {
    * The same create, inside the caller's transaction (a plan's charge and its plan's advance commit together).
    * Decided on a fresh read of the merchant; when the schema's merchant rule refuses the row (the merchant
    * changed between that read and the insert, which then undid only itself), decided again on a new read, so a
-   * merchant disabled meanwhile gets its 400, not a broken transaction.
+   * merchant disabled meanwhile gets its 400, not a broken transaction. Nothing is queued: after the commit,
+   * call `created()`.
    */
   async createIn(em: EntityManager, p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
     for (let read = 0; read < 3; read++) {
@@ -120,6 +123,16 @@ export class RequestsService {
       if (outcome) return outcome;
     }
     throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);
+  }
+
+  /** Work queued once a request's insert committed: its expiry job (the sweep backs it up). */
+  async created(request: PaymentRequest): Promise<void> {
+    await this.afterCommit.requestCreated(request.id, request.expiresAt);
+  }
+
+  private queued(outcome: { request: PaymentRequest; created: boolean }): { request: PaymentRequest; created: boolean } {
+    if (outcome.created) void this.created(outcome.request);
+    return outcome;
   }
 
   /** One decision and insert on merchant `m` as read; null when the schema says `m` is no longer current. */

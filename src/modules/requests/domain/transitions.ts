@@ -78,7 +78,7 @@ export function nextProofStatus(state: RequestState, trigger: ProofTrigger): Pro
 
 /**
  * The status as shown: a request that has lapsed (no proof past expires_at, an unverified proof past
- * claim_until) reads as expired even before the expiry sweep has stored it.
+ * claim_until) reads as expired even before the expiry job or sweep has stored it.
  */
 export function effectiveStatus(r: RequestState & Deadlines, now: Date): RequestStatus {
   const at = lapsesAt(r, r);

@@ -9,8 +9,7 @@ import { ExpiryService } from '../application/expiry.service';
 import { RequestsRepository } from './requests.repository';
 
 /**
- * The repeating chain-side work: the chain scan, the expiry sweep (which stores every expiry) and the release
- * of the amounts of requests whose claim window the scan has passed.
+ * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
  * BullMQ hands any job of a queue to any of its workers, so the queue has one processor dispatching by name.
  */
 @Processor(QUEUES.scheduled, { concurrency: 2 })
@@ -33,7 +32,6 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
       [
         { queue: this.queue, id: SCHEDULED_JOBS.chainScan, every: this.config.chainScanIntervalMs },
         { queue: this.queue, id: SCHEDULED_JOBS.expirySweep, every: this.config.expirySweepIntervalMs },
-        { queue: this.queue, id: SCHEDULED_JOBS.amountRelease, every: this.config.amountReleaseIntervalMs },
       ],
       this.logger,
     );
@@ -49,13 +47,9 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
         return this.scan.scanAll();
       case SCHEDULED_JOBS.expirySweep: {
         const expired = await this.expiry.sweep();
-        if (expired) this.logger.log(`expired ${expired} requests`);
-        return { expired };
-      }
-      case SCHEDULED_JOBS.amountRelease: {
         const released = await this.repo.releaseClosedAmounts();
-        if (released) this.logger.log(`released ${released} amounts`);
-        return { released };
+        if (expired || released) this.logger.log(`expired ${expired} requests, released ${released} amounts`);
+        return { expired, released };
       }
       default:
         throw new Error(`no handler for scheduled job ${job.name}`);
