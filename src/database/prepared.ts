@@ -20,9 +20,20 @@ export async function preparedQuery<T>(em: EntityManager, name: string, text: st
   const known = texts.get(name);
   if (known === undefined) texts.set(name, text);
   else if (known !== text) throw new Error(`prepared statement ${name} is already used for another text`);
-  // Outside a transaction, straight to the driver's pool (it checks a connection out and back in), without a
-  // QueryRunner made and connected for one statement.
-  const client = em.queryRunner ? ((await em.queryRunner.connect()) as PoolClient) : (em.dataSource.driver as PostgresDriver).master as Pool;
+  if (em.queryRunner) return run<T>((await em.queryRunner.connect()) as PoolClient, name, text, values);
+  // Outside a transaction, a connection straight from the driver's pool for this one statement, without a
+  // QueryRunner made for it. Released without the error: a statement that failed (a check the schema refused)
+  // leaves its connection and its prepared statements usable; pg-pool drops one that broke by itself.
+  const pool = (em.dataSource.driver as PostgresDriver).master as Pool;
+  const client = await pool.connect();
+  try {
+    return await run<T>(client, name, text, values);
+  } finally {
+    client.release();
+  }
+}
+
+async function run<T>(client: PoolClient, name: string, text: string, values: unknown[]): Promise<T[]> {
   const { rows } = await client.query({ name, text, values });
   return rows as T[];
 }
