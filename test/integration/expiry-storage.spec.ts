@@ -1,8 +1,12 @@
+import { Wallet } from 'ethers';
+import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
 import { ExpiryService } from '../../src/modules/requests/application/expiry.service';
+import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
 
 /*
  * Stored expiries. The service runs without its worker, so neither the delayed expiry job nor the scheduled
@@ -69,3 +73,45 @@ describe('the sweep', () => {
   });
 });
 
+describe('a payment after the deadline, before the expiry was stored', () => {
+  const env = testEnv();
+
+  beforeAll(async () => {
+    await mint(env.rpcUrl, env.token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
+  });
+
+  /** A request whose expires_at passed a second ago, paid on chain; its stored status is still `requested`. */
+  async function lapsedAndPaid(fiat: number): Promise<{ id: string; txHash: string }> {
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { account_id: merchant.id, fiat_amount_int: fiat } });
+    expect(r.status).toBe(201);
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second' WHERE id = $1`, [r.body.request_id]);
+    const tx = await transferToken(env.rpcUrl, env.token, DEV_KEYS[1], merchant.wallet.address, BigInt(r.body.amount));
+    await mine(env.rpcUrl, 1);
+    expect((await stored(r.body.request_id)).status).toBe('requested');
+    return { id: r.body.request_id, txHash: tx.txHash };
+  }
+
+  const stored = async (id: string) => (await sql(`SELECT status, proof_status, expired_at FROM payment_requests WHERE id = $1`, [id]))[0];
+  const shown = async (id: string) => (await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: partner.testKey })).body;
+
+  it('a payer\'s proof leaves it expired (stored so in the same transaction), not requested again', async () => {
+    const { id, txHash } = await lapsedAndPaid(1301);
+    expect((await shown(id)).status).toBe('expired');
+    const proof = await call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: txHash } });
+    expect(proof.status).toBe(200);
+    expect(proof.body).toMatchObject({ status: 'expired', proof_status: 'attached' });
+    expect(await stored(id)).toMatchObject({ status: 'expired', proof_status: 'attached', expired_at: expect.any(Date) });
+    expect(await shown(id)).toMatchObject({ status: 'expired', proof_status: 'attached' });
+
+    // Its verification keeps the status (DESIGN §3: money that arrived is reported, the status stays).
+    expect((await svc.app.get(VerificationService).verify(id, txHash, 'payer')).kind).toBe('verified');
+    expect(await shown(id)).toMatchObject({ status: 'expired', proof_status: 'verified' });
+  });
+
+  it('a payment the chain scan finds (no proof submitted) leaves it expired and verified', async () => {
+    const { id, txHash } = await lapsedAndPaid(1302);
+    expect((await svc.app.get(VerificationService).verify(id, txHash, 'chain_scan')).kind).toBe('verified');
+    expect(await stored(id)).toMatchObject({ status: 'expired', proof_status: 'verified', expired_at: expect.any(Date) });
+    expect(await shown(id)).toMatchObject({ status: 'expired', proof_status: 'verified' });
+  });
+});

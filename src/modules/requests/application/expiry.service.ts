@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import type { PaymentRequest } from '../domain/payment-request';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { PlanChargesPort, type PlanChargeRef } from './plan-charges.port';
@@ -21,11 +21,20 @@ export class ExpiryService {
   ) {}
 
   async expireOne(requestId: string): Promise<PaymentRequest | null> {
-    return this.dataSource.transaction(async (em) => {
-      const expired = await this.repo.applyStatus(requestId, 'expire', { em });
-      if (expired?.planId) await this.plans.chargesLapsed(em, [{ requestId: expired.id, planId: expired.planId }]);
-      return expired;
-    });
+    return this.dataSource.transaction((em) => this.expireIfLapsed(em, requestId));
+  }
+
+  /**
+   * In the caller's transaction: stores the expiry of a request that has lapsed and is not stored so (its job
+   * or the sweep has not run yet), and counts a plan charge's miss; null when it has not lapsed. Whatever
+   * writes a proof or a payment to a request first calls this, so a payment after the deadline leaves it
+   * `expired` with its proof (DESIGN §3 "status stays"), as it would be had the job run on time; otherwise
+   * the proof would move its lapse to the claim window and show it `requested` again.
+   */
+  async expireIfLapsed(em: EntityManager, requestId: string): Promise<PaymentRequest | null> {
+    const expired = await this.repo.applyStatus(requestId, 'expire', { em });
+    if (expired?.planId) await this.plans.chargesLapsed(em, [{ requestId: expired.id, planId: expired.planId }]);
+    return expired;
   }
 
   /**

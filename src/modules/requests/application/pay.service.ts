@@ -9,6 +9,7 @@ import type { PaymentRequest } from '../domain/payment-request';
 import { effectiveStatus, nextProofStatus, proofReplaceable, type ProofStatus, type RequestStatus } from '../domain/transitions';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { ExpiryService } from './expiry.service';
 import { ChainUnavailable, VerificationService } from './verification.service';
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
@@ -52,6 +53,7 @@ export class PayService {
     private readonly outbox: EventOutbox,
     private readonly afterCommit: AfterCommit,
     private readonly verification: VerificationService,
+    private readonly expiry: ExpiryService,
   ) {}
 
   async view(id: string): Promise<PayView> {
@@ -137,6 +139,7 @@ export class PayService {
       }
       if (current.proofStatus === 'attached' && !proofReplaceable(current)) throw new AppError('proof_already_attached');
       const attaching = nextProofStatus(current, 'attach') !== null;
+      await this.expiry.expireIfLapsed(em, id);
       if (!(await this.repo.attachProof(em, id, txHash))) throw new AppError('proof_already_attached');
       if (!attaching) return { eventIds: [], queue: true };
       const e = await this.outbox.record(em, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });

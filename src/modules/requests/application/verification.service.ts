@@ -11,6 +11,7 @@ import { isDeepEnough } from '../domain/finality';
 import { judgeTransaction, type NoPayReason } from '../domain/pay-rule';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { ExpiryService } from './expiry.service';
 import { PlanChargesPort } from './plan-charges.port';
 import { readHead } from './chain-head';
 
@@ -64,6 +65,7 @@ export class VerificationService {
     private readonly notices: NotificationsOutbox,
     private readonly afterCommit: AfterCommit,
     private readonly plans: PlanChargesPort,
+    private readonly expiry: ExpiryService,
   ) {}
 
   /**
@@ -152,6 +154,9 @@ export class VerificationService {
   private async claim(r: PaymentRequest, t: ChainTransfer, source: ProofSource): Promise<boolean> {
     try {
       const recorded = await this.dataSource.transaction(async (em) => {
+        // Paid after its deadline, before the expiry was stored: stored first, so it stays expired (and a plan
+        // charge counts its miss, which the payment then resets), as if the expiry job had run on time.
+        await this.expiry.expireIfLapsed(em, r.id);
         if (!(await this.repo.claim(em, r.id, t, source))) return null;
         // A paid charge resets its plan's missed count, and may resume a plan paused for unpaid (DESIGN §5).
         if (r.planId && r.periodIndex !== null) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId, periodIndex: r.periodIndex });
