@@ -109,6 +109,8 @@ export interface AppConfig {
   planMaxMissed: number;
   /** How often the plan scheduler looks for due plans (a due charge must exist within 15 s). */
   planSchedulerIntervalMs: number;
+  /** Due plans one scheduler run charges at most; the next run (seconds later) takes the rest. */
+  planSchedulerBatch: number;
   /** Email over SMTP (DESIGN §6): `smtp://[user:pass@]host:port` or `smtps://`; null → no email is sent. */
   smtpUrl: string | null;
   mailFrom: string | null;
@@ -413,6 +415,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     finalityCheckIntervalMs: int(env, 'FINALITY_CHECK_INTERVAL_MS', 15000, 100, 3600000),
     planMaxMissed: int(env, 'PLAN_MAX_MISSED', 2, 1, 1000),
     planSchedulerIntervalMs: int(env, 'PLAN_SCHEDULER_INTERVAL_MS', 5000, 100, 10000),
+    planSchedulerBatch: int(env, 'PLAN_SCHEDULER_BATCH', 200, 1, 10000),
     smtpUrl: env.SMTP_URL ? url(env, 'SMTP_URL', '', ['smtp:', 'smtps:']) : null,
     mailFrom: env.MAIL_FROM || null,
     sms: sms(env),

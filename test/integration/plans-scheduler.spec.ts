@@ -31,6 +31,8 @@ const clock = new TestClock();
 const shared = {
   REDIS_PREFIX: `${env.redisPrefix}-plans-${randomBytes(3).toString('hex')}`,
   PLAN_SCHEDULER_INTERVAL_MS: '200',
+  // Runs of 20 plans (200 in production): the starvation case below needs more failing plans than one run takes.
+  PLAN_SCHEDULER_BATCH: '20',
   EXPIRY_SWEEP_INTERVAL_MS: '200',
   CHAIN_SCAN_INTERVAL_MS: '300',
   HEAD_POLL_MS: '100',
@@ -195,8 +197,8 @@ it('concurrent advances are serialised: each moves one period, never two charges
 });
 
 it('plans whose charge keeps failing never keep other due plans from being charged; fixed, each is charged for its latest due period', async () => {
-  // 201 plans of a merchant whose charges are refused (its currency is not theirs and has no rate), due hours before the healthy plan:
-  // more than one run takes, so oldest-due-first alone would try them, and only them, in every run.
+  // 21 plans of a merchant whose charges are refused (its currency is not theirs and has no rate), due hours before the healthy plan:
+  // more than one run takes (PLAN_SCHEDULER_BATCH), so oldest-due-first alone would try them, and only them, in every run.
   const broken = await createOnboardedMerchant(a, partner.testKey);
   const start = new Date(clock.now().getTime() - 3 * 86_400_000 - 3_600_000); // period 3 is the latest due
   const failing: string[] = (
@@ -204,7 +206,7 @@ it('plans whose charge keeps failing never keep other due plans from being charg
       `INSERT INTO plans (id, partner_id, merchant_id, test_mode, token, title, fiat_amount, fiat_currency, "interval", interval_count,
                           start_at, expiry_minutes, next_period_index, next_charge_at)
        SELECT gen_random_uuid(), $1, $2, true, 'seeded-' || gen_random_uuid(), 'Broken', 1000 + n, 'usd', 'day', 1, $3, 60, 0, $3
-         FROM generate_series(1, 201) n RETURNING id`,
+         FROM generate_series(1, 21) n RETURNING id`,
       [partner.id, broken.id, start],
     )
   ).map((r) => r.id);
@@ -213,9 +215,9 @@ it('plans whose charge keeps failing never keep other due plans from being charg
   await sql(`BEGIN; SET LOCAL session_replication_role = replica; UPDATE merchants SET display_currency = 'zzz' WHERE id = '${broken.id}'; COMMIT`);
   try {
     const healthy = await newPlan(dash, 'day', new Date(clock.now().getTime() + 60_000));
-    // Charged in the run after the one that tries 200 failing plans (the clock's jump makes those tried before
-    // it due again, ahead of it): twice 200 failing attempts at most. ~80 ms each on a loaded machine, so up to
-    // half a minute; starved, as before retry_at ordered the runs, it would never be charged at all.
+    // Charged in the run after the one that tries 20 failing plans (the clock's jump makes those tried before
+    // it due again, ahead of it): twice 20 failing attempts at most, ~80 ms each on a loaded machine; starved,
+    // as before retry_at ordered the runs, it would never be charged at all.
     await reach(healthy, 0, 60_000);
     expect(await periods(healthy.id)).toEqual([0]);
     // Each failure is stored on its plan and retried after a backoff; the plans wait, still due, with nothing charged.

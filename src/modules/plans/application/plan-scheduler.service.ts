@@ -1,13 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { afterChargeFailed, afterSkip, periodToCharge, type Plan } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
-
-/** Plans one run handles at most; the next run (seconds later) takes the rest. */
-const PLANS_PER_RUN = 200;
 
 /**
  * Charges the plans that are due (DESIGN §5), selected by state, not by a "since the last run" window: every
@@ -23,6 +21,7 @@ export class PlanSchedulerService {
   private readonly logger = new Logger('PlanScheduler');
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(PLAN_CLOCK) private readonly clock: Clock,
     private readonly dataSource: DataSource,
     private readonly plans: PlansRepository,
@@ -36,7 +35,7 @@ export class PlanSchedulerService {
     const failed = new Map<string, Error>();
     let charged = 0;
     let skipped = 0;
-    for (let i = 0; i < PLANS_PER_RUN; i++) {
+    for (let i = 0; i < this.config.planSchedulerBatch; i++) {
       let seen: Plan | undefined;
       try {
         const outcome = await this.dataSource.transaction(async (em) => {
