@@ -44,6 +44,8 @@ beforeAll(async () => {
       WEBHOOK_RETRY_DELAYS_MS: DELAYS.join(','),
       WEBHOOK_MAX_ATTEMPTS: '3',
       WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      // The outbox re-drive every 2 s (15 s in production): the Redis-loss case waits for it.
+      WEBHOOK_REDRIVE_MS: '2000',
       REDIS_PREFIX,
     },
   });
@@ -609,8 +611,8 @@ describe('isolation and durability', () => {
     }
 
     const all = [retrying, ...waiting, ...unrelayed];
-    // Recovery runs on the re-drive's schedule (15 s) after the keeper recreates it (5 s): generous on a loaded
-    // machine, since this checks that nothing is lost, not how fast.
+    // Recovery runs on the re-drive's schedule (WEBHOOK_REDRIVE_MS) after the keeper recreates it (5 s): generous
+    // on a loaded machine, since this checks that nothing is lost, not how fast.
     await Promise.all(all.map((e) => settled(e.id, 'delivered', 100_000)));
     for (const e of all) expect(s.receiver.callsFor(e.id).length).toBeGreaterThanOrEqual(1);
     expect(s.receiver.callsFor(retrying.id)).toHaveLength(2);
