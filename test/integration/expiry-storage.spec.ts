@@ -2,11 +2,13 @@ import { Wallet } from 'ethers';
 import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
 import { ExpiryService } from '../../src/modules/requests/application/expiry.service';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
+import { signInDashboard } from '../factories/dashboard';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
 
 /*
  * Stored expiries. The service runs without its worker, so neither the delayed expiry job nor the scheduled
@@ -18,7 +20,8 @@ let partner: TestPartner;
 let merchant: Awaited<ReturnType<typeof createOnboardedMerchant>>;
 
 beforeAll(async () => {
-  svc = await startService();
+  // One missed charge pauses a plan, so a miss counted (or not) shows as the plan's status.
+  svc = await startService({ env: { PLAN_MAX_MISSED: '1' } });
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
 }, 60000);
@@ -113,5 +116,49 @@ describe('a payment after the deadline, before the expiry was stored', () => {
     expect((await svc.app.get(VerificationService).verify(id, txHash, 'chain_scan')).kind).toBe('verified');
     expect(await stored(id)).toMatchObject({ status: 'expired', proof_status: 'verified', expired_at: expect.any(Date) });
     expect(await shown(id)).toMatchObject({ status: 'expired', proof_status: 'verified' });
+  });
+});
+
+describe('a plan whose open charge lapsed before its expiry was stored', () => {
+  /** A monthly plan starting now (its charge 0 made at once), that charge past its deadline and stored open. */
+  async function planWithLapsedCharge(): Promise<{ planId: string; dash: Awaited<ReturnType<typeof signInDashboard>> }> {
+    const dash = await signInDashboard(svc, merchant.wallet);
+    const p = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 2500, interval: 'month' } });
+    expect(p.status).toBe(201);
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second' WHERE plan_id = $1`, [p.body.plan_id]);
+    return { planId: p.body.plan_id, dash };
+  }
+  const chargesOf = (planId: string) => sql(`SELECT period_index, status FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [planId]);
+
+  it('the test clock\'s advance counts its miss first: the plan pauses (PLAN_MAX_MISSED 1) and no next charge is made', async () => {
+    const { planId, dash } = await planWithLapsedCharge();
+    const r = await dash.call('POST', `/plans/${planId}/advance`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'paused', pause_reason: 'unpaid', charges_created: 1 });
+    expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }]);
+  });
+
+  it('the scheduler counts its miss first: the due plan pauses and gets no next charge (nor its notice)', async () => {
+    const { planId } = await planWithLapsedCharge();
+    // Charge 0 lapses, and period 1 comes due, at the same moment a few seconds from now: after the worker's
+    // first sweep (at its start), before its next one (an hour on). Only the scheduler can see the lapse then.
+    await sql(`UPDATE payment_requests SET expires_at = now() + interval '4 seconds' WHERE plan_id = $1`, [planId]);
+    await sql(
+      `UPDATE plans SET start_at = now() + interval '4 seconds' - interval '1 month', next_charge_at = now() + interval '4 seconds' WHERE id = $1`,
+      [planId],
+    );
+    const worker = await startService({
+      worker: true,
+      env: { PLAN_MAX_MISSED: '1', PLAN_SCHEDULER_INTERVAL_MS: '200', EXPIRY_SWEEP_INTERVAL_MS: '3600000' },
+    });
+    try {
+      await waitFor(async () => (await sql(`SELECT status FROM plans WHERE id = $1`, [planId]))[0].status !== 'active', 15_000, 50);
+      expect((await sql(`SELECT status, pause_reason, charges_created FROM plans WHERE id = $1`, [planId]))[0]).toEqual({
+        status: 'paused', pause_reason: 'unpaid', charges_created: 1,
+      });
+      expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }]);
+    } finally {
+      await worker.close();
+    }
   });
 });

@@ -63,6 +63,16 @@ export class PlanChargesService {
     return { ...outcome, notices };
   }
 
+  /**
+   * In the caller's transaction, with the plan locked: the plan's charges that have lapsed but whose expiry is
+   * not stored yet (the expiry job late: Redis away, the worker down) are stored now, each counting its miss,
+   * so what the caller decides next (charge the next period, or not: the misses may pause the plan) sees the
+   * plan as the job would have left it. Returns how many were stored; the caller reads the plan again then.
+   */
+  storeLapsed(em: EntityManager, plan: Plan): Promise<number> {
+    return this.requests.expireLapsedCharges(em, plan.id);
+  }
+
   /** After the transaction committed: the charge's expiry job and its notices. */
   async committed(outcome: ChargeOutcome | null | undefined): Promise<void> {
     if (!outcome?.created) return;

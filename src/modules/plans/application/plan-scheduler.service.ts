@@ -30,18 +30,25 @@ export class PlanSchedulerService {
   ) {}
 
   /** Returns how many plans were charged or skipped. Throws, after trying every due plan, if any failed. */
-  async run(): Promise<{ charged: number; skipped: number }> {
+  async run(): Promise<{ charged: number; skipped: number; paused: number }> {
     const now = this.clock.now();
     const failed = new Map<string, Error>();
     let charged = 0;
     let skipped = 0;
+    let paused = 0;
     for (let i = 0; i < this.config.planSchedulerBatch; i++) {
       let seen: Plan | undefined;
       try {
         const outcome = await this.dataSource.transaction(async (em) => {
-          const plan = await this.plans.lockNextDue(em, now, [...failed.keys()]);
+          let plan = await this.plans.lockNextDue(em, now, [...failed.keys()]);
           if (!plan) return null;
           seen = plan;
+          // A charge that lapsed while its expiry job is late counts its miss first: enough misses pause the
+          // plan, and a paused plan gets no next charge (nor its notice to the payer).
+          if (await this.charges.storeLapsed(em, plan)) {
+            plan = (await this.plans.lock(em, plan.id))!;
+            if (plan.status !== 'active') return 'paused' as const;
+          }
           const k = periodToCharge(plan, now);
           const merchant = await this.merchants.currentForCreate(plan.merchantId);
           if (merchant?.disabled) {
@@ -52,6 +59,7 @@ export class PlanSchedulerService {
         });
         if (outcome === null) break;
         if (outcome === 'skipped') skipped++;
+        else if (outcome === 'paused') paused++;
         else {
           charged++;
           await this.charges.committed(outcome as ChargeOutcome);
@@ -67,8 +75,10 @@ export class PlanSchedulerService {
       const [[id, first]] = failed;
       throw new Error(`${failed.size} due plan(s) could not be charged, e.g. ${id}: ${first.message}`);
     }
-    if (charged || skipped) this.logger.log(`charged ${charged} plans, skipped ${skipped} (merchant disabled)`);
-    return { charged, skipped };
+    if (charged || skipped || paused) {
+      this.logger.log(`charged ${charged} plans, skipped ${skipped} (merchant disabled), paused ${paused} (a lapsed charge's miss, its expiry job late)`);
+    }
+    return { charged, skipped, paused };
   }
 
   private async failedAttempt(plan: Plan, e: Error, now: Date): Promise<void> {

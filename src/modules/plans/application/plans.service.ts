@@ -221,6 +221,9 @@ export class PlansService {
       let plan = await this.locked(em, m, id);
       if (!plan.testMode) throw new AppError('test_mode_only');
       if (plan.status !== 'active') throw new AppError('plan_not_active');
+      // A charge that lapsed while its expiry job is late counts its miss first, as the job would have.
+      if (await this.charges.storeLapsed(em, plan)) plan = await this.locked(em, m, id);
+      if (plan.status !== 'active') return plan;
       const open = openCharge(await this.requests.chargesOf(plan.id), new Date());
       if (open && open.proofStatus === 'none' && (await this.requests.expireNow(em, open.id))) {
         await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);

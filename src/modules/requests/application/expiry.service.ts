@@ -38,6 +38,16 @@ export class ExpiryService {
   }
 
   /**
+   * In the caller's transaction, with the plan locked: stores the expiry of the plan's charges that have lapsed
+   * but are not stored so (their jobs late) and counts their misses; returns how many.
+   */
+  async expireLapsedCharges(em: EntityManager, planId: string): Promise<number> {
+    const expired = await this.repo.expireLapsed(em, SWEEP_BATCH, planId);
+    if (expired.length > 0) await this.plans.chargesLapsed(em, expired.map((r) => ({ requestId: r.id, planId })));
+    return expired.length;
+  }
+
+  /**
    * Returns how many requests expired: batches of SWEEP_BATCH, each its own transaction, until one comes back
    * short, so a backlog (the jobs lost with a Redis that went away, a worker down for hours) is worked off in
    * one run, SWEEP_MAX_BATCHES at most, without one huge transaction.

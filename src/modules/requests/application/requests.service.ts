@@ -16,6 +16,7 @@ import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES, type Payme
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
 import { RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
+import { ExpiryService } from './expiry.service';
 
 const PAGE_DEFAULT = 50;
 
@@ -91,6 +92,7 @@ export class RequestsService {
     private readonly afterCommit: AfterCommit,
     private readonly merchants: MerchantGate,
     private readonly directory: MerchantDirectory,
+    private readonly expiry: ExpiryService,
   ) {}
 
   /**
@@ -258,6 +260,11 @@ export class RequestsService {
    */
   expireNow(em: EntityManager, id: string): Promise<PaymentRequest | null> {
     return this.repo.expireEarly(em, id);
+  }
+
+  /** A plan's charges past their deadline whose expiry is not stored yet (jobs late): stored now, misses counted. */
+  expireLapsedCharges(em: EntityManager, planId: string): Promise<number> {
+    return this.expiry.expireLapsedCharges(em, planId);
   }
 
   /**

@@ -384,16 +384,18 @@ export class RequestsRepository {
    * Every lapsed request becomes expired: no proof past expires_at, or an attached proof that has not
    * verified by claim_until (DESIGN §7; proof_status stays attached). Returns the expired ids and their plans.
    */
-  async expireLapsed(em: EntityManager = this.requests.manager, limit = 1000): Promise<{ id: string; planId: string | null }[]> {
+  async expireLapsed(em: EntityManager = this.requests.manager, limit = 1000, planId?: string): Promise<{ id: string; planId: string | null }[]> {
     const rule = STATUS_TRANSITIONS.expire;
-    const params = { to: rule.to, from: rule.from, proof: rule.whenProof, limit };
+    const params = { to: rule.to, from: rule.from, proof: rule.whenProof, limit, planId };
+    // One plan's charges only (PlanChargesService.storeLapsed), through payment_requests_plan_period.
+    const ofPlan = planId === undefined ? '' : 'AND plan_id = :planId';
     const result = await this.repo(em)
       .createQueryBuilder()
       .update()
       .set({ status: rule.to, expiredAt: () => 'now()', updatedAt: () => 'now()' })
       .where(
         `id IN (SELECT id FROM payment_requests
-                 WHERE status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED} LIMIT :limit)`,
+                 WHERE status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED} ${ofPlan} LIMIT :limit)`,
       )
       .andWhere(`status = ANY(:from) AND proof_status = ANY(:proof) AND ${LAPSED}`)
       .setParameters(params)
