@@ -1,4 +1,5 @@
 import { Wallet } from 'ethers';
+import { Client } from 'pg';
 import { DEV_KEYS, mine, mint, transferToken } from '../../scripts/chain/local-node';
 import { ExpiryService } from '../../src/modules/requests/application/expiry.service';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
@@ -136,6 +137,44 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'paused', pause_reason: 'unpaid', charges_created: 1 });
     expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }]);
+  });
+
+  it('the scheduler meeting the expiry job on that charge (a deadlock) takes the plan again at once, not after a backoff', async () => {
+    const { planId } = await planWithLapsedCharge();
+    await sql(`UPDATE payment_requests SET expires_at = now() + interval '4 seconds' WHERE plan_id = $1`, [planId]);
+    await sql(
+      `UPDATE plans SET start_at = now() + interval '4 seconds' - interval '1 month', next_charge_at = now() + interval '4 seconds' WHERE id = $1`,
+      [planId],
+    );
+    const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
+    // The expiry job's transaction (ExpiryService.expireOne): it holds the charge, then wants the plan.
+    const job = new Client({ connectionString: testEnv().databaseUrl });
+    await job.connect();
+    const worker = await startService({
+      worker: true,
+      env: { PLAN_SCHEDULER_INTERVAL_MS: '200', EXPIRY_SWEEP_INTERVAL_MS: '3600000' },
+    });
+    try {
+      const [{ pid }] = (await job.query(`SELECT pg_backend_pid() AS pid`)).rows;
+      await job.query('BEGIN');
+      await job.query(`SELECT 1 FROM payment_requests WHERE id = $1 FOR UPDATE`, [charge.id]);
+      // Once due, the scheduler locks the plan and waits for the charge the job holds.
+      await waitFor(async () => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE "payment_requests"%' AND pid <> $1`, [pid],
+      )).length > 0, 15_000, 50);
+      await job.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
+      await job.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);
+      await job.query('COMMIT');
+      // Postgres rolled the scheduler's transaction back (it waited first); it took the plan again at once.
+      await waitFor(async () => (await chargesOf(planId)).length === 2, 10_000, 50);
+      expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }, { period_index: 1, status: 'requested' }]);
+      expect((await sql(`SELECT status, missed_in_row, charge_failures, retry_at FROM plans WHERE id = $1`, [planId]))[0]).toEqual({
+        status: 'active', missed_in_row: 1, charge_failures: 0, retry_at: null,
+      });
+    } finally {
+      await job.end();
+      await worker.close();
+    }
   });
 
   it('the scheduler counts its miss first: the due plan pauses and gets no next charge (nor its notice)', async () => {

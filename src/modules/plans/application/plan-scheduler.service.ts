@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
+import { isDeadlock } from '../../../database/pg-errors';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { afterChargeFailed, afterSkip, periodToCharge, type Plan } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
@@ -16,6 +17,9 @@ import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
  * charge fails stays due and is tried again after a backoff (afterChargeFailed), sorted by its retry time, so
  * plans that keep failing never fill every run ahead of the plans that can be charged.
  */
+/** Times one run takes a plan again at once after Postgres rolled its transaction back for a deadlock. */
+const DEADLOCK_RETRIES = 2;
+
 @Injectable()
 export class PlanSchedulerService {
   private readonly logger = new Logger('PlanScheduler');
@@ -36,6 +40,7 @@ export class PlanSchedulerService {
     let charged = 0;
     let skipped = 0;
     let paused = 0;
+    const deadlocked = new Map<string, number>();
     for (let i = 0; i < this.config.planSchedulerBatch; i++) {
       let seen: Plan | undefined;
       try {
@@ -65,8 +70,15 @@ export class PlanSchedulerService {
           await this.charges.committed(outcome as ChargeOutcome);
         }
       } catch (e) {
-        // Rolled back: the plan stays due, tried again once its retry time has come; the other plans go on now.
         if (!seen) throw e;
+        // Met the expiry job or the sweep on a lapsed charge (they lock the charge, then its plan; this run locks
+        // the plan, then the charge) and rolled back by Postgres: the plan is still due, so it is taken again now.
+        const retries = deadlocked.get(seen.id) ?? 0;
+        if (isDeadlock(e) && retries < DEADLOCK_RETRIES) {
+          deadlocked.set(seen.id, retries + 1);
+          continue;
+        }
+        // Rolled back: the plan stays due, tried again once its retry time has come; the other plans go on now.
         failed.set(seen.id, e as Error);
         await this.failedAttempt(seen, e as Error, now);
       }
