@@ -129,6 +129,17 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
     await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second' WHERE plan_id = $1`, [p.body.plan_id]);
     return { planId: p.body.plan_id, dash };
   }
+  /**
+   * Charge 0 lapses, and period 1 comes due, at the same moment four seconds from now: after the first sweep of a
+   * worker started right away (at its start), before its next one (EXPIRY_SWEEP_INTERVAL_MS an hour).
+   */
+  async function lapsesAsPeriodOneFallsDue(planId: string): Promise<void> {
+    await sql(`UPDATE payment_requests SET expires_at = now() + interval '4 seconds' WHERE plan_id = $1`, [planId]);
+    await sql(
+      `UPDATE plans SET start_at = now() + interval '4 seconds' - interval '1 month', next_charge_at = now() + interval '4 seconds' WHERE id = $1`,
+      [planId],
+    );
+  }
   const chargesOf = (planId: string) => sql(`SELECT period_index, status FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [planId]);
 
   it('the test clock\'s advance counts its miss first: the plan pauses (PLAN_MAX_MISSED 1) and no next charge is made', async () => {
@@ -141,11 +152,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
 
   it('the scheduler meeting the expiry job on that charge (a deadlock) takes the plan again at once, not after a backoff', async () => {
     const { planId } = await planWithLapsedCharge();
-    await sql(`UPDATE payment_requests SET expires_at = now() + interval '4 seconds' WHERE plan_id = $1`, [planId]);
-    await sql(
-      `UPDATE plans SET start_at = now() + interval '4 seconds' - interval '1 month', next_charge_at = now() + interval '4 seconds' WHERE id = $1`,
-      [planId],
-    );
+    await lapsesAsPeriodOneFallsDue(planId);
     const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
     // The expiry job's transaction (ExpiryService.expireOne): it holds the charge, then wants the plan.
     const job = new Client({ connectionString: testEnv().databaseUrl });
@@ -179,13 +186,8 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
 
   it('the scheduler counts its miss first: the due plan pauses and gets no next charge (nor its notice)', async () => {
     const { planId } = await planWithLapsedCharge();
-    // Charge 0 lapses, and period 1 comes due, at the same moment a few seconds from now: after the worker's
-    // first sweep (at its start), before its next one (an hour on). Only the scheduler can see the lapse then.
-    await sql(`UPDATE payment_requests SET expires_at = now() + interval '4 seconds' WHERE plan_id = $1`, [planId]);
-    await sql(
-      `UPDATE plans SET start_at = now() + interval '4 seconds' - interval '1 month', next_charge_at = now() + interval '4 seconds' WHERE id = $1`,
-      [planId],
-    );
+    // Only the scheduler can see the lapse then.
+    await lapsesAsPeriodOneFallsDue(planId);
     const worker = await startService({
       worker: true,
       env: { PLAN_MAX_MISSED: '1', PLAN_SCHEDULER_INTERVAL_MS: '200', EXPIRY_SWEEP_INTERVAL_MS: '3600000' },
