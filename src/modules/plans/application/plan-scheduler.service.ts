@@ -8,6 +8,9 @@ import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
 
+/** Times one run takes a plan again at once after Postgres rolled its transaction back for a deadlock. */
+const DEADLOCK_RETRIES = 2;
+
 /**
  * Charges the plans that are due (DESIGN §5), selected by state, not by a "since the last run" window: every
  * active plan whose next_charge_at has come, each locked FOR UPDATE SKIP LOCKED in its own transaction, which
@@ -17,9 +20,6 @@ import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
  * charge fails stays due and is tried again after a backoff (afterChargeFailed), sorted by its retry time, so
  * plans that keep failing never fill every run ahead of the plans that can be charged.
  */
-/** Times one run takes a plan again at once after Postgres rolled its transaction back for a deadlock. */
-const DEADLOCK_RETRIES = 2;
-
 @Injectable()
 export class PlanSchedulerService {
   private readonly logger = new Logger('PlanScheduler');
