@@ -33,7 +33,7 @@ export class PlanSchedulerService {
     private readonly merchants: MerchantGate,
   ) {}
 
-  /** Returns how many plans were charged or skipped. Throws, after trying every due plan, if any failed. */
+  /** Returns how many plans were charged, skipped or paused. Throws, after trying every due plan, if any failed. */
   async run(): Promise<{ charged: number; skipped: number; paused: number }> {
     const now = this.clock.now();
     const failed = new Map<string, Error>();
