@@ -43,6 +43,7 @@ describe('loadConfig defaults (DESIGN §2)', () => {
       webhookTimeoutMs: 8000,
       webhookRedriveMs: 15000,
       webhookStallMarginMs: 30000,
+      portalPasswordCost: 15,
       apiKeyCacheMaxEntries: 10000,
       latePaymentGraceMinutes: 60,
       webhookAllowPrivateUrls: false,
@@ -53,6 +54,9 @@ describe('loadConfig defaults (DESIGN §2)', () => {
 
   it('reads ONBOARDING_LINK_TTL_HOURS as whole hours from 1 to 8760', () => {
     expect(loadConfig({ ONBOARDING_LINK_TTL_HOURS: '24' }).onboardingLinkTtlHours).toBe(24);
+    // Development and tests may hash portal passwords more cheaply; production keeps at least the default.
+    expect(loadConfig({ PORTAL_PASSWORD_COST: '10' }).portalPasswordCost).toBe(10);
+    expect(loadConfig({ ...PRODUCTION, PORTAL_PASSWORD_COST: '16' }).portalPasswordCost).toBe(16);
     for (const bad of ['0', '1.5', 'week', '8761']) {
       expect(() => loadConfig({ ONBOARDING_LINK_TTL_HOURS: bad })).toThrow(/ONBOARDING_LINK_TTL_HOURS/);
     }
@@ -144,6 +148,9 @@ describe('loadConfig stops on a bad value, naming the variable (STYLE rule 8)', 
     ['PORT too large', { PORT: '70000' }, 'PORT'],
     ['ADMIN_PORT not a number', { ADMIN_PORT: '30x' }, 'ADMIN_PORT'],
     ['WEBHOOK_STALL_MARGIN_MS under a second', { WEBHOOK_STALL_MARGIN_MS: '999' }, 'WEBHOOK_STALL_MARGIN_MS'],
+    ['PORTAL_PASSWORD_COST under 10', { PORTAL_PASSWORD_COST: '9' }, 'PORTAL_PASSWORD_COST'],
+    ['PORTAL_PASSWORD_COST over 17', { PORTAL_PASSWORD_COST: '18' }, 'PORTAL_PASSWORD_COST'],
+    ['NODE_ENV=production with PORTAL_PASSWORD_COST under 15', { ...PRODUCTION, PORTAL_PASSWORD_COST: '14' }, 'PORTAL_PASSWORD_COST'],
     ['API_KEY_CACHE_MAX_ENTRIES under 5', { API_KEY_CACHE_MAX_ENTRIES: '4' }, 'API_KEY_CACHE_MAX_ENTRIES'],
     ['RATES without a rate', { RATES: 'usd' }, 'RATES'],
     ['RATES with a zero rate', { RATES: 'usd:0' }, 'RATES'],

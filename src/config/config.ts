@@ -1,4 +1,5 @@
 import { ADDRESS_PATTERN } from '../common/address';
+import { MAX_PASSWORD_COST, PASSWORD_COST } from '../modules/portal/password';
 
 /**
  * The whole configuration, parsed once at boot from the environment (DESIGN §2). Nothing else reads
@@ -52,6 +53,11 @@ export interface AppConfig {
    * for the deadline plus this, and an attempt 'delivering' longer than that is taken for stalled (its worker died).
    */
   webhookStallMarginMs: number;
+  /**
+   * The scrypt cost (log2 N) of new portal password hashes. Below the default only in development and tests,
+   * so a test can hash quickly; stored hashes carry their own cost, so verification does not depend on it.
+   */
+  portalPasswordCost: number;
   latePaymentGraceMinutes: number;
   webhookAllowPrivateUrls: boolean;
   /** Keys the HMAC that derives onboarding tokens, so the database alone cannot produce a valid link. */
@@ -385,6 +391,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     webhookPartnerConcurrency: int(env, 'WEBHOOK_PARTNER_CONCURRENCY', 10, 1, 1000),
     webhookRedriveMs: int(env, 'WEBHOOK_REDRIVE_MS', 15000, 100, 3600000),
     webhookStallMarginMs: int(env, 'WEBHOOK_STALL_MARGIN_MS', 30000, 1000, 3600000),
+    portalPasswordCost: int(env, 'PORTAL_PASSWORD_COST', PASSWORD_COST, production ? PASSWORD_COST : 10, MAX_PASSWORD_COST),
     latePaymentGraceMinutes: int(env, 'LATE_PAYMENT_GRACE_MINUTES', 60, 0, 100000),
     webhookAllowPrivateUrls: bool(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     onboardingTokenSecret,

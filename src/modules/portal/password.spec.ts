@@ -11,6 +11,13 @@ describe('portal passwords', () => {
     expect(await verifyPassword('', a)).toBe(false);
   });
 
+  it('hashes at a lower cost when asked (PORTAL_PASSWORD_COST in tests), which verification reads from the string', async () => {
+    const quick = await hashPassword('a long enough password', 10);
+    expect(quick).toMatch(/^\$scrypt\$ln=10,r=8,p=1\$[A-Za-z0-9+/]{43}\$[A-Za-z0-9+/]{43}$/);
+    expect(await verifyPassword('a long enough password', quick)).toBe(true);
+    expect(await verifyPassword('a long enough passworD', quick)).toBe(false);
+  });
+
   it('reads the cost from the string, and refuses unreadable or absurd ones', async () => {
     const cheap = await hashPassword('x'.repeat(12));
     expect(await verifyPassword('x'.repeat(12), cheap)).toBe(true);

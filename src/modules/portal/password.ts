@@ -8,13 +8,14 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 export const PASSWORD_MIN = 12;
 export const PASSWORD_MAX = 200;
 
-const LOG_N = 15;
+/** The scrypt cost (log2 N) of new hashes unless PORTAL_PASSWORD_COST lowers it in development or tests. */
+export const PASSWORD_COST = 15;
 const R = 8;
 const P = 1;
 const SALT_BYTES = 32;
 const KEY_BYTES = 32;
 /** Highest cost a stored string may ask for: a tampered row must not make verification eat gigabytes. */
-const MAX_LOG_N = 17;
+export const MAX_PASSWORD_COST = 17;
 
 function derive(password: string, salt: Buffer, logN: number, r: number, p: number, keyLen: number): Promise<Buffer> {
   const N = 2 ** logN;
@@ -37,10 +38,10 @@ export function passwordProblem(password: unknown): string | null {
   return null;
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, logN = PASSWORD_COST): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
-  const key = await derive(password, salt, LOG_N, R, P, KEY_BYTES);
-  return `$scrypt$ln=${LOG_N},r=${R},p=${P}$${b64(salt)}$${b64(key)}`;
+  const key = await derive(password, salt, logN, R, P, KEY_BYTES);
+  return `$scrypt$ln=${logN},r=${R},p=${P}$${b64(salt)}$${b64(key)}`;
 }
 
 const STORED = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{16,})$/;
@@ -50,21 +51,25 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const m = STORED.exec(stored);
   if (!m) return false;
   const [logN, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  if (logN < 1 || logN > MAX_LOG_N || r < 1 || p < 1) return false;
+  if (logN < 1 || logN > MAX_PASSWORD_COST || r < 1 || p < 1) return false;
   const salt = Buffer.from(m[4], 'base64');
   const expected = Buffer.from(m[5], 'base64');
   const actual = await derive(password, salt, logN, r, p, expected.length);
   return timingSafeEqual(actual, expected);
 }
 
-let dummy: Promise<string> | undefined;
+const dummies = new Map<number, Promise<string>>();
 
 /**
- * A hash of a random password with the current parameters, made once per process. Verifying an unknown
- * email's attempt against it costs what a real verification costs, so response times do not tell which
- * emails have an account.
+ * A hash of a random password with the current parameters (cost `logN`), made once per process and cost.
+ * Verifying an unknown email's attempt against it costs what a real verification costs, so response times do
+ * not tell which emails have an account.
  */
-export function dummyHash(): Promise<string> {
-  dummy ??= hashPassword(randomBytes(24).toString('base64'));
+export function dummyHash(logN = PASSWORD_COST): Promise<string> {
+  let dummy = dummies.get(logN);
+  if (!dummy) {
+    dummy = hashPassword(randomBytes(24).toString('base64'), logN);
+    dummies.set(logN, dummy);
+  }
   return dummy;
 }

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError, type FieldError } from '../../common/errors';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { isUniqueViolation } from '../../database/pg-errors';
 import { PartnersService } from '../admin/partners.service';
@@ -55,6 +56,7 @@ export class PortalUsersService {
     private readonly partners: PartnersService,
     private readonly limiter: PartnerLimiter,
     private readonly audit: AuditService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async create(partnerId: string, input: { email?: unknown; password?: unknown; role?: unknown }, actor: Actor): Promise<PortalUserInfo> {
@@ -66,7 +68,7 @@ export class PortalUsersService {
     if (!isRole(input.role)) errors.push({ field: 'role', message: 'role must be admin or member' });
     if (errors.length) throw AppError.invalid(errors);
     await this.partners.get(partnerId);
-    const hash = await hashPassword(input.password as string);
+    const hash = await hashPassword(input.password as string, this.config.portalPasswordCost);
     try {
       const row = await this.dataSource.transaction(async (em) => {
         const inserted = await this.repo.insert(em, partnerId, email as string, hash, input.role as PortalRole);
@@ -144,7 +146,7 @@ export class PortalUsersService {
     if (problem) throw AppError.invalid([{ field: 'new_password', message: `The new ${problem}.` }]);
     if (input.next !== input.repeat) throw AppError.invalid([{ field: 'new_password_repeat', message: 'The new password and its repetition differ.' }]);
     if (input.next === current) throw AppError.invalid([{ field: 'new_password', message: 'The new password is the same as the current one.' }]);
-    const hash = await hashPassword(input.next as string);
+    const hash = await hashPassword(input.next as string, this.config.portalPasswordCost);
     return this.dataSource.transaction(async (em) => {
       await this.repo.setPasswordHash(em, userId, hash);
       const otherSessionsEnded = await this.sessions.deleteOthersOf(em, userId, keepSession);
@@ -164,7 +166,7 @@ export class PortalUsersService {
     const email = normalizeEmail(rawEmail);
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
     const row = email ? await this.repo.findByEmail(email) : null;
-    const ok = await verifyPassword(pw, row?.passwordHash ?? (await dummyHash()));
+    const ok = await verifyPassword(pw, row?.passwordHash ?? (await dummyHash(this.config.portalPasswordCost)));
     return row && ok ? { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role } : null;
   }
 }
