@@ -19,3 +19,18 @@ export function isCheckViolation(e: unknown, constraint: string): boolean {
 export function isDeadlock(e: unknown): boolean {
   return (e as { code?: string })?.code === '40P01';
 }
+
+/**
+ * Runs `transaction` again when Postgres rolled it back to end a deadlock, `attempts` times in all: a
+ * transaction that locks in another order than a concurrent one (a plan, then its charge, against a charge,
+ * then its plan) is simply run again on what is stored then. Any other error, or the last deadlock, is thrown.
+ */
+export async function retryingDeadlocks<T>(attempts: number, transaction: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (e) {
+      if (!isDeadlock(e) || attempt >= attempts) throw e;
+    }
+  }
+}

@@ -1,15 +1,19 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { isDeadlock } from '../../../database/pg-errors';
+import { retryingDeadlocks } from '../../../database/pg-errors';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
 import { afterChargeFailed, afterSkip, periodToCharge, type Plan } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 import { PlanChargesService, type ChargeOutcome } from './plan-charges.service';
 
-/** Times one run takes a plan again at once after Postgres rolled its transaction back for a deadlock. */
-const DEADLOCK_RETRIES = 2;
+/**
+ * A plan's transaction that Postgres rolled back for a deadlock (the expiry job or the sweep holding its lapsed
+ * charge: they lock the charge, then its plan; a run locks the plan, then the charge) is run again at once, this
+ * many times in all, before it counts as a failed charge and waits out the backoff.
+ */
+const CHARGE_ATTEMPTS = 3;
 
 /**
  * Charges the plans that are due (DESIGN §5), selected by state, not by a "since the last run" window: every
@@ -40,11 +44,10 @@ export class PlanSchedulerService {
     let charged = 0;
     let skipped = 0;
     let paused = 0;
-    const deadlocked = new Map<string, number>();
     for (let i = 0; i < this.config.planSchedulerBatch; i++) {
       let seen: Plan | undefined;
       try {
-        const outcome = await this.dataSource.transaction(async (em) => {
+        const outcome = await retryingDeadlocks(CHARGE_ATTEMPTS, () => this.dataSource.transaction(async (em) => {
           let plan = await this.plans.lockNextDue(em, now, [...failed.keys()]);
           if (!plan) return null;
           seen = plan;
@@ -61,7 +64,7 @@ export class PlanSchedulerService {
             return 'skipped' as const;
           }
           return this.charges.charge(em, plan, k);
-        });
+        }));
         if (outcome === null) break;
         if (outcome === 'skipped') skipped++;
         else if (outcome === 'paused') paused++;
@@ -71,13 +74,6 @@ export class PlanSchedulerService {
         }
       } catch (e) {
         if (!seen) throw e;
-        // Met the expiry job or the sweep on a lapsed charge (they lock the charge, then its plan; this run locks
-        // the plan, then the charge) and rolled back by Postgres: the plan is still due, so it is taken again now.
-        const retries = deadlocked.get(seen.id) ?? 0;
-        if (isDeadlock(e) && retries < DEADLOCK_RETRIES) {
-          deadlocked.set(seen.id, retries + 1);
-          continue;
-        }
         // Rolled back: the plan stays due, tried again once its retry time has come; the other plans go on now.
         failed.set(seen.id, e as Error);
         await this.failedAttempt(seen, e as Error, now);

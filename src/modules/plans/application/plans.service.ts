@@ -4,7 +4,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { AppError } from '../../../common/errors';
 import { currencyMismatch } from '../../../common/http/currency-assertion';
-import { isDeadlock } from '../../../database/pg-errors';
+import { retryingDeadlocks } from '../../../database/pg-errors';
 import { PAGE_DEFAULT } from '../../../common/paging';
 import type { Merchant } from '../../merchants/merchant';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -206,13 +206,7 @@ export class PlansService {
     // The advance locks the plan, then its open charge; the expiry job, the sweep and a verification lock a
     // charge, then its plan. When one of them holds the open charge meanwhile, Postgres ends the cycle by
     // rolling one transaction back: the advance, rolled back whole, is simply run again on what is stored then.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.advanceOnce(m, id);
-      } catch (e) {
-        if (!isDeadlock(e) || attempt >= ADVANCE_ATTEMPTS) throw e;
-      }
-    }
+    return retryingDeadlocks(ADVANCE_ATTEMPTS, () => this.advanceOnce(m, id));
   }
 
   private async advanceOnce(m: Merchant, id: string): Promise<Plan> {
