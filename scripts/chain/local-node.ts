@@ -170,14 +170,36 @@ async function answersChainId(url: string): Promise<boolean> {
   }
 }
 
-/** A TCP port that was free a moment ago (the OS picks it). Another process could still take it before use. */
+/**
+ * Ports findFreePort picks from: below Linux's ephemeral range (32768-60999), which the OS hands out to every
+ * listen(0) and outgoing connection. A port taken from that range could be handed to another process (another
+ * jest worker's service on port 0, an HTTP client's socket) between this check and its use.
+ */
+const PICK_FROM = 20_000;
+const PICK_TO = 32_767;
+
+/**
+ * A TCP port that was free a moment ago, chosen at random outside the ephemeral range. Another process could
+ * still take it before use, but only by picking the same one.
+ */
 export async function findFreePort(host = '127.0.0.1'): Promise<number> {
+  for (let tries = 0; ; tries++) {
+    const port = PICK_FROM + Math.floor(Math.random() * (PICK_TO - PICK_FROM + 1));
+    if (await isFree(port, host)) return port;
+    if (tries >= 100) throw new Error(`no free port between ${PICK_FROM} and ${PICK_TO} on ${host} after 100 tries`);
+  }
+}
+
+async function isFree(port: number, host: string): Promise<boolean> {
   const server = net.createServer();
-  server.listen(0, host);
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
+  try {
+    server.listen(port, host);
+    await once(server, 'listening');
+  } catch {
+    return false;
+  }
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,3 +1,5 @@
+import type { LocalNode } from '../../scripts/chain/local-node';
+
 export default async function globalTeardown(): Promise<void> {
-  await (globalThis as { __chainNode?: { stop(): Promise<void> } }).__chainNode?.stop();
+  await Promise.all(((globalThis as { __chainNodes?: LocalNode[] }).__chainNodes ?? []).map((node) => node.stop()));
 }

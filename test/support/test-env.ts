@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** What global setup prepared for this run: a fresh database, a Redis prefix, a local chain and tokens. */
+/** What global setup prepared for one jest worker: a fresh database, a Redis prefix, a local chain and tokens. */
 export interface TestEnv {
   databaseUrl: string;
   redisUrl: string;
@@ -12,16 +12,24 @@ export interface TestEnv {
   otherToken: string;
 }
 
-/**
- * One file per database name: concurrent jest runs on one machine (each with its own TEST_DATABASE_NAME) would
- * otherwise overwrite each other's file, and one run's services would use another run's database and chain.
- */
-export const TEST_ENV_FILE = join(__dirname, '..', '..', '.tmp', `test-env-${process.env.TEST_DATABASE_NAME ?? 'prs_test'}.json`);
+/** The run's database name; TEST_DATABASE_NAME lets concurrent jest runs on one machine keep apart. */
+export const TEST_DATABASE_NAME = process.env.TEST_DATABASE_NAME ?? 'prs_test';
 
-/** The file runs set up before the per-database name existed; read only when the new one is missing. */
-const LEGACY_ENV_FILE = join(__dirname, '..', '..', '.tmp', 'test-env.json');
+/**
+ * Where global setup writes the environment of jest worker `worker` (1-based; `--runInBand` runs as worker 1).
+ * Each worker has its own database and chain: test files running side by side must not see each other's
+ * requests, plans or transfers, nor race for the dev accounts' nonces.
+ */
+export function testEnvFile(worker: number): string {
+  return join(__dirname, '..', '..', '.tmp', `test-env-${TEST_DATABASE_NAME}-w${worker}.json`);
+}
+
+/** This process's jest worker (also set in the services and scripts a test spawns, which inherit the env). */
+function currentWorker(): number {
+  const id = Number(process.env.JEST_WORKER_ID ?? '1');
+  return Number.isInteger(id) && id >= 1 ? id : 1;
+}
 
 export function testEnv(): TestEnv {
-  const file = existsSync(TEST_ENV_FILE) ? TEST_ENV_FILE : LEGACY_ENV_FILE;
-  return JSON.parse(readFileSync(file, 'utf8')) as TestEnv;
+  return JSON.parse(readFileSync(testEnvFile(currentWorker()), 'utf8')) as TestEnv;
 }
