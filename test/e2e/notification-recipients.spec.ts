@@ -56,7 +56,7 @@ it('handle, dashboard and plan creates refuse an email that is not one address: 
   expect((await dash.call('GET', '/plans')).body.plans).toEqual([]);
 });
 
-it("a partner's customer_email that names several addresses (spec: any string ≤ 254) gets no receipt; nobody in it is mailed", async () => {
+it("a partner's customer_email that names several addresses (spec: any string ≤ 254): its receipt fails where the merchant sees it; nobody in it is mailed", async () => {
   const p = await createPartner(svc);
   const owner = `owner-${tag()}@example.com`;
   const m = await createOnboardedMerchant(svc, p.testKey, { email: owner });
@@ -75,7 +75,12 @@ it("a partner's customer_email that names several addresses (spec: any string �
   });
   expect(smtp.to(victim)).toEqual([]);
   expect(smtp.to(payer)).toEqual([]);
-  expect(detail.notifications.map((n: any) => n.kind)).toEqual(['merchant_note']);
+  expect(detail.notifications.map((n: any) => [n.kind, n.status]).sort()).toEqual([
+    ['merchant_note', 'sent'],
+    ['receipt', 'failed'],
+  ]);
+  const [receipt] = await sql(`SELECT "to", attempts, last_error FROM notifications WHERE request_id = $1 AND kind = 'receipt'`, [r.request_id]);
+  expect(receipt).toEqual({ to: `${payer}\r\nBcc: ${victim}`, attempts: 1, last_error: 'the recipient is not one email address' });
 });
 
 it('a receipt row stored before the outbox checked its recipient is refused by the sender (failed), never mailed', async () => {

@@ -52,17 +52,18 @@ export interface Channels {
 
 /**
  * The messages a verified request causes: a receipt to the customer by email and by SMS, and a note to the
- * merchant. A message exists only when its channel is configured and it has a recipient: nothing is written
- * that could never be sent. An email goes only to a string that is one plain address (isOneEmailAddress): the
- * partner API takes any customer_email of at most 254 characters (spec §4.1), and the mailer would read
- * "a@x, b@y" or "a@x\r\nBcc: c@z" as other recipients than the one shown.
+ * merchant. A message exists only when its channel is configured and it has a recipient. The partner API takes
+ * any customer_email of at most 254 characters (spec §4.1), and the mailer would read "a@x, b@y" or
+ * "a@x\r\nBcc: c@z" as other recipients than the one shown: such a receipt is still written, so the merchant's
+ * dashboard shows it, and the sender refuses it (failed, "the recipient is not one email address") without
+ * mailing anyone. Merchant emails are checked where they are set; one that is not one address is skipped.
  */
 export function messagesForVerified(
   on: Channels,
   r: { requestId: string; customerEmail: string | null; customerPhone: string | null; merchantEmail: string | null },
 ): NewNotification[] {
   const out: NewNotification[] = [];
-  if (on.email && r.customerEmail && isOneEmailAddress(r.customerEmail)) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
+  if (on.email && r.customerEmail) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
   if (on.sms && r.customerPhone) out.push({ kind: 'receipt', channel: 'sms', to: r.customerPhone, requestId: r.requestId });
   if (on.email && r.merchantEmail && isOneEmailAddress(r.merchantEmail)) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
   return out;
