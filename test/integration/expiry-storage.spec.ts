@@ -184,6 +184,32 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
     }
   });
 
+  it('a sweep batch meeting an advance on that plan (a deadlock) is run again at once: the miss is counted once, nothing thrown', async () => {
+    const { planId } = await planWithLapsedCharge();
+    const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
+    // The advance's transaction: it holds the plan, then wants the charge; the sweep holds the charge, then wants the plan.
+    const advance = new Client({ connectionString: testEnv().databaseUrl });
+    await advance.connect();
+    try {
+      const [{ pid }] = (await advance.query(`SELECT pg_backend_pid() AS pid`)).rows;
+      await advance.query('BEGIN');
+      await advance.query(`SELECT 1 FROM plans WHERE id = $1 FOR UPDATE`, [planId]);
+      const sweep = svc.app.get(ExpiryService).sweep();
+      await waitFor(async () => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> $1`, [pid],
+      )).length > 0, 15_000, 50);
+      await advance.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
+      await advance.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);
+      await advance.query('COMMIT');
+      // Postgres rolled the sweep's batch back (it waited first); run again, it finds the charge stored expired.
+      await expect(sweep).resolves.toEqual(expect.any(Number));
+      expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }]);
+      expect((await sql(`SELECT missed_in_row FROM plans WHERE id = $1`, [planId]))[0]).toEqual({ missed_in_row: 1 });
+    } finally {
+      await advance.end();
+    }
+  });
+
   it('the scheduler counts its miss first: the due plan pauses and gets no next charge (nor its notice)', async () => {
     const { planId } = await planWithLapsedCharge();
     // Only the scheduler can see the lapse then.

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
+import { retryingDeadlocks } from '../../../database/pg-errors';
 import type { PaymentRequest } from '../domain/payment-request';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { PlanChargesPort, type PlanChargeRef } from './plan-charges.port';
@@ -7,6 +8,8 @@ import { PlanChargesPort, type PlanChargeRef } from './plan-charges.port';
 /** Lapsed requests the sweep stores per transaction, and the batches one sweep runs at most. */
 const SWEEP_BATCH = 1000;
 const SWEEP_MAX_BATCHES = 20;
+/** Runs of a batch Postgres rolled back to end a deadlock (it locks charge → plan, a plan's advance plan → charge). */
+const SWEEP_BATCH_ATTEMPTS = 3;
 
 /**
  * Stores expiries (DESIGN §3, §7): one request at its expires_at (the delayed job), or every lapsed request
@@ -62,12 +65,12 @@ export class ExpiryService {
     return total;
   }
 
-  private async sweepBatch(): Promise<number> {
-    return this.dataSource.transaction(async (em) => {
+  private sweepBatch(): Promise<number> {
+    return retryingDeadlocks(SWEEP_BATCH_ATTEMPTS, () => this.dataSource.transaction(async (em) => {
       const expired = await this.repo.expireLapsed(em, SWEEP_BATCH);
       const charges: PlanChargeRef[] = expired.filter((r) => r.planId !== null).map((r) => ({ requestId: r.id, planId: r.planId! }));
       if (charges.length > 0) await this.plans.chargesLapsed(em, charges);
       return expired.length;
-    });
+    }));
   }
 }
