@@ -132,8 +132,9 @@ export class NotificationSender {
   private async render(row: StoredNotification, facts: MessageFacts): Promise<Built> {
     switch (row.channel) {
       case 'email':
-        if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
+        // Refused before anything else: no worker could ever send it, so none retries it.
         if (!isOneEmailAddress(row.to)) return { channel: 'refused', error: 'the recipient is not one email address' };
+        if (!this.mailer) return { channel: 'off', error: 'email is off on this worker (no SMTP_URL)' };
         return { channel: 'email', email: await this.mailer.compose({ ...renderEmail(facts), to: row.to, messageId: row.messageId }) };
       case 'sms':
         if (!this.sms) return { channel: 'off', error: 'SMS is off on this worker (SMS_* unset)' };
