@@ -23,4 +23,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
+  // Two workers, whatever the machine: global setup prepares a database and a Hardhat node for each, and the
+  // suite's timing-sensitive tests are proven on two cores' worth of load, not on more.
+  maxWorkers: 2,
 };

@@ -177,6 +177,7 @@ async function answersChainId(url: string): Promise<boolean> {
  */
 const PICK_FROM = 20_000;
 const PICK_TO = 32_767;
+const handedOut = new Set<number>();
 
 /**
  * A TCP port that was free a moment ago, chosen at random outside the ephemeral range. Another process could
@@ -185,7 +186,11 @@ const PICK_TO = 32_767;
 export async function findFreePort(host = '127.0.0.1'): Promise<number> {
   for (let tries = 0; ; tries++) {
     const port = PICK_FROM + Math.floor(Math.random() * (PICK_TO - PICK_FROM + 1));
-    if (await isFree(port, host)) return port;
+    // Never the same port twice in one process: two calls before either port is bound would both find it free.
+    if (!handedOut.has(port) && (await isFree(port, host))) {
+      handedOut.add(port);
+      return port;
+    }
     if (tries >= 100) throw new Error(`no free port between ${PICK_FROM} and ${PICK_TO} on ${host} after 100 tries`);
   }
 }

@@ -301,7 +301,7 @@ describe('POST /dashboard/api/plans/:id/advance (test clock)', () => {
       // The advance locks the plan, finds the charge open and waits for the job's lock on it.
       const advanced = a.call('POST', `/plans/${p.plan_id}/advance`);
       await waitFor(async () => (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE payment_requests%' AND pid <> $1`, [pid],
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'UPDATE payment_requests%' AND pid <> $1`, [pid],
       )).length > 0, 10000);
       await job.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [p.plan_id]);
       await job.query('COMMIT');

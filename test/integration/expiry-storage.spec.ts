@@ -167,7 +167,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
       await job.query(`SELECT 1 FROM payment_requests WHERE id = $1 FOR UPDATE`, [charge.id]);
       // Once due, the scheduler locks the plan and waits for the charge the job holds.
       await waitFor(async () => (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE "payment_requests"%' AND pid <> $1`, [pid],
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'UPDATE "payment_requests"%' AND pid <> $1`, [pid],
       )).length > 0, 15_000, 50);
       await job.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
       await job.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);
@@ -196,7 +196,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
       await advance.query(`SELECT 1 FROM plans WHERE id = $1 FOR UPDATE`, [planId]);
       const sweep = svc.app.get(ExpiryService).sweep();
       await waitFor(async () => (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> $1`, [pid],
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'UPDATE plans%' AND pid <> $1`, [pid],
       )).length > 0, 15_000, 50);
       await advance.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
       await advance.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);

@@ -18,6 +18,8 @@ export default async function globalSetup(globalConfig: { maxWorkers: number }):
   // The chains start side by side; the databases one after another (CREATE DATABASE copies template1, which
   // two concurrent copies would both be using).
   const chains = Array.from({ length: workers }, () => startChain(nodes));
+  // Every start is awaited below; a failure meanwhile must not go unhandled (global setup fails on it then).
+  for (const chain of chains) chain.catch(() => undefined);
   for (let worker = 1; worker <= workers; worker++) {
     const databaseUrl = await freshDatabase(worker === 1 ? TEST_DATABASE_NAME : `${TEST_DATABASE_NAME}_w${worker}`);
     const env: TestEnv = {

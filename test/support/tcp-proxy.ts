@@ -1,4 +1,5 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { findFreePort } from '../../scripts/chain/local-node';
 
 /**
  * A loopback TCP proxy that can be cut and restored, to take a JSON-RPC node "down" for the service
@@ -20,7 +21,12 @@ export class TcpProxy {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(port = 0): Promise<void> {
+  /**
+   * Listens on `port`, or on one from findFreePort: restore() binds the same number again, which a port the OS
+   * chose (the ephemeral range) could meanwhile have gone to another worker's listen(0) or an outgoing socket.
+   */
+  async start(port?: number): Promise<void> {
+    port ??= await findFreePort();
     this.server = createServer((client) => {
       const upstream = connect(this.targetPort, '127.0.0.1');
       this.sockets.add(client).add(upstream);
@@ -38,7 +44,7 @@ export class TcpProxy {
       // Equal delays keep the order: timers of one duration fire in the order they were set.
       upstream.on('data', (chunk: Buffer) => later(() => client.destroyed || client.write(chunk)));
     });
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => this.server!.once('error', reject).listen(port, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
   }
 

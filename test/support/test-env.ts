@@ -24,7 +24,10 @@ export function testEnvFile(worker: number): string {
   return join(__dirname, '..', '..', '.tmp', `test-env-${TEST_DATABASE_NAME}-w${worker}.json`);
 }
 
-/** This process's jest worker (also set in the services and scripts a test spawns, which inherit the env). */
+/**
+ * This process's jest worker. Processes a test spawns (a service, a script) are not jest workers: they get their
+ * database and chain as variables (testEnvVars), never through this file.
+ */
 function currentWorker(): number {
   const id = Number(process.env.JEST_WORKER_ID ?? '1');
   return Number.isInteger(id) && id >= 1 ? id : 1;
