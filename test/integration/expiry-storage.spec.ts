@@ -142,6 +142,42 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
   }
   const chargesOf = (planId: string) => sql(`SELECT period_index, status FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [planId]);
 
+  type Statement = [text: string, params: unknown[]];
+  /**
+   * A hand-made transaction meeting one of the service's on a charge and its plan, in the other lock order: it
+   * runs `first` (taking what it holds), calls `start` (the service's side, unless that runs on its own), waits
+   * until a backend of this database waits on a lock in a statement starting with `waiting`, then runs `then`.
+   * Postgres rolls back the one whose deadlock check (deadlock_timeout, 1 s after it began to wait) runs once
+   * both wait: the service's, unless `then` came over a second late (a loaded machine). Returns whether the
+   * hand-made transaction committed, i.e. the service's was the one rolled back.
+   */
+  async function meetInDeadlock(o: { first: Statement; start?: () => void; waiting: string; then: Statement[] }): Promise<boolean> {
+    const mine = new Client({ connectionString: testEnv().databaseUrl });
+    await mine.connect();
+    try {
+      const [{ pid }] = (await mine.query(`SELECT pg_backend_pid() AS pid`)).rows;
+      await mine.query('BEGIN');
+      await mine.query(...o.first);
+      o.start?.();
+      await waitFor(async () => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE $2 || '%' AND pid <> $1`, [pid, o.waiting],
+      )).length > 0, 15_000, 50);
+      try {
+        for (const statement of o.then) await mine.query(...statement);
+      } catch (e) {
+        if ((e as { code?: string }).code !== '40P01') throw e;
+        await mine.query('ROLLBACK');
+        return false;
+      }
+      await mine.query('COMMIT');
+      return true;
+    } finally {
+      await mine.end();
+    }
+  }
+  const expireCharge = (id: string): Statement => [`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [id]];
+  const countMiss = (planId: string): Statement => [`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]];
+
   it('the test clock\'s advance counts its miss first: the plan pauses (PLAN_MAX_MISSED 1) and no next charge is made', async () => {
     const { planId, dash } = await planWithLapsedCharge();
     const r = await dash.call('POST', `/plans/${planId}/advance`);
@@ -155,44 +191,18 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
       worker: true,
       env: { PLAN_SCHEDULER_INTERVAL_MS: '200', EXPIRY_SWEEP_INTERVAL_MS: '3600000' },
     });
-    /**
-     * One meeting: the expiry job's transaction (ExpiryService.expireOne) holds the charge, then wants the plan;
-     * the scheduler holds the plan, then wants the charge. Postgres rolls back the scheduler unless the job's
-     * UPDATE came over deadlock_timeout (1 s) after the scheduler began to wait (a loaded machine); returns
-     * whether the job went through, i.e. the scheduler was the one rolled back.
-     */
-    async function meeting(planId: string): Promise<boolean> {
-      const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
-      const job = new Client({ connectionString: testEnv().databaseUrl });
-      await job.connect();
-      try {
-        const [{ pid }] = (await job.query(`SELECT pg_backend_pid() AS pid`)).rows;
-        await job.query('BEGIN');
-        await job.query(`SELECT 1 FROM payment_requests WHERE id = $1 FOR UPDATE`, [charge.id]);
-        // Once due, the scheduler locks the plan and waits for the charge the job holds.
-        await waitFor(async () => (await sql(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'UPDATE "payment_requests"%' AND pid <> $1`, [pid],
-        )).length > 0, 15_000, 50);
-        await job.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
-        try {
-          await job.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);
-        } catch (e) {
-          if ((e as { code?: string }).code !== '40P01') throw e;
-          await job.query('ROLLBACK');
-          return false;
-        }
-        await job.query('COMMIT');
-        return true;
-      } finally {
-        await job.end();
-      }
-    }
-
     try {
       for (let tries = 1; ; tries++) {
         const { planId } = await planWithLapsedCharge();
         await lapsesAsPeriodOneFallsDue(planId);
-        const schedulerRolledBack = await meeting(planId);
+        const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
+        // The expiry job (ExpiryService.expireOne) holds the charge, then wants the plan; once due, the scheduler
+        // holds the plan and waits for the charge.
+        const schedulerRolledBack = await meetInDeadlock({
+          first: [`SELECT 1 FROM payment_requests WHERE id = $1 FOR UPDATE`, [charge.id]],
+          waiting: 'UPDATE "payment_requests"',
+          then: [expireCharge(charge.id), countMiss(planId)],
+        });
         // Either way the plan gets its next charge at once, its miss counted once and no failure backoff; rolled
         // back, the scheduler took the plan again at once.
         await waitFor(async () => (await chargesOf(planId)).length === 2, 10_000, 50);
@@ -209,43 +219,20 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
   });
 
   it('a sweep batch meeting an advance on that plan (a deadlock) is run again at once: the miss is counted once, nothing thrown', async () => {
-    /**
-     * One meeting: the advance's transaction holds the plan, then wants the charge; the sweep holds the charge,
-     * then wants the plan. Postgres rolls back the one whose deadlock check (deadlock_timeout, 1 s, after it
-     * began to wait) runs once both wait: the sweep, unless the advance's UPDATE came over a second late
-     * (a loaded machine). Returns whether the sweep was the one rolled back, i.e. the advance went through.
-     */
-    async function meeting(): Promise<{ sweepRolledBack: boolean; planId: string; sweep: Promise<number> }> {
+    for (let tries = 1; ; tries++) {
       const { planId } = await planWithLapsedCharge();
       const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
-      const advance = new Client({ connectionString: testEnv().databaseUrl });
-      await advance.connect();
-      try {
-        const [{ pid }] = (await advance.query(`SELECT pg_backend_pid() AS pid`)).rows;
-        await advance.query('BEGIN');
-        await advance.query(`SELECT 1 FROM plans WHERE id = $1 FOR UPDATE`, [planId]);
-        const sweep = svc.app.get(ExpiryService).sweep();
-        sweep.catch(() => undefined); // awaited by the caller
-        await waitFor(async () => (await sql(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE 'UPDATE plans%' AND pid <> $1`, [pid],
-        )).length > 0, 15_000, 50);
-        try {
-          await advance.query(`UPDATE payment_requests SET status = 'expired', expired_at = now(), updated_at = now() WHERE id = $1`, [charge.id]);
-        } catch (e) {
-          if ((e as { code?: string }).code !== '40P01') throw e;
-          await advance.query('ROLLBACK');
-          return { sweepRolledBack: false, planId, sweep };
-        }
-        await advance.query(`UPDATE plans SET missed_in_row = missed_in_row + 1, updated_at = now() WHERE id = $1`, [planId]);
-        await advance.query('COMMIT');
-        return { sweepRolledBack: true, planId, sweep };
-      } finally {
-        await advance.end();
-      }
-    }
-
-    for (let tries = 1; ; tries++) {
-      const { sweepRolledBack, planId, sweep } = await meeting();
+      // The advance holds the plan, then wants the charge; the sweep holds the charge, then wants the plan.
+      let sweep: Promise<number> = Promise.resolve(0);
+      const sweepRolledBack = await meetInDeadlock({
+        first: [`SELECT 1 FROM plans WHERE id = $1 FOR UPDATE`, [planId]],
+        start: () => {
+          sweep = svc.app.get(ExpiryService).sweep();
+          sweep.catch(() => undefined); // awaited below
+        },
+        waiting: 'UPDATE plans',
+        then: [expireCharge(charge.id), countMiss(planId)],
+      });
       // Either way the sweep ends without an error, and the miss is counted once.
       await expect(sweep).resolves.toEqual(expect.any(Number));
       expect(await chargesOf(planId)).toEqual([{ period_index: 0, status: 'expired' }]);
