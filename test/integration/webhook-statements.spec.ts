@@ -40,6 +40,7 @@ beforeAll(async () => {
   oneConnection = await createDataSource(svc.config.databaseUrl, 1).initialize();
 });
 afterAll(async () => {
+  await sql(`ALTER TABLE webhook_events RESET (autovacuum_enabled)`);
   await sql(`UPDATE webhook_events SET state = 'abandoned' WHERE id = ANY($1) AND state IN ('pending','delivering')`, [ids]);
   await sql(`DELETE FROM webhook_events WHERE id = ANY($1)`, [others]);
   await oneConnection?.destroy();
@@ -77,4 +78,55 @@ it('claims and records batches of one with a generic plan, storing each attempt 
     { name: 'webhook_claim', generic: 2 * ATTEMPTS - 5, custom: 5 },
     { name: 'webhook_record', generic: 2 * ATTEMPTS - 5, custom: 5 },
   ]);
+});
+
+/**
+ * How each scan of webhook_events in a plan (EXPLAIN FORMAT JSON) finds its rows: the index it reads ('Seq Scan'
+ * for none; a bitmap scan by the index under it).
+ */
+function eventScans(node: PlanNode, out: string[] = []): string[] {
+  if (node['Relation Name'] === 'webhook_events' && node['Node Type'] !== 'ModifyTable') {
+    const bitmapIndexes = (n: PlanNode): string[] => [...(n['Index Name'] ? [n['Index Name']] : []), ...(n.Plans ?? []).flatMap(bitmapIndexes)];
+    out.push(node['Node Type'] === 'Bitmap Heap Scan' ? bitmapIndexes(node).join('+') : node['Index Name'] ?? node['Node Type']);
+  }
+  for (const child of node.Plans ?? []) eventScans(child, out);
+  return out;
+}
+interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] }
+
+it('finds a batch by its ids, not by reading the backlog, when the statistics say few events are open', async () => {
+  const repo = new WebhookEventsRepository(
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity),
+  );
+  // The last ANALYZE saw almost no open event; a backlog builds up after it (autovacuum kept from analyzing again).
+  await sql(`ALTER TABLE webhook_events SET (autovacuum_enabled = false)`);
+  await sql(`ANALYZE webhook_events`);
+  const [{ partner_id: partnerId, request_id: requestId }] = await sql<{ partner_id: string; request_id: string }>(
+    `SELECT partner_id, request_id FROM webhook_events WHERE id = $1`, [ids[0]],
+  );
+  const backlog = await sql<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, next_attempt_at)
+     SELECT $1, $2, 'payment.proof_attached', true, true, 'pending', now() FROM generate_series(1, 5000) RETURNING id`,
+    [partnerId, requestId],
+  );
+  others = [...others, ...backlog.map((r) => r.id)];
+  const [one] = backlog;
+  await repo.markRelayed([one.id]); // prepares the relay's statement on this connection
+
+  await oneConnection.query(`SET plan_cache_mode = force_generic_plan`);
+  try {
+    const explain = async (statement: string, args: string[]) => {
+      const [row] = await oneConnection.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(
+        `EXPLAIN (FORMAT JSON) EXECUTE ${statement}(${args.join(', ')})`,
+      );
+      return eventScans(row['QUERY PLAN'][0].Plan);
+    };
+    const id = `'{${one.id}}'`;
+    expect(await explain('webhook_claim', [id, `'{1}'`])).toEqual(['webhook_events_pkey']);
+    expect(await explain('webhook_record', [id, `'{1}'`, `'{delivered}'`, `'{${new Date().toISOString()}}'`, `'{3}'`, `'{200}'`,
+      `'{NULL}'`, `'{NULL}'`, `'{0}'`, `'{delivered}'`])).toEqual(['webhook_events_pkey']);
+    expect(await explain('webhook_mark_relayed', [id])).toEqual(['webhook_events_pkey']);
+  } finally {
+    await oneConnection.query(`RESET plan_cache_mode`);
+  }
 });

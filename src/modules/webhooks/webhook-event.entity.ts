@@ -1,12 +1,16 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
 
+/** Every state of a delivery; the table's check constraint is built from this list. */
+export const DELIVERY_STATES = ['pending', 'delivering', 'delivered', 'abandoned', 'skipped'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
 /**
  * The outbox: one row per event, written in the transaction of the state change that caused it. id is the
  * delivery_id partners see; deliver is false for events recorded while webhooks were off.
  */
 @Entity('webhook_events')
 @Check('webhook_events_event_check', `event IN ('payment.proof_attached','payment.proof_verified')`)
-@Check('webhook_events_state_check', `state IN ('pending','delivering','delivered','abandoned','skipped')`)
+@Check('webhook_events_state_check', `state IN (${DELIVERY_STATES.map((s) => `'${s}'`).join(',')})`)
 @Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt'])
 @Index('webhook_events_request', ['requestId'])
 @Index('webhook_events_unrelayed', ['recordedAt'], { where: `(state = 'pending'::text)` })
@@ -39,7 +43,7 @@ export class WebhookEventEntity {
   deliver!: boolean;
 
   @Column('text')
-  state!: 'pending' | 'delivering' | 'delivered' | 'abandoned' | 'skipped';
+  state!: DeliveryState;
 
   @Column('integer', { default: 0 })
   attempts!: number;
