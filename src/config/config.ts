@@ -96,6 +96,13 @@ export interface AppConfig {
   ratesMaxAgeMs: number;
   /** Bound on every JSON-RPC call, so an unreachable node backs off instead of hanging a job. */
   chainRpcTimeoutMs: number;
+  /**
+   * How long a retry round of undecided transfers keeps other rounds off the transfers it took: far above a
+   * round (seconds, over 10 s seen under load); a round that dies is taken over once it ends. A round stops at
+   * half of it and puts back what it did not try. One that outlives it anyway (a single slow try) only costs a
+   * second try of the same transfers, whose decisions the lease then keeps from both being written.
+   */
+  chainRetryLeaseMs: number;
   /** How often a verification waiting for confirmations or for its transaction looks again at the latest. */
   verifyPollMs: number;
   /** How often the worker reads each chain's tip; a new block re-runs waiting verifications at once. */
@@ -412,6 +419,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     ratesRefreshIntervalMs,
     ratesMaxAgeMs: ratesMaxAge(env, ratesRefreshIntervalMs),
     chainRpcTimeoutMs: int(env, 'CHAIN_RPC_TIMEOUT_MS', 10000, 100, 120000),
+    chainRetryLeaseMs: int(env, 'CHAIN_RETRY_LEASE_MS', 120000, 1000, 3600000),
     verifyPollMs: int(env, 'VERIFY_POLL_MS', 10000, 50, 600000),
     headPollMs: int(env, 'HEAD_POLL_MS', 500, 50, 600000),
     verifyNotFoundBackoffMs: int(env, 'VERIFY_NOT_FOUND_BACKOFF_MS', 5000, 50, 600000),

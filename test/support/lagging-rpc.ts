@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { Wallet } from 'ethers';
 import { deployToken, findFreePort, mint, startLocalNode, type LocalNode } from '../../scripts/chain/local-node';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from './app';
 import { closeSql } from './db';
 
@@ -30,7 +31,8 @@ const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN)
  * receipt of `tx` is not found (it comes from a backend that has not got its block yet), however far the
  * chain has grown, while everything else is in step. `failReceiptOf(tx)` and `failMethod(m)` answer with a
  * JSON-RPC error instead (a rate-limited endpoint). `holdReceiptOf(tx)` keeps the next receipt call of `tx`
- * unanswered until `releaseReceipt()` (or `catchUp()`): a slow backend, for as long as a test needs.
+ * unanswered until `releaseReceipt()` (or `catchUp()`): a slow backend, for as long as a test needs;
+ * `slowMethod(m, ms)` answers every call of `m` that much later.
  */
 export class LaggingRpc {
   private server: Server | null = null;
@@ -42,6 +44,7 @@ export class LaggingRpc {
   private readonly hidden = new Set<string>();
   private readonly failing = new Set<string>();
   private readonly failingMethods = new Set<string>();
+  private readonly slowMethods = new Map<string, number>();
   private readonly receiptCalls = new Map<string, number>();
   private holding: { txHash: string; held: boolean; release: () => void; released: Promise<void> } | null = null;
   port = 0;
@@ -69,6 +72,11 @@ export class LaggingRpc {
   /** Every call of `method` is answered with an error (until catchUp). */
   failMethod(method: string): void {
     this.failingMethods.add(method);
+  }
+
+  /** Every call of `method` is answered `ms` later than the node answers it (until catchUp): a slow backend. */
+  slowMethod(method: string, ms: number): void {
+    this.slowMethods.set(method, ms);
   }
 
   /** The next receipt call of `tx` waits for `releaseReceipt()`; the calls after it pass. */
@@ -115,6 +123,7 @@ export class LaggingRpc {
     this.hidden.clear();
     this.failing.clear();
     this.failingMethods.clear();
+    this.slowMethods.clear();
     this.releaseReceipt();
   }
 
@@ -150,6 +159,8 @@ export class LaggingRpc {
         await h.released;
       }
     }
+    const slow = this.slowMethods.get(req.method);
+    if (slow !== undefined) await new Promise((resolve) => setTimeout(resolve, slow));
     if (this.failingMethods.has(req.method) || (receiptOf !== null && this.failing.has(receiptOf))) {
       return { jsonrpc: '2.0', id: req.id, error: { code: -32005, message: 'request rate exceeded' } };
     }
@@ -234,6 +245,25 @@ export function startScanningService(rpc: LaggingRpc, token: string, env: Record
       ...env,
     },
   });
+}
+
+/** A lagging chain, one scanning service in front of it, and a partner with an onboarded merchant. */
+export interface ScanningFixture {
+  node: LocalNode;
+  token: string;
+  rpc: LaggingRpc;
+  svc: TestService;
+  partner: TestPartner;
+  merchant: { id: string; wallet: Wallet };
+}
+
+/** startLaggingChain and startScanningService (`env` adds), then a partner and its onboarded merchant. */
+export async function startScanningFixture(payer: string, env: Record<string, string>): Promise<ScanningFixture> {
+  const { node, token, rpc } = await startLaggingChain(payer);
+  const svc = await startScanningService(rpc, token, env);
+  const partner = await createPartner(svc);
+  const merchant = await createOnboardedMerchant(svc, partner.testKey);
+  return { node, token, rpc, svc, partner, merchant };
 }
 
 /** Undoes startLaggingChain and startScanningService (any may be missing after a failed start), and the SQL pool. */

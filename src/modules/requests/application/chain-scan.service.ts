@@ -29,12 +29,6 @@ const RETRY_MAX_MS = 300_000;
 /** Retries that fail in a row before the scan leaves the rest for later (the node is likely down). */
 const FAILURES_PER_SCAN = 3;
 /**
- * How long a retry round's lease keeps other rounds off the transfers it took: far above a round (seconds,
- * over 10 s seen under load); a round that dies is taken over once it ends. A round that outlives it only
- * costs a second try of the same transfers, whose decisions the lease then keeps from both being written.
- */
-const RETRY_LEASE_MS = 120_000;
-/**
  * An undecided transfer still undecided this long after its request's claim window is given up (above the
  * verification's own hour, after which a transaction that is not mined is refused as transaction_not_found).
  */
@@ -224,14 +218,15 @@ export class ChainScanService {
    */
   private async retryUndecided(chainId: bigint, token: string, tip: number): Promise<void> {
     const giveUpBefore = new Date(Date.now() - GIVE_UP_AFTER_WINDOW_MS);
-    const leased = await this.unmatched.lease(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN, RETRY_LEASE_MS);
+    const leaseMs = this.config.chainRetryLeaseMs;
+    const leased = await this.unmatched.lease(chainId, token, tip, giveUpBefore, RETRIES_PER_SCAN, leaseMs);
     try {
       let failures = 0;
       const leasedAt = Date.now();
       for (const u of leased.due) {
         // A slow node can make 100 tries outlast the lease; another round would then take the same rows and
         // repeat every call. Stop at half the lease: the rest is put back below, for the next round.
-        if (Date.now() - leasedAt > RETRY_LEASE_MS / 2) {
+        if (Date.now() - leasedAt > leaseMs / 2) {
           this.logger.warn(`chain ${chainId}: the retry round of ${token} ran past half its lease; the others wait for the next scan`);
           return;
         }
