@@ -1,11 +1,12 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Unique } from 'typeorm';
-import type { NotificationChannel, NotificationKind, NotificationStatus } from './notification';
+import { checkIn } from '../../database/state-test';
+import { NOTIFICATION_STATUSES, type NotificationChannel, type NotificationKind, type NotificationStatus } from './notification';
 
 /** The notifications outbox (DESIGN §6): one row per message, written beside the change that causes it. */
 @Entity('notifications')
 @Check('notifications_kind_check', `kind IN ('receipt','charge_notice','merchant_note')`)
 @Check('notifications_channel_check', `channel IN ('email','sms')`)
-@Check('notifications_status_check', `status IN ('pending','sent','failed','abandoned')`)
+@Check('notifications_status_check', checkIn('status', NOTIFICATION_STATUSES))
 @Unique('notifications_request_kind_channel', ['requestId', 'kind', 'channel'])
 @Unique('notifications_message_id_key', ['messageId'])
 @Index('notifications_due', ['nextAttemptAt'], { where: `(status = 'pending'::text)` })

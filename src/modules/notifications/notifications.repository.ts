@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, In, type EntityManager, type Repository } from 'typeorm';
-import type { NewNotification, NotificationChannel, NotificationKind, NotificationStatus, StoredNotification } from './notification';
+import { oneOf } from '../../database/state-test';
+import { NOTIFICATION_STATUSES, type NewNotification, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
 import { NotificationEntity } from './notification.entity';
 
 /** A message claimed for one attempt: what the sender needs to build and send it. */
@@ -26,6 +27,9 @@ export interface AttemptResult {
   response: string | null;
   delayMs: number;
 }
+
+/** The message is pending, for the statements that take messages by id: never through notifications_due (see oneOf). */
+const PENDING = oneOf('status', ['pending'], NOTIFICATION_STATUSES);
 
 const MAX_TEXT = 500;
 const clip = (s: string | null) => (s === null ? null : s.slice(0, MAX_TEXT));
@@ -74,14 +78,16 @@ export class NotificationsRepository {
   async due(ids: string[]): Promise<DueNotification[]> {
     if (ids.length === 0) return [];
     return this.dataSource.query<DueNotification[]>(
-      `SELECT id, attempts + 1 AS attempt FROM notifications WHERE id = ANY($1::uuid[]) AND status = 'pending' AND lease_until IS NULL`,
+      `SELECT id, attempts + 1 AS attempt FROM notifications WHERE id = ANY($1::uuid[]) AND ${PENDING} AND lease_until IS NULL`,
       [ids],
     );
   }
 
   /** The message, when attempt n is the one it waits for. */
   async waitingFor(id: string, attempt: number): Promise<StoredNotification | null> {
-    const e = await this.rows.findOneBy({ id, attempts: attempt - 1, status: 'pending' });
+    const e = await this.rows.createQueryBuilder('n')
+      .where(`n.id = :id AND n.attempts = :attempts AND n.${PENDING}`, { id, attempts: attempt - 1 })
+      .getOne();
     return e ? toStored(e) : null;
   }
 
@@ -94,7 +100,7 @@ export class NotificationsRepository {
     const rows = await this.dataSource.query<ClaimRow[]>(
       `WITH c AS (
          UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond'
-          WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL
+          WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
        a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome) SELECT id, attempts, 'sending' FROM c RETURNING notification_id)
        SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
@@ -122,7 +128,7 @@ export class NotificationsRepository {
                 last_error = $4::text,
                 next_attempt_at = CASE WHEN $3::text = 'retry' THEN now() + $6::int * interval '1 millisecond' ELSE next_attempt_at END,
                 sent_at = CASE WHEN $3::text = 'sent' THEN now() ELSE sent_at END
-          WHERE id = $1 AND attempts = $2::int AND status = 'pending' AND lease_until IS NOT NULL
+          WHERE id = $1 AND attempts = $2::int AND ${PENDING} AND lease_until IS NOT NULL
          RETURNING id)
        , a AS (
          UPDATE notification_attempts a SET outcome = $3, finished_at = now(), error = $4, response = $5
@@ -137,7 +143,7 @@ export class NotificationsRepository {
   /** Why attempt n of a pending message, held by nobody, could not be made: shown to operators meanwhile. */
   async noteUnsent(id: string, attempt: number, error: string): Promise<void> {
     await this.dataSource.query(
-      `UPDATE notifications SET last_error = $3::text WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL`,
+      `UPDATE notifications SET last_error = $3::text WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL`,
       [id, attempt, clip(error)],
     );
   }
@@ -150,7 +156,7 @@ export class NotificationsRepository {
     const rows = await this.dataSource.query<Array<{ id: string }>>(
       `WITH n AS (
          UPDATE notifications SET attempts = $2, status = 'abandoned', last_error = $3::text
-          WHERE id = $1 AND attempts = $2::int - 1 AND status = 'pending' AND lease_until IS NULL
+          WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, attempts)
        , a AS (
          INSERT INTO notification_attempts (notification_id, attempt, outcome, finished_at, error)

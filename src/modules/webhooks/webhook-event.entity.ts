@@ -1,4 +1,5 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import { checkIn } from '../../database/state-test';
 
 /** Every state of a delivery; the table's check constraint is built from this list. */
 export const DELIVERY_STATES = ['pending', 'delivering', 'delivered', 'abandoned', 'skipped'] as const;
@@ -10,7 +11,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
  */
 @Entity('webhook_events')
 @Check('webhook_events_event_check', `event IN ('payment.proof_attached','payment.proof_verified')`)
-@Check('webhook_events_state_check', `state IN (${DELIVERY_STATES.map((s) => `'${s}'`).join(',')})`)
+@Check('webhook_events_state_check', checkIn('state', DELIVERY_STATES))
 @Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt'])
 @Index('webhook_events_request', ['requestId'])
 @Index('webhook_events_unrelayed', ['recordedAt'], { where: `(state = 'pending'::text)` })

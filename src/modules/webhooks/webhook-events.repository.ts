@@ -7,6 +7,7 @@ import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { MicroBatch } from '../../common/micro-batch';
 import { preparedQuery } from '../../database/prepared';
+import { oneOf } from '../../database/state-test';
 import { WebhookAttemptEntity } from './webhook-attempt.entity';
 import { DELIVERY_STATES, type DeliveryState, WebhookEventEntity } from './webhook-event.entity';
 
@@ -47,21 +48,8 @@ function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
   return [...xs].sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
 }
 
-/**
- * "The event's state is one of these", for the statements that take a batch of events by id, written as "none of
- * the others" so that Postgres cannot read them through a partial index on state (webhook_events_open,
- * webhook_events_unrelayed). It picks the index from the statement alone, and a generic plan is costed on the
- * last ANALYZE: when that saw few open events and a backlog has built up since (Redis lost, a partner down,
- * the first minutes of a fresh table), the plan read every open event for each batch. Measured in the webhook
- * bench: 17,571 rows read to claim 26, 4–8 ms a statement, Postgres half of the machine's CPU. Written this way
- * the batch's ids can only be found by the primary key, whatever the statistics say
- * (test/integration/webhook-statements.spec.ts). The column is `alias.state`.
- */
-function stateIsOneOf(alias: string, states: readonly DeliveryState[]): string {
-  const others = DELIVERY_STATES.filter((s) => !states.includes(s));
-  return `${alias}.state NOT IN (${others.map((s) => `'${s}'`).join(', ')})`;
-}
-const OPEN = stateIsOneOf('e', ['pending', 'delivering']);
+/** The event is open (pending or delivering), for the statements that take events by id (see oneOf). */
+const OPEN = oneOf('e.state', ['pending', 'delivering'], DELIVERY_STATES);
 
 /** For each position: whether it is the first occurrence of its key. */
 function firstOfEach(keys: string[]): boolean[] {
@@ -140,7 +128,7 @@ export class WebhookEventsRepository {
    * the generic plan (which assumes ten rows), so Postgres plans every call again, and planning these
    * statements costs more than running them for a small batch (one row: 0.85 ms of Postgres CPU per claim
    * instead of 0.35, measured 2026-11-26). The plan is the same either way: the batch's rows probe the
-   * primary key, the only index the state test leaves it (see stateIsOneOf).
+   * primary key, the only index the state test leaves it (see oneOf).
    */
   async claimMany(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
     const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
@@ -229,7 +217,7 @@ export class WebhookEventsRepository {
       `UPDATE webhook_events e SET relayed_at = now(), next_attempt_at = COALESCE(e.next_attempt_at, now())
         WHERE e.id = ANY((SELECT $1)::uuid[])
           -- Not once attempted: the re-drive got there first (a relay that ran late), and a retry waits its backoff.
-          AND e.deliver AND ${stateIsOneOf('e', ['pending'])} AND e.relayed_at IS NULL AND e.attempts = 0
+          AND e.deliver AND ${oneOf('e.state', ['pending'], DELIVERY_STATES)} AND e.relayed_at IS NULL AND e.attempts = 0
         RETURNING e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId"`,
       [eventIds],
     );

@@ -1,13 +1,14 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Unique } from 'typeorm';
+import { checkIn } from '../../../database/state-test';
 import { bigintColumn } from '../../../database/transformers';
 import type { RequestSource } from '../domain/payment-request';
-import type { ProofStatus, RequestStatus } from '../domain/transitions';
+import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 
 /** payment_requests, owned by the requests module. Mirrors migrations/ exactly (the drift spec checks it). */
 @Entity('payment_requests')
 @Unique('payment_requests_idempotency', ['partnerId', 'merchantId', 'idempotencyKey'])
-@Check('payment_requests_status_check', `status IN ('requested','opened','expired','voided')`)
-@Check('payment_requests_proof_status_check', `proof_status IN ('none','attached','verified')`)
+@Check('payment_requests_status_check', checkIn('status', REQUEST_STATUSES))
+@Check('payment_requests_proof_status_check', checkIn('proof_status', PROOF_STATUSES))
 @Check('payment_requests_fiat_amount_check', 'fiat_amount > 0')
 @Check('payment_requests_amount_check', 'amount > 0')
 @Check('payment_requests_payment_mode_check', `payment_mode IN ('pos','service')`)

@@ -9,6 +9,7 @@ import {
 import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
 import { preparedQuery } from '../../../database/prepared';
+import { oneOf } from '../../../database/state-test';
 import { PaymentRequestEntity } from './payment-request.entity';
 import { REQUEST_COLUMNS, rowToDomain, type RequestRow } from './request.row';
 
@@ -471,8 +472,9 @@ export class RequestsRepository {
       .createQueryBuilder()
       .update()
       .set({ status: rule.to, [STAMP[trigger]]: () => 'now()', updatedAt: () => 'now()' })
-      .where('id = :id AND status = ANY(:from)', { id, from: rule.from });
-    if (rule.whenProof) q.andWhere('proof_status = ANY(:proof)', { proof: rule.whenProof });
+      // By id: the state tests must not let a partial index on state be read instead of the key (see oneOf).
+      .where(`id = :id AND ${oneOf('status', rule.from, REQUEST_STATUSES)}`, { id });
+    if (rule.whenProof) q.andWhere(oneOf('proof_status', rule.whenProof, PROOF_STATUSES));
     // Open and cancel need a live request; expiry needs a lapsed one (each proof state at its deadline).
     q.andWhere(trigger === 'expire' ? LAPSED : 'expires_at > now()');
     if (opts.scope) q.andWhere('partner_id = :partnerId AND test_mode = :testMode', opts.scope);

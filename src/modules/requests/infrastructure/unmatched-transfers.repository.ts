@@ -84,14 +84,17 @@ export class UnmatchedTransfersRepository {
 
   /**
    * A retry that changed nothing (the same tip, or a failure): only its schedule moves; `tip` undefined keeps
-   * it. Only while the row carries the round's `lease`; false when it does not.
+   * it. Only while the row carries the round's `lease`; false when it does not. A row carrying a lease is held
+   * (pending_request_id set: lease() takes only those, and every write of pending_request_id drops the lease),
+   * so the statement does not say so: `pending_request_id IS NOT NULL` would let Postgres read the row through
+   * unmatched_transfers_retry, every held row of the chain, when its statistics say few are held (see oneOf).
    */
   async postpone(chainId: bigint, t: SeenTransfer, lease: string, delayMs: number, tip?: number): Promise<boolean> {
     const [, n] = await this.transfers.query<[unknown[], number]>(
       `UPDATE unmatched_transfers
           SET retries = retries + 1, retry_at = now() + $4 * interval '1 millisecond',
               retry_tip = CASE WHEN $5::bigint IS NULL THEN retry_tip ELSE $5::bigint END, retry_lease = NULL
-        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND pending_request_id IS NOT NULL AND retry_lease = $6`,
+        WHERE chain_id = $1 AND tx_hash = $2 AND log_index = $3 AND retry_lease = $6`,
       [chainId.toString(), t.txHash, t.logIndex, delayMs, tip ?? null, lease],
     );
     return n > 0;
