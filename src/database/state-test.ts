@@ -9,7 +9,7 @@
  * over "probe the primary key", and every statement reads the whole backlog: quadratic work exactly when the
  * service catches up (measured 2026-11-27: 17,571 webhook events read to claim 26, 4–8 ms a statement;
  * 30,000 pending notifications read to claim one). `NOT IN` the other values proves no partial predicate, so
- * the key is the only index left, whatever the statistics (test/integration/stale-statistics.spec.ts).
+ * the key is the only index left, whatever the statistics (test/integration/row-reads.spec.ts).
  *
  * `all` must be every value the column's check constraint allows, and the column NOT NULL; the result is
  * SQL text built from those constants, never from input.

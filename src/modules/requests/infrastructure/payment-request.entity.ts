@@ -26,7 +26,8 @@ import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus 
 @Index('payment_requests_merchant_state_list', ['merchantId', 'status', 'proofStatus', 'createdAt', 'id'])
 @Index('payment_requests_merchant_source_list', ['merchantId', 'source', 'status', 'proofStatus', 'createdAt', 'id'])
 @Index('payment_requests_tx', ['chainId', 'txHash'], { where: '(tx_hash IS NOT NULL)' })
-@Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient'], {
+// What a transfer (chain, token, recipient, amount) may pay, and the wallets the chain scan watches.
+@Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient', 'amount'], {
   where: `((proof_status <> 'verified'::text) AND amount_locked)`,
 })
 // The sweep's lapsed requests by deadline; partner, status and id let status=expired read a partner's own from

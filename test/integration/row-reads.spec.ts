@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { DataSource, type Logger } from 'typeorm';
-import { dataSourceOptions } from '../../src/database/data-source';
 import { NotificationEntity } from '../../src/modules/notifications/notification.entity';
 import { NotificationsRepository } from '../../src/modules/notifications/notifications.repository';
 import { PaymentRequestEntity } from '../../src/modules/requests/infrastructure/payment-request.entity';
@@ -11,75 +9,51 @@ import { createOnboardedMerchant, createPartner, type TestPartner } from '../fac
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { ExplainingDataSource } from '../support/explain';
 
 /*
- * Statements that take rows by key and also test a state must find them by the key whatever the statistics
- * say (src/database/state-test.ts, oneOf). Each table gets the outage pattern: the last ANALYZE saw almost no
- * row in the open state, then a backlog of open rows arrived (autovacuum kept from analyzing again). Each
- * statement is run through its repository, captured as TypeORM sent it, and explained with its parameters.
- * Before the change the notifications' and the held transfers' statements read their table through a
- * partial index on the state (every open row) at this size. The request's cancel did so only at a larger size
- * (300,000 past requests at the ANALYZE, 30,000 live after it, expires_at past the statistics' maximum:
+ * Statements the service runs per row (a claim, a cancel, a transfer's lookup) read the rows they need, not
+ * every open row. Each statement is run through its repository, captured as TypeORM sent it, and explained
+ * with its parameters (ExplainingDataSource).
+ *
+ * Those that take rows by key and also test a state must find them by the key whatever the statistics say
+ * (src/database/state-test.ts, oneOf). Each table gets the outage pattern: the last ANALYZE saw almost no row
+ * in the open state, then a backlog of open rows arrived (autovacuum kept from analyzing again). Before the
+ * change the notifications' and the held transfers' statements read their table through a partial index on
+ * the state (every open row) at this size. The request's cancel did so only at a larger size (300,000 past
+ * requests at the ANALYZE, 30,000 live after it, expires_at past the statistics' maximum:
  * payment_requests_expiring read whole, 2.8 ms against 0.05), too slow to seed here; it is asserted all the same.
+ *
+ * The chain scan's lookups read one row per transfer and one per wallet (payment_requests_claimable has the
+ * amount in its key since migration 1764000401500; before, every open request of the wallet was read).
  */
 const HISTORY = 3000;
 const BACKLOG = 2000;
 const TABLES = ['payment_requests', 'notifications', 'unmatched_transfers'];
 
-interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] }
-interface Captured { query: string; parameters: unknown[] }
-
 let svc: TestService;
 let partner: TestPartner;
 let merchant: { id: string };
-let captured: Captured[] = [];
-let ds: DataSource;
-
-const capture: Logger = {
-  logQuery: (query, parameters) => void captured.push({ query, parameters: (parameters ?? []) as unknown[] }),
-  logQueryError: () => undefined,
-  logQuerySlow: () => undefined,
-  logSchemaBuild: () => undefined,
-  logMigration: () => undefined,
-  log: () => undefined,
-};
+let explaining: ExplainingDataSource;
 
 beforeAll(async () => {
   svc = await startService();
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
   for (const t of TABLES) await sql(`ALTER TABLE ${t} SET (autovacuum_enabled = false)`);
-  ds = await new DataSource({ ...dataSourceOptions(svc.config.databaseUrl, 1), logger: capture }).initialize();
+  explaining = await new ExplainingDataSource(svc.config.databaseUrl).initialize();
 }, 60000);
 
 afterAll(async () => {
   for (const t of TABLES) await sql(`ALTER TABLE ${t} RESET (autovacuum_enabled)`);
-  await ds?.destroy();
+  await explaining?.destroy();
   await closeSql();
   await svc?.close();
 });
 
-/** How each statement `run` sent reads `table`: the index of each scan of it ('Seq Scan' for none). */
+/** How each statement `run` sent reads `table` (see ExplainingDataSource.scansOf). */
 async function scansOf(table: string, run: () => Promise<unknown>): Promise<string[][]> {
-  captured = [];
-  await run();
-  const statements = captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i.test(c.query));
-  expect(statements.length).toBeGreaterThan(0);
-  const out: string[][] = [];
-  for (const { query, parameters } of statements) {
-    const [row] = await ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(`EXPLAIN (FORMAT JSON) ${query}`, parameters);
-    const scans: string[] = [];
-    const walk = (n: PlanNode): void => {
-      if (n['Relation Name'] === table && n['Node Type'] !== 'ModifyTable') {
-        const under = (m: PlanNode): string[] => [...(m['Index Name'] ? [m['Index Name']] : []), ...(m.Plans ?? []).flatMap(under)];
-        scans.push(n['Node Type'] === 'Bitmap Heap Scan' ? under(n).join('+') : n['Index Name'] ?? n['Node Type']);
-      }
-      (n.Plans ?? []).forEach(walk);
-    };
-    walk(row['QUERY PLAN'][0].Plan);
-    if (scans.length) out.push(scans);
-  }
-  return out;
+  return (await explaining.scansOf(table, run)).indexes;
 }
 
 /** `n` copies of request `id` (other amounts and keys), with `set` applied; their ids. */
@@ -103,7 +77,7 @@ it('a request is cancelled by its id, not by reading every live unpaid request',
     `status = 'voided', voided_at = now() - interval '2 days', amount_locked = false, expires_at = now() - interval '1 day', claim_until = now() - interval '1 day'`);
   await sql(`ANALYZE payment_requests`);
   const live = await cloneRequests(seed.request_id, BACKLOG, `amount_locked = false, expires_at = now() + interval '1 day', claim_until = now() + interval '2 days'`);
-  const requests = new RequestsRepository(ds.getRepository(PaymentRequestEntity));
+  const requests = new RequestsRepository(explaining.ds.getRepository(PaymentRequestEntity));
   const scope = { partnerId: partner.id, testMode: true };
   expect(await scansOf('payment_requests', () => requests.applyStatus(live[0], 'cancel', { scope }))).toEqual([['payment_requests_pkey']]);
   expect(await scansOf('payment_requests', () => requests.applyStatus(live[1], 'open', { scope }))).toEqual([['payment_requests_pkey']]);
@@ -120,7 +94,7 @@ it('a pending notification is read, claimed and recorded by its id, not by readi
   await notify(ids.slice(0, HISTORY), 'sent');
   await sql(`ANALYZE notifications`);
   const backlog = (await notify(ids.slice(HISTORY), 'pending')).map((r) => r.id);
-  const notifications = new NotificationsRepository(ds, ds.getRepository(NotificationEntity));
+  const notifications = new NotificationsRepository(explaining.ds, explaining.ds.getRepository(NotificationEntity));
   const [a, b, c] = backlog;
   const byKey = [['notifications_pkey']];
   expect(await scansOf('notifications', () => notifications.due([a]))).toEqual(byKey);
@@ -148,8 +122,30 @@ it('a retry round postpones a held transfer by its key, not by reading every hel
   const [held] = await hold(BACKLOG, seed.request_id);
   const lease = (await sql<{ lease: string }>(
     `UPDATE unmatched_transfers SET retry_lease = gen_random_uuid() WHERE tx_hash = $1 RETURNING retry_lease::text AS lease`, [held.tx_hash]))[0].lease;
-  const transfers = new UnmatchedTransfersRepository(ds.getRepository(UnmatchedTransferEntity));
+  const transfers = new UnmatchedTransfersRepository(explaining.ds.getRepository(UnmatchedTransferEntity));
   const t = { txHash: held.tx_hash, logIndex: 0 } as Parameters<UnmatchedTransfersRepository['postpone']>[1];
   expect(await scansOf('unmatched_transfers', () => transfers.postpone(BigInt(r.chain_id), t, lease, 1000)))
     .toEqual([['unmatched_transfers_chain_id_tx_hash_log_index_key']]);
+});
+
+it('the chain scan names a transfer\'s request and lists the wallets to watch without reading every open request', async () => {
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4324 });
+  const open = await cloneRequests(seed.request_id, BACKLOG, `expires_at = now() + interval '1 hour', claim_until = now() + interval '2 hours'`);
+  await sql(`ANALYZE payment_requests`);
+  const [r] = await sql<{ chain_id: string; token_address: string; recipient: string; amount: string }>(
+    `SELECT chain_id::text, token_address, recipient, amount::text FROM payment_requests WHERE id = $1`, [open[BACKLOG / 2]]);
+  const requests = new RequestsRepository(explaining.ds.getRepository(PaymentRequestEntity));
+  let found: string | null = null;
+  const byAmount = await explaining.scansOf('payment_requests', async () => {
+    found = await requests.claimableByAmount(BigInt(r.chain_id), r.token_address, r.recipient, BigInt(r.amount));
+  }, { analyze: true });
+  expect(found).toBe(open[BACKLOG / 2]);
+  expect(byAmount).toEqual({ indexes: [['payment_requests_claimable']], rowsRead: 1 });
+  let wallets: string[] = [];
+  const recipients = await explaining.scansOf('payment_requests', async () => {
+    wallets = await requests.claimableRecipients(BigInt(r.chain_id), r.token_address);
+  }, { analyze: true });
+  expect(wallets).toContain(r.recipient);
+  // One probe per wallet (and one past the last), not one row per open request.
+  expect(recipients.rowsRead).toBeLessThanOrEqual(wallets.length + 1);
 });

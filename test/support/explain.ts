@@ -1,0 +1,75 @@
+import { DataSource, type Logger } from 'typeorm';
+import { dataSourceOptions } from '../../src/database/data-source';
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/**
+ * A one-connection DataSource that keeps every statement its repositories send, so a test can explain exactly
+ * what a repository method ran (with its parameters) rather than a copy of its SQL.
+ */
+export class ExplainingDataSource {
+  private captured: Array<{ query: string; parameters: unknown[] }> = [];
+  readonly ds: DataSource;
+
+  constructor(databaseUrl: string) {
+    const capture: Logger = {
+      logQuery: (query, parameters) => void this.captured.push({ query, parameters: (parameters ?? []) as unknown[] }),
+      logQueryError: () => undefined,
+      logQuerySlow: () => undefined,
+      logSchemaBuild: () => undefined,
+      logMigration: () => undefined,
+      log: () => undefined,
+    };
+    this.ds = new DataSource({ ...dataSourceOptions(databaseUrl, 1), logger: capture });
+  }
+
+  async initialize(): Promise<this> {
+    await this.ds.initialize();
+    return this;
+  }
+
+  destroy(): Promise<void> {
+    return this.ds.isInitialized ? this.ds.destroy() : Promise.resolve();
+  }
+
+  /**
+   * Runs `run`, then explains each statement it sent (transaction control left out): for each statement that
+   * reads `table`, how each of its scans of it finds rows (the index, or 'Seq Scan'; a bitmap scan by the
+   * indexes under it), and with `analyze` (statements that only read) the rows those scans read in all.
+   */
+  async scansOf(table: string, run: () => Promise<unknown>, opts: { analyze?: boolean } = {}): Promise<{ indexes: string[][]; rowsRead: number }> {
+    this.captured = [];
+    await run();
+    const statements = this.captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i.test(c.query));
+    if (statements.length === 0) throw new Error('the call sent no statement');
+    const indexes: string[][] = [];
+    let rowsRead = 0;
+    for (const { query, parameters } of statements) {
+      const [row] = await this.ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(
+        `EXPLAIN (FORMAT JSON${opts.analyze ? ', ANALYZE' : ''}) ${query}`, parameters,
+      );
+      const scans: string[] = [];
+      const walk = (n: PlanNode): void => {
+        if (n['Relation Name'] === table && n['Node Type'] !== 'ModifyTable') {
+          const under = (m: PlanNode): string[] => [...(m['Index Name'] ? [m['Index Name']] : []), ...(m.Plans ?? []).flatMap(under)];
+          scans.push(n['Node Type'] === 'Bitmap Heap Scan' ? under(n).join('+') : n['Index Name'] ?? n['Node Type']);
+          const perLoop = (n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Index Recheck'] ?? 0);
+          rowsRead += perLoop * (n['Actual Loops'] ?? 1);
+        }
+        (n.Plans ?? []).forEach(walk);
+      };
+      walk(row['QUERY PLAN'][0].Plan);
+      if (scans.length) indexes.push(scans);
+    }
+    return { indexes, rowsRead };
+  }
+}
