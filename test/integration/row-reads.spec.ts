@@ -25,7 +25,9 @@ import { ExplainingDataSource } from '../support/explain';
  * payment_requests_expiring read whole, 2.8 ms against 0.05), too slow to seed here; it is asserted all the same.
  *
  * The chain scan's lookups read one row per transfer and one per wallet (payment_requests_claimable has the
- * amount in its key since migration 1764000401500; before, every open request of the wallet was read).
+ * amount in its key since migration 1764000401500; before, every open request of the wallet was read), and
+ * the expiry sweep's release of amounts reads the closed ones only (payment_requests_locked_until, 1764000401600;
+ * before, a sequential scan of every locked request).
  */
 const HISTORY = 3000;
 const BACKLOG = 2000;
@@ -148,4 +150,23 @@ it('the chain scan names a transfer\'s request and lists the wallets to watch wi
   expect(wallets).toContain(r.recipient);
   // One probe per wallet (and one past the last), not one row per open request.
   expect(recipients.rowsRead).toBeLessThanOrEqual(wallets.length + 1);
+});
+
+it('the expiry sweep frees the amounts whose claim window closed by reading only those', async () => {
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4325 });
+  // An asset of its own, whose chain cursor has passed the closed requests' windows.
+  const token = `0x${randomBytes(20).toString('hex')}`;
+  const [{ chain_id: chainId }] = await sql<{ chain_id: string }>(`SELECT chain_id::text FROM payment_requests WHERE id = $1`, [seed.request_id]);
+  await sql(`INSERT INTO chain_cursors (chain_id, token_address, last_block, last_block_time) VALUES ($1, $2, 1, now())`, [chainId, token]);
+  await cloneRequests(seed.request_id, BACKLOG, `token_address = '${token}', claim_until = now() + interval '2 hours'`);
+  const closed = await cloneRequests(seed.request_id, 30, `token_address = '${token}', amount = amount + 1000000, claim_until = now() - interval '1 hour'`);
+  await sql(`ANALYZE payment_requests`);
+  const requests = new RequestsRepository(explaining.ds.getRepository(PaymentRequestEntity));
+  const reads = await scansOf('payment_requests', () => requests.releaseClosedAmounts());
+  expect(reads).toHaveLength(1);
+  expect(reads[0].sort()).toEqual(['payment_requests_locked_until', 'payment_requests_pkey']);
+  const [left] = await sql<{ closed: number; open: number }>(
+    `SELECT count(*) FILTER (WHERE id = ANY($2) AND amount_locked)::int AS closed, count(*) FILTER (WHERE amount_locked)::int AS open
+       FROM payment_requests WHERE token_address = $1`, [token, closed]);
+  expect(left).toEqual({ closed: 0, open: BACKLOG });
 });

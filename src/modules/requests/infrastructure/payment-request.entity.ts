@@ -26,6 +26,8 @@ import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus 
 @Index('payment_requests_merchant_state_list', ['merchantId', 'status', 'proofStatus', 'createdAt', 'id'])
 @Index('payment_requests_merchant_source_list', ['merchantId', 'source', 'status', 'proofStatus', 'createdAt', 'id'])
 @Index('payment_requests_tx', ['chainId', 'txHash'], { where: '(tx_hash IS NOT NULL)' })
+// The expiry sweep's amounts to free: locked ones per asset by the end of their claim window.
+@Index('payment_requests_locked_until', ['chainId', 'tokenAddress', 'claimUntil'], { where: 'amount_locked' })
 // What a transfer (chain, token, recipient, amount) may pay, and the wallets the chain scan watches.
 @Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient', 'amount'], {
   where: `((proof_status <> 'verified'::text) AND amount_locked)`,

@@ -76,6 +76,8 @@ const LAPSED = `(${(EXPIRING.whenProof as readonly LapsingProof[])
 const VERIFIABLE_FROM = PROOF_TRANSITIONS.verify.from;
 
 const MAX_AMOUNT_RETRIES = 20;
+/** Amounts one statement of the sweep frees per asset at most (one transaction each; the sweep runs them all). */
+const RELEASE_BATCH = 5000;
 
 /**
  * The smallest amount ≥ the converted one that no open request of this merchant and asset holds (DESIGN §3):
@@ -453,20 +455,31 @@ export class RequestsRepository {
    * the scan could not decide yet may pay keeps its amount until that transfer is decided, or given up (the
    * scan gives up on it a while after the request's window, see ChainScanService).
    */
-  async releaseClosedAmounts(): Promise<number> {
-    const result = await this.requests
-      .createQueryBuilder()
-      .update()
-      .set({ amountLocked: false })
-      .where('amount_locked')
-      .andWhere(
-        `EXISTS (SELECT 1 FROM chain_cursors c WHERE c.chain_id = payment_requests.chain_id
-                   AND c.token_address = payment_requests.token_address
-                   AND c.last_block_time > payment_requests.claim_until + interval '60 seconds')`,
-      )
-      .andWhere(`NOT EXISTS (SELECT 1 FROM unmatched_transfers u WHERE u.pending_request_id = payment_requests.id)`)
-      .execute();
-    return result.affected ?? 0;
+  async releaseClosedAmounts(batch = RELEASE_BATCH): Promise<number> {
+    let released = 0;
+    for (;;) {
+      // Per asset (chain cursor), its closed requests in claim_until order on payment_requests_locked_until:
+      // the sweep reads only what it frees (a predicate on the cursor's time alone read every locked request,
+      // 437 ms at 1,000,000 open; written this way 1 ms when none closed). The ids are gathered into an array
+      // first so that the rows are updated by primary key: joined, Postgres may plan a hash join over a
+      // sequential scan of the table. Hand-written: the query builder does not express the lateral subquery.
+      const [, n] = await this.requests.query<[unknown[], number]>(
+        `UPDATE payment_requests p SET amount_locked = false
+          WHERE p.id = ANY(ARRAY(
+                  SELECT r.id FROM chain_cursors c
+                   CROSS JOIN LATERAL (
+                     SELECT r.id FROM payment_requests r
+                      WHERE r.amount_locked AND r.chain_id = c.chain_id AND r.token_address = c.token_address
+                        AND r.claim_until < c.last_block_time - interval '60 seconds'
+                        AND NOT EXISTS (SELECT 1 FROM unmatched_transfers u WHERE u.pending_request_id = r.id)
+                      ORDER BY r.claim_until LIMIT $1) r))
+            AND p.amount_locked`,
+        [batch],
+      );
+      released += n;
+      // A full batch (of one asset or of several together) may have left more: go on until one frees less.
+      if (n < batch) return released;
+    }
   }
 
   /**
