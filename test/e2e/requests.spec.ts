@@ -594,6 +594,18 @@ describe('unique amounts per merchant (DESIGN §3)', () => {
     expect((await mustCreateRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1500 })).amount).toBe('15000004');
   });
 
+  it('an amount freed inside a run of held ones is the next one taken, then the run goes on', async () => {
+    const key = await freshKey();
+    const mm = await createOnboardedMerchant(svc, key);
+    const made = [];
+    for (let i = 0; i < 5; i++) made.push(await mustCreateRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1550 }));
+    expect(made.map((r) => r.amount)).toEqual(['15500000', '15500001', '15500002', '15500003', '15500004']);
+    // The second's claim window closed (the sweep freed its amount): the smallest free amount is its.
+    await sql(`UPDATE payment_requests SET amount_locked = false WHERE id = $1`, [made[1].request_id]);
+    expect((await mustCreateRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1550 })).amount).toBe('15500001');
+    expect((await mustCreateRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1550 })).amount).toBe('15500005');
+  });
+
   it('a voided request still holds its amount (a payment may still arrive within the window)', async () => {
     const key = await freshKey();
     const mm = await createOnboardedMerchant(svc, key);

