@@ -20,7 +20,10 @@ export function oneOf<T extends string>(column: string, wanted: readonly T[], al
   return `${column} NOT IN (${others.map((s) => `'${s}'`).join(', ')})`;
 }
 
-/** A check constraint's text for a state column: `column IN ('a','b')`, as the migrations wrote it. */
+/**
+ * `column IN ('a','b')` from constants: a state column's check constraint as the migrations wrote it, or a state
+ * test that a partial index's predicate is proven from even in a generic plan (a parameter is not).
+ */
 export function checkIn(column: string, values: readonly string[]): string {
   return `${column} IN (${values.map((s) => `'${s}'`).join(',')})`;
 }
