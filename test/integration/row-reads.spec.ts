@@ -5,6 +5,9 @@ import { PaymentRequestEntity } from '../../src/modules/requests/infrastructure/
 import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
 import { UnmatchedTransferEntity } from '../../src/modules/requests/infrastructure/unmatched-transfer.entity';
 import { UnmatchedTransfersRepository } from '../../src/modules/requests/infrastructure/unmatched-transfers.repository';
+import { WebhookAttemptEntity } from '../../src/modules/webhooks/webhook-attempt.entity';
+import { DELIVERY_STATES, WebhookEventEntity } from '../../src/modules/webhooks/webhook-event.entity';
+import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
@@ -28,7 +31,8 @@ import { ExplainingDataSource } from '../support/explain';
  * amount in its key since migration 1764000401500; before, every open request of the wallet was read), and
  * the expiry sweep's release of amounts reads the closed ones only (payment_requests_locked_until, 1764000401600;
  * before, a sequential scan of every locked request), and its expiry reads the lapsed ones through the two
- * deadline indexes (before, with all of its tests in one WHERE, the table).
+ * deadline indexes (before, with all of its tests in one WHERE, the table). A partner's deliveries page reads
+ * its page from each state's newest (before, every delivery of the partner, sorted).
  */
 const HISTORY = 3000;
 const BACKLOG = 2000;
@@ -56,6 +60,7 @@ afterAll(async () => {
     await sql(`DELETE FROM notification_attempts WHERE notification_id IN (SELECT id FROM notifications WHERE request_id IN (${mine}))`);
     await sql(`DELETE FROM notifications WHERE request_id IN (${mine})`);
     await sql(`DELETE FROM unmatched_transfers WHERE pending_request_id IN (${mine}) OR tx_hash = ANY($1)`, [decidedTransfers]);
+    await sql(`DELETE FROM webhook_events WHERE partner_id = $1 AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.event_id = webhook_events.id)`, [partner.id]);
     await sql(`UPDATE payment_requests SET amount_locked = false WHERE partner_id = $1`, [partner.id]);
   }
   for (const t of TABLES) await sql(`ALTER TABLE ${t} RESET (autovacuum_enabled)`);
@@ -153,7 +158,7 @@ it('the chain scan names a transfer\'s request and lists the wallets to watch wi
     found = await requests.claimableByAmount(BigInt(r.chain_id), r.token_address, r.recipient, BigInt(r.amount));
   }, { analyze: true });
   expect(found).toBe(open[BACKLOG / 2]);
-  expect(byAmount).toEqual({ indexes: [['payment_requests_claimable']], rowsRead: 1 });
+  expect(byAmount).toMatchObject({ indexes: [['payment_requests_claimable']], rowsRead: 1 });
   let wallets: string[] = [];
   const recipients = await explaining.scansOf('payment_requests', async () => {
     wallets = await requests.claimableRecipients(BigInt(r.chain_id), r.token_address);
@@ -199,4 +204,31 @@ it('the expiry sweep reads the lapsed requests through their deadline indexes, n
   expect(reads[0].sort()).toEqual(['payment_requests_attached_expiring', 'payment_requests_expiring', 'payment_requests_pkey']);
   const [left] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM payment_requests WHERE id = ANY($1) AND status <> 'expired'`, [lapsed]);
   expect(left.n).toBe(0);
+});
+
+it('a partner\'s deliveries page reads the newest of each state, not every delivery of the partner', async () => {
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4327 });
+  // Finished deliveries only (none pending): nothing here is for a worker of a later file to send.
+  await sql(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts, recorded_at)
+     SELECT $1, $2, 'payment.proof_verified', true, g % 3 <> 2, (ARRAY['delivered','abandoned','skipped'])[1 + g % 3], 1,
+            now() - (g / 2) * interval '1 second'
+       FROM generate_series(1, $3) g`,
+    [partner.id, seed.request_id, HISTORY],
+  );
+  await sql(`ANALYZE webhook_events`);
+  const expected = await sql<{ id: string }>(
+    `SELECT id FROM webhook_events WHERE partner_id = $1 ORDER BY recorded_at DESC, id DESC LIMIT 50 OFFSET 100`, [partner.id]);
+  const events = new WebhookEventsRepository(
+    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+  );
+  let page: WebhookEventEntity[] = [];
+  const reads = await explaining.scansOf('webhook_events', async () => {
+    page = await events.list({ partnerId: partner.id, limit: 50, offset: 100 });
+  }, { analyze: true });
+  expect(page.map((e) => e.id)).toEqual(expected.map((e) => e.id));
+  // The page's ids: at most offset + limit per state (then the page's 50 events by key, which at this size
+  // Postgres rightly reads with a scan of the small table).
+  expect(reads.indexes[0].every((i) => i === 'webhook_events_partner' || i === 'webhook_events_open')).toBe(true);
+  expect(reads.rowsReadEach[0]).toBeLessThanOrEqual(DELIVERY_STATES.length * 150);
 });

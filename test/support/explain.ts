@@ -44,20 +44,24 @@ export class ExplainingDataSource {
   /**
    * Runs `run`, then explains each statement it sent (transaction control left out): for each statement that
    * reads `table`, how each of its scans of it finds rows (the index, or 'Seq Scan'; a bitmap scan by the
-   * indexes under it), and with `analyze` (statements that only read) the rows those scans read in all.
+   * indexes under it), and with `analyze` (statements that only read) the rows those scans read, per
+   * statement and in all.
    */
-  async scansOf(table: string, run: () => Promise<unknown>, opts: { analyze?: boolean } = {}): Promise<{ indexes: string[][]; rowsRead: number }> {
+  async scansOf(
+    table: string, run: () => Promise<unknown>, opts: { analyze?: boolean } = {},
+  ): Promise<{ indexes: string[][]; rowsRead: number; rowsReadEach: number[] }> {
     this.captured = [];
     await run();
     const statements = this.captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i.test(c.query));
     if (statements.length === 0) throw new Error('the call sent no statement');
     const indexes: string[][] = [];
-    let rowsRead = 0;
+    const rowsReadEach: number[] = [];
     for (const { query, parameters } of statements) {
       const [row] = await this.ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(
         `EXPLAIN (FORMAT JSON${opts.analyze ? ', ANALYZE' : ''}) ${query}`, parameters,
       );
       const scans: string[] = [];
+      let rowsRead = 0;
       const walk = (n: PlanNode): void => {
         if (n['Relation Name'] === table && n['Node Type'] !== 'ModifyTable') {
           const under = (m: PlanNode): string[] => [...(m['Index Name'] ? [m['Index Name']] : []), ...(m.Plans ?? []).flatMap(under)];
@@ -68,8 +72,11 @@ export class ExplainingDataSource {
         (n.Plans ?? []).forEach(walk);
       };
       walk(row['QUERY PLAN'][0].Plan);
-      if (scans.length) indexes.push(scans);
+      if (scans.length) {
+        indexes.push(scans);
+        rowsReadEach.push(rowsRead);
+      }
     }
-    return { indexes, rowsRead };
+    return { indexes, rowsRead: rowsReadEach.reduce((a, b) => a + b, 0), rowsReadEach };
   }
 }

@@ -14,7 +14,6 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 @Check('webhook_events_state_check', checkIn('state', DELIVERY_STATES))
 @Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt'])
 @Index('webhook_events_request', ['requestId'])
-@Index('webhook_events_unrelayed', ['recordedAt'], { where: `(state = 'pending'::text)` })
 @Index('webhook_events_open', ['partnerId', 'nextAttemptAt'], { where: `(state = ANY (ARRAY['pending'::text, 'delivering'::text]))` })
 export class WebhookEventEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'webhook_events_pkey' })
