@@ -232,3 +232,15 @@ it('a partner\'s deliveries page reads the newest of each state, not every deliv
   expect(reads.indexes[0].every((i) => i === 'webhook_events_partner' || i === 'webhook_events_open')).toBe(true);
   expect(reads.rowsReadEach[0]).toBeLessThanOrEqual(DELIVERY_STATES.length * 150);
 });
+
+it('a sweep batch takes the longest lapsed first, whichever its proof state', async () => {
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4328 });
+  const attached = await cloneRequests(seed.request_id, 2,
+    `amount_locked = false, proof_status = 'attached', tx_hash = '0x' || repeat('ab', 32), expires_at = now() - interval '21 years', claim_until = now() - interval '20 years'`);
+  const none = await cloneRequests(seed.request_id, 2, `amount_locked = false, expires_at = now() - interval '15 years'`);
+  const requests = new RequestsRepository(explaining.ds.getRepository(PaymentRequestEntity));
+  const first = await explaining.ds.transaction((em) => requests.expireLapsed(em, 2));
+  expect(first.map((r) => r.id).sort()).toEqual([...attached].sort());
+  const second = await explaining.ds.transaction((em) => requests.expireLapsed(em, 2));
+  expect(second.map((r) => r.id).sort()).toEqual([...none].sort());
+});
