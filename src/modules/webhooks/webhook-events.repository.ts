@@ -11,8 +11,6 @@ import { oneOf } from '../../database/state-test';
 import { WebhookAttemptEntity } from './webhook-attempt.entity';
 import { DELIVERY_STATES, type DeliveryState, WebhookEventEntity } from './webhook-event.entity';
 
-export { DELIVERY_STATES, type DeliveryState };
-
 /** An outbox row claimed for one attempt, with the partner's endpoint as it stands at the claim. */
 export interface ClaimedEvent {
   id: string;
@@ -48,8 +46,9 @@ function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
   return [...xs].sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
 }
 
-/** The event is open (pending or delivering), for the statements that take events by id (see oneOf). */
+/** The event is open (pending or delivering), or pending only, for the statements that take events by id (see oneOf). */
 const OPEN = oneOf('e.state', ['pending', 'delivering'], DELIVERY_STATES);
+const PENDING = oneOf('e.state', ['pending'], DELIVERY_STATES);
 
 /** For each position: whether it is the first occurrence of its key. */
 function firstOfEach(keys: string[]): boolean[] {
@@ -217,7 +216,7 @@ export class WebhookEventsRepository {
       `UPDATE webhook_events e SET relayed_at = now(), next_attempt_at = COALESCE(e.next_attempt_at, now())
         WHERE e.id = ANY((SELECT $1)::uuid[])
           -- Not once attempted: the re-drive got there first (a relay that ran late), and a retry waits its backoff.
-          AND e.deliver AND ${oneOf('e.state', ['pending'], DELIVERY_STATES)} AND e.relayed_at IS NULL AND e.attempts = 0
+          AND e.deliver AND ${PENDING} AND e.relayed_at IS NULL AND e.attempts = 0
         RETURNING e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId"`,
       [eventIds],
     );

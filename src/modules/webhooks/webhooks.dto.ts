@@ -2,7 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUUID, Max, Min } from 'class-validator';
 import { strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
-import { DELIVERY_STATES, type DeliveryState } from './webhook-events.repository';
+import { DELIVERY_STATES, type DeliveryState } from './webhook-event.entity';
 
 export class PutWebhookDto {
   // Length, scheme and address are the SSRF guard's to judge, so its reason reaches the caller.

@@ -1,7 +1,6 @@
 import { iso } from '../../common/time';
 import type { WebhookAttemptEntity } from './webhook-attempt.entity';
-import type { WebhookEventEntity } from './webhook-event.entity';
-import type { DeliveryState } from './webhook-events.repository';
+import type { DeliveryState, WebhookEventEntity } from './webhook-event.entity';
 import type { EventKind } from './event-outbox';
 import type { AttemptOutcome } from './delivery-policy';
 import type { WebhookConfigured } from './webhook-settings.service';
