@@ -41,6 +41,26 @@ describe('partner delivery gate', () => {
     expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
   });
 
+  it('releases made together (one script call) free and admit in the order they were asked, partners kept apart', async () => {
+    const [p, q] = [partner(), partner()];
+    await gate.admit(p, members(6));
+    await gate.admit(q, members(4, 'q'));
+    // One turn of the event loop: three of p's slots and one of q's, interleaved, plus a member holding no slot.
+    const replies = await Promise.all([
+      gate.release(p, 'e0-1'),
+      gate.release(q, 'q2-1'),
+      gate.release(p, 'e1-1'),
+      gate.release(p, 'not-held-1'),
+      gate.release(p, 'e2-1'),
+    ]);
+    expect(replies.map((r) => r.admitted)).toEqual([['e3-1'], ['q3-1'], ['e4-1'], [], ['e5-1']]);
+    expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
+    expect(await gate.state(q)).toEqual({ waiting: 0, running: 3 });
+    // A partner with nobody waiting: a release frees the slot for the next admission.
+    expect((await gate.release(q, 'q0-1')).admitted).toEqual([]);
+    expect((await otherWorker.admit(q, ['late-1'])).admitted).toEqual(['late-1']);
+  });
+
   it('adds nothing twice: a member already waiting or holding a slot is not queued again', async () => {
     const p = partner();
     await gate.admit(p, members(4));
