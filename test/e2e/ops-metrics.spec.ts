@@ -4,19 +4,21 @@ import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { ALL_QUEUES } from '../../src/common/queue/queues';
 import { MetricsService } from '../../src/modules/ops/metrics.service';
 import { QUEUE_STATES } from '../../src/modules/ops/scrape-collectors';
-import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { recordProofEvent } from '../factories/events';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { Receiver } from '../support/receiver';
 import { sample } from '../support/metrics';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
 /**
  * Issue 6 item 4, metrics: /metrics on the admin listener only, in Prometheus text, with HTTP latency by
- * route pattern and status, queue depths per queue and state, webhook deliveries by outcome (read from
- * Postgres at scrape time) and verification latency (fed by the worker's verification jobs).
+ * route pattern and status, queue depths per queue and state, the webhook backlog (read from Postgres at
+ * scrape time), webhook attempts by outcome (counted by the worker) and verification latency (fed by the worker's verification jobs).
  */
 let svc: TestService;
 let partner: TestPartner;
@@ -25,7 +27,7 @@ let merchant: { id: string; wallet: Wallet };
 beforeAll(async () => {
   // The chain scan an hour apart: had it found the payment first (it raced the payer's proof in a loaded run),
   // the proof would find the request paid by its hash and queue no verification job, so no latency is recorded.
-  svc = await startService({ worker: true, env: { VERIFY_POLL_MS: '100', CHAIN_SCAN_INTERVAL_MS: '3600000' } });
+  svc = await startService({ worker: true, env: { VERIFY_POLL_MS: '100', CHAIN_SCAN_INTERVAL_MS: '3600000', WEBHOOK_RETRY_DELAYS_MS: '200' } });
   partner = await createPartner(svc);
   merchant = await createOnboardedMerchant(svc, partner.testKey);
 }, 60000);
@@ -91,38 +93,64 @@ it('reports the depth of every queue in every state, read at scrape time', async
   expect(sample(text, 'prs_scrape_source_up', { source: 'queues' })).toBe(1);
 });
 
-it('reports webhook deliveries by state and attempts by outcome from Postgres', async () => {
+it('reports the webhook backlog by state from Postgres, finished deliveries not included', async () => {
   const before = await scrape();
   expect(before).toContain('# TYPE prs_webhook_deliveries gauge');
-  expect(before).toContain('# TYPE prs_webhook_attempts gauge');
   expect(sample(before, 'prs_scrape_source_up', { source: 'deliveries' })).toBe(1);
 
-  // Arrange two delivery histories directly (the webhook module's own tests cover producing them).
+  // Arranged directly: a retry waiting its backoff (an hour: no worker takes it during the test), a finished
+  // delivery, and an event recorded while webhooks were off.
   const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 777 });
-  const [delivered] = await sql<{ id: string }>(
-    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts)
-     VALUES ($1, $2, 'payment.proof_attached', true, true, 'delivered', 2) RETURNING id`,
+  const rows = await sql<{ id: string }>(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts, next_attempt_at) VALUES
+       ($1, $2, 'payment.proof_attached', true, true, 'pending', 1, now() + interval '1 hour'),
+       ($1, $2, 'payment.proof_verified', true, true, 'delivered', 1, NULL),
+       ($1, $2, 'payment.proof_verified', true, false, 'skipped', 0, NULL) RETURNING id`,
     [partner.id, r.request_id],
   );
-  const [abandoned] = await sql<{ id: string }>(
-    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts)
-     VALUES ($1, $2, 'payment.proof_verified', true, true, 'abandoned', 1) RETURNING id`,
-    [partner.id, r.request_id],
-  );
-  await sql(
-    `INSERT INTO webhook_attempts (event_id, attempt, started_at, duration_ms, status_code, outcome) VALUES
-       ($1, 1, now(), 12, 503, 'retry'), ($1, 2, now(), 9, 200, 'delivered'), ($2, 1, now(), 7, 410, 'abandoned')`,
-    [delivered.id, abandoned.id],
-  );
-
-  const after = await scrape();
-  const delta = (name: string, labels: Record<string, string>) => (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
-  expect(delta('prs_webhook_deliveries', { state: 'delivered' })).toBe(1);
-  expect(delta('prs_webhook_deliveries', { state: 'abandoned' })).toBe(1);
-  expect(delta('prs_webhook_attempts', { outcome: 'retry' })).toBe(1);
-  expect(delta('prs_webhook_attempts', { outcome: 'delivered' })).toBe(1);
-  expect(delta('prs_webhook_attempts', { outcome: 'abandoned' })).toBe(1);
+  try {
+    const after = await scrape();
+    const delta = (state: string) => (sample(after, 'prs_webhook_deliveries', { state }) ?? 0) - (sample(before, 'prs_webhook_deliveries', { state }) ?? 0);
+    expect(delta('pending')).toBe(1);
+    expect(delta('delivering')).toBe(0);
+    expect(sample(after, 'prs_webhook_deliveries', { state: 'delivered' })).toBeNull();
+    expect(sample(after, 'prs_webhook_deliveries', { state: 'skipped' })).toBeNull();
+  } finally {
+    await sql(`UPDATE webhook_events SET state = 'abandoned', next_attempt_at = NULL WHERE id = $1`, [rows[0].id]);
+  }
 });
+
+it('counts the webhook attempts this process recorded, by outcome', async () => {
+  const receiver = await Receiver.start();
+  try {
+    const put = await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });
+    expect(put.status).toBe(200);
+    const before = await scrape();
+    expect(before).toContain('# TYPE prs_webhook_attempts_total counter');
+    const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 778 });
+
+    // One delivery refused once (503, retried) and then taken (200); another refused for good (410).
+    receiver.plan({ status: 503 }, { status: 200 }, { status: 410 });
+    const first = await recordProofEvent(svc, { partnerId: partner.id, requestId: r.request_id });
+    await waitFor(async () => (await stateOf(first.id)) === 'delivered', 15000, 50);
+    const second = await recordProofEvent(svc, { partnerId: partner.id, requestId: r.request_id, event: 'payment.proof_verified' });
+    await waitFor(async () => (await stateOf(second.id)) === 'abandoned', 15000, 50);
+    expect(receiver.calls.map((c) => c.headers['x-service-delivery'])).toEqual([first.id, first.id, second.id]);
+
+    const after = await scrape();
+    const delta = (outcome: string) => (sample(after, 'prs_webhook_attempts_total', { outcome }) ?? 0) - (sample(before, 'prs_webhook_attempts_total', { outcome }) ?? 0);
+    expect(delta('retry')).toBe(1);
+    expect(delta('delivered')).toBe(1);
+    expect(delta('abandoned')).toBe(1);
+  } finally {
+    await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: false });
+    await receiver.close();
+  }
+});
+
+async function stateOf(eventId: string): Promise<string | undefined> {
+  return (await sql<{ state: string }>(`SELECT state FROM webhook_events WHERE id = $1`, [eventId]))[0]?.state;
+}
 
 it('records verification latency when the worker verifies a real payment', async () => {
   const { rpcUrl, token } = testEnv();

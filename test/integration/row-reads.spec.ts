@@ -233,6 +233,31 @@ it('a partner\'s deliveries page reads the newest of each state, not every deliv
   expect(reads.rowsReadEach[0]).toBeLessThanOrEqual(DELIVERY_STATES.length * 150);
 });
 
+it('the metrics scrape counts the webhook backlog through its index, not the history of deliveries', async () => {
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4329 });
+  // A history of finished deliveries and a small backlog (retries due in an hour: no worker here sends them).
+  await sql(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts, next_attempt_at)
+     SELECT $1, $2, 'payment.proof_verified', true, true, CASE WHEN g <= 5 THEN 'pending' ELSE 'delivered' END, 1,
+            CASE WHEN g <= 5 THEN now() + interval '1 hour' END
+       FROM generate_series(1, $3) g`,
+    [partner.id, seed.request_id, HISTORY],
+  );
+  await sql(`ANALYZE webhook_events`);
+  const events = new WebhookEventsRepository(
+    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+  );
+  let counts: Awaited<ReturnType<WebhookEventsRepository['openDeliveries']>> = [];
+  const reads = await explaining.scansOf('webhook_events', async () => {
+    counts = await events.openDeliveries(1000);
+  }, { analyze: true });
+  const [open] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE state = 'pending' AND deliver`);
+  expect(counts).toEqual([{ state: 'pending', n: open.n }, { state: 'delivering', n: expect.any(Number) }]);
+  expect(reads.indexes.flat()).toEqual(['webhook_events_open']);
+  const [all] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events`);
+  expect(reads.rowsRead).toBeLessThan(all.n / 10);
+});
+
 it('a sweep batch takes the longest lapsed first, whichever its proof state', async () => {
   const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4328 });
   const attached = await cloneRequests(seed.request_id, 2,

@@ -42,7 +42,7 @@ export class ExplainingDataSource {
   }
 
   /**
-   * Runs `run`, then explains each statement it sent (transaction control left out): for each statement that
+   * Runs `run`, then explains each statement it sent (transaction control and SET left out): for each statement that
    * reads `table`, how each of its scans of it finds rows (the index, or 'Seq Scan'; a bitmap scan by the
    * indexes under it), and with `analyze` (statements that only read) the rows those scans read, per
    * statement and in all.
@@ -52,7 +52,7 @@ export class ExplainingDataSource {
   ): Promise<{ indexes: string[][]; rowsRead: number; rowsReadEach: number[] }> {
     this.captured = [];
     await run();
-    const statements = this.captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/i.test(c.query));
+    const statements = this.captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET )/i.test(c.query));
     if (statements.length === 0) throw new Error('the call sent no statement');
     const indexes: string[][] = [];
     const rowsReadEach: number[] = [];

@@ -38,7 +38,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *  - `prs_verified_reorged_total{mode}`: `countVerifiedReorged()`, fed by the worker's finality job.
  *  - `prs_notifications_unbuildable_total{kind,channel}`: `countUnbuildableNotification()`, fed by the
  *    worker's notification sender.
- * Scrape-time gauges (queue depths, webhook deliveries) register themselves through `gauge()`.
+ *  - `prs_webhook_attempts_total{outcome}`: `countWebhookAttempt()`, fed by the worker's webhook delivery.
+ * Scrape-time gauges (queue depths, the webhook backlog) register themselves through `gauge()`.
  */
 @Injectable()
 export class MetricsService {
@@ -75,6 +76,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly webhookAttempts = new Counter({
+    name: 'prs_webhook_attempts_total',
+    help: 'Webhook delivery attempts recorded by this process, by outcome (delivered, retry, abandoned)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   private readonly sourceUp = new Gauge({
     name: 'prs_scrape_source_up',
     help: '1 when the last scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
@@ -84,6 +92,8 @@ export class MetricsService {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
+    // Every outcome's series from the start, so rate() and increase() see the first attempt of each.
+    for (const outcome of ['delivered', 'retry', 'abandoned']) this.webhookAttempts.inc({ outcome }, 0);
   }
 
   // Label sets are few (routes × methods × statuses); a cached child skips prom-client's per-call label hashing.
@@ -110,6 +120,11 @@ export class MetricsService {
   /** One verified claim found reorged away by this process (the alert row is the durable record). */
   countVerifiedReorged(mode: 'test' | 'live'): void {
     this.verifiedReorged.inc({ mode });
+  }
+
+  /** One webhook delivery attempt recorded by this process, with its outcome. */
+  countWebhookAttempt(outcome: string): void {
+    this.webhookAttempts.inc({ outcome });
   }
 
   /** One notification abandoned by this process because its message could not be built (last_error says why). */

@@ -12,8 +12,10 @@ export const QUEUE_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
  * Gauges read when Prometheus scrapes, so every instance reports the same shared truth (queues live in
  * Redis, deliveries in Postgres) and nothing has to be counted in process memory:
  *  - `prs_queue_jobs{queue,state}`: BullMQ job counts of every queue of the service;
- *  - `prs_webhook_deliveries{state}`: webhook events (one per delivery_id) by delivery state;
- *  - `prs_webhook_attempts{outcome}`: stored delivery attempts by outcome (delivered, retry, abandoned).
+ *  - `prs_webhook_deliveries{state}`: webhook deliveries not finished yet (one per delivery_id), pending or
+ *    delivering: the backlog. Finished ones are counted as their attempts are recorded
+ *    (`prs_webhook_attempts_total`, MetricsService): a count of the whole history grew with it, past the
+ *    scrape's bound within hours at 1,000 events/s.
  */
 @Injectable()
 export class ScrapeCollectors implements OnModuleInit {
@@ -40,21 +42,9 @@ export class ScrapeCollectors implements OnModuleInit {
       warn,
     );
 
-    // One read per scrape, shared by both gauges (the webhooks module owns the tables and bounds the read).
-    let deliveries: ReturnType<DeliveriesService['stats']> | null = null;
-    const readDeliveries = () => {
-      deliveries ??= this.deliveriesService.stats(SCRAPE_TIMEOUT_MS).finally(() => setTimeout(() => (deliveries = null), 0));
-      return deliveries;
-    };
-
     this.metrics.gauge(
-      { name: 'prs_webhook_deliveries', help: 'Webhook deliveries (events to deliver) by state', labelNames: ['state'], source: 'deliveries' },
-      async () => (await readDeliveries()).events.map((r) => ({ labels: { state: r.state }, value: r.n })),
-      warn,
-    );
-    this.metrics.gauge(
-      { name: 'prs_webhook_attempts', help: 'Webhook delivery attempts by outcome', labelNames: ['outcome'], source: 'delivery_attempts' },
-      async () => (await readDeliveries()).attempts.map((r) => ({ labels: { outcome: r.outcome }, value: r.n })),
+      { name: 'prs_webhook_deliveries', help: 'Webhook deliveries not finished yet (the backlog), by state', labelNames: ['state'], source: 'deliveries' },
+      async () => (await this.deliveriesService.backlog(SCRAPE_TIMEOUT_MS)).map((r) => ({ labels: { state: r.state }, value: r.n })),
       warn,
     );
   }

@@ -24,9 +24,9 @@ export class DeliveriesService {
     private readonly audit: AuditService,
   ) {}
 
-  /** Delivery counts by state and attempt counts by outcome, for the metrics scrape. */
-  stats(timeoutMs: number): ReturnType<WebhookEventsRepository['deliveryStats']> {
-    return this.events.deliveryStats(timeoutMs);
+  /** Deliveries not finished yet, by state (pending, delivering), for the metrics scrape. */
+  backlog(timeoutMs: number): ReturnType<WebhookEventsRepository['openDeliveries']> {
+    return this.events.openDeliveries(timeoutMs);
   }
 
   async list(q: ListDeliveriesQuery): Promise<DeliveryPage> {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { MicroBatch } from '../../common/micro-batch';
+import { MetricsService } from '../ops/metrics.service';
 import { nextStep, type NextStep } from './delivery-policy';
 import { webhookBody, webhookHeaders, type DeliverySource } from './payload';
 import { RequestFactsPort, type RequestFacts } from './request-facts.port';
@@ -28,6 +29,7 @@ export class DeliveryService {
     private readonly poster: WebhookPoster,
     private readonly queue: WebhookDeliveryQueue,
     private readonly secrets: WebhookSecrets,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** The event's partner, for jobs queued before their data carried it; null for an unknown event. */
@@ -66,6 +68,7 @@ export class DeliveryService {
     }
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
     const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
+    if (recorded) this.metrics.countWebhookAttempt(step.outcome);
     // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
     if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry({ id: eventId, attempt: attempt + 1, partnerId: ev.partnerId }, delayMs);
   }
