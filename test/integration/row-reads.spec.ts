@@ -32,7 +32,9 @@ import { ExplainingDataSource } from '../support/explain';
  * the expiry sweep's release of amounts reads the closed ones only (payment_requests_locked_until, 1764000401600;
  * before, a sequential scan of every locked request), and its expiry reads the lapsed ones through the two
  * deadline indexes (before, with all of its tests in one WHERE, the table). A partner's deliveries page reads
- * its page from each state's newest (before, every delivery of the partner, sorted).
+ * its page from each state's newest (before, every delivery of the partner, sorted), and so does the admin
+ * list across partners, per partner (before, the whole outbox sorted); the metrics scrape counts the open
+ * deliveries only (before, every delivery and attempt ever made).
  */
 const HISTORY = 3000;
 const BACKLOG = 2000;
@@ -229,8 +231,53 @@ it('a partner\'s deliveries page reads the newest of each state, not every deliv
   expect(page.map((e) => e.id)).toEqual(expected.map((e) => e.id));
   // The page's ids: at most offset + limit per state (then the page's 50 events by key, which at this size
   // Postgres rightly reads with a scan of the small table).
-  expect(reads.indexes[0].every((i) => i === 'webhook_events_partner' || i === 'webhook_events_open')).toBe(true);
+  expect(reads.indexes[0].every((i) => i === 'webhook_events_partner')).toBe(true);
   expect(reads.rowsReadEach[0]).toBeLessThanOrEqual(DELIVERY_STATES.length * 150);
+});
+
+it('the admin deliveries list across partners merges each partner\'s newest, also for a backlog after an ANALYZE that saw none', async () => {
+  const other = await createPartner(svc);
+  const otherMerchant = await createOnboardedMerchant(svc, other.testKey);
+  const mine = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 4330 });
+  const theirs = await mustCreateRequest(svc, other.testKey, { account_id: otherMerchant.id, fiat_amount_int: 4331 });
+  const history = (partnerId: string, requestId: string, n: number, states: string) => sql(
+    `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state, attempts, next_attempt_at, recorded_at)
+     SELECT $1, $2, 'payment.proof_verified', true, true, (${states})[1 + g % cardinality(${states})], 1,
+            CASE WHEN (${states})[1 + g % cardinality(${states})] = 'pending' THEN now() + interval '1 hour' END,
+            now() - (g / 3) * interval '1 second'
+       FROM generate_series(1, $3) g`,
+    [partnerId, requestId, n],
+  );
+  try {
+    await history(partner.id, mine.request_id, HISTORY, `ARRAY['delivered','abandoned']`);
+    await history(other.id, theirs.request_id, HISTORY / 2, `ARRAY['delivered','abandoned','skipped']`);
+    await sql(`ANALYZE webhook_events`);
+    // The outage: a backlog the statistics have not seen (retries due in an hour: nothing here sends them).
+    await history(partner.id, mine.request_id, BACKLOG, `ARRAY['pending']`);
+    await history(other.id, theirs.request_id, BACKLOG / 4, `ARRAY['pending']`);
+    const events = new WebhookEventsRepository(
+      explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+    );
+    const [{ n: partners }] = await sql<{ n: number }>(`SELECT count(DISTINCT partner_id)::int AS n FROM webhook_events`);
+    for (const [state, limit, offset] of [[undefined, 20, 0], [undefined, 25, 40], ['pending', 20, 0], ['pending', 10, 30], ['abandoned', 15, 15]] as const) {
+      const expected = await sql<{ id: string }>(
+        `SELECT id FROM webhook_events WHERE ($1::text IS NULL OR state = $1) ORDER BY recorded_at DESC, id DESC LIMIT $2 OFFSET $3`,
+        [state ?? null, limit, offset]);
+      let page: WebhookEventEntity[] = [];
+      const reads = await explaining.scansOf('webhook_events', async () => {
+        page = await events.list({ state, limit, offset });
+      }, { analyze: true });
+      expect(page.map((e) => e.id)).toEqual(expected.map((e) => e.id));
+      // The walk (a probe per partner) plus at most offset + limit per partner and state and the rest of the
+      // last one's second (three events a second here: the order's ties on recorded_at are broken by id).
+      const states = state ? 1 : DELIVERY_STATES.length;
+      expect({ state, offset, indexes: reads.indexes[0] }).toEqual({ state, offset, indexes: reads.indexes[0].map(() => 'webhook_events_partner') });
+      expect(reads.rowsReadEach[0]).toBeLessThanOrEqual(2 * partners + partners * states * (offset + limit + 3));
+    }
+  } finally {
+    await sql(`DELETE FROM webhook_events WHERE partner_id = $1 AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.event_id = webhook_events.id)`, [other.id]);
+    await sql(`UPDATE payment_requests SET amount_locked = false WHERE partner_id = $1`, [other.id]);
+  }
 });
 
 it('the metrics scrape counts the webhook backlog through its index, not the history of deliveries', async () => {
@@ -254,8 +301,11 @@ it('the metrics scrape counts the webhook backlog through its index, not the his
   const [open] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE state = 'pending' AND deliver`);
   expect(counts).toEqual([{ state: 'pending', n: open.n }, { state: 'delivering', n: expect.any(Number) }]);
   expect(reads.indexes.flat()).toEqual(['webhook_events_open']);
-  const [all] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events`);
-  expect(reads.rowsRead).toBeLessThan(all.n / 10);
+  // The open events, not the history.
+  const [all] = await sql<{ n: number; open: number }>(
+    `SELECT count(*)::int AS n, (count(*) FILTER (WHERE state IN ('pending','delivering')))::int AS open FROM webhook_events`);
+  expect(reads.rowsRead).toBeLessThanOrEqual(all.open);
+  expect(all.open).toBeLessThan(all.n / 2);
 });
 
 it('a sweep batch takes the longest lapsed first, whichever its proof state', async () => {
