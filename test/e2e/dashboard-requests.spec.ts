@@ -201,7 +201,7 @@ describe('GET /dashboard/api/requests and /:id', () => {
     expect(until.map((x: any) => x.request_id)).toEqual([ids[0]]);
   });
 
-  it.each(['account_id=' + '00000000-0000-4000-8000-000000000000', 'limit=101', 'offset=-1', 'status=paid', 'source=api', 'plan_id=nope', 'since=yesterday', 'since=2026-W48', 'until=2026', 'colour=red'])(
+  it.each(['account_id=' + '00000000-0000-4000-8000-000000000000', 'limit=101', 'offset=-1', 'status=paid', 'source=api', 'plan_id=nope', 'since=yesterday', 'since=2026-W48', 'until=2026', 'since=2024-01-01T00:00%2B16:00', 'colour=red'])(
     'a bad query (%s) is 400 invalid_request',
     async (query) => {
       const r = await mine.call('GET', `/requests?${query}`);
@@ -376,6 +376,10 @@ describe('GET /dashboard/api/requests.csv', () => {
     expect(only.slice(1).map((x) => x[0])).toEqual([voided.body.request_id]);
     expect(parse((await csv(c, '?status=requested&source=dashboard')).text).slice(1).map((x) => x[0])).toEqual([kept.body.request_id]);
     expect((await csv(c, '?status=paid')).status).toBe(400);
+    // Refused before the first row is written (a value Postgres refuses used to cut the stream mid-response).
+    const late = await csv(c, '?since=2024-01-01T00:00-17:00');
+    expect(late.status).toBe(400);
+    expect(late.body.error).toBe('invalid_request');
     for (const other of [a, a2, b]) {
       const text = (await csv(other)).text;
       expect(text).not.toContain(kept.body.request_id);

@@ -837,6 +837,8 @@ describe('GET /api/v1/requests: list', () => {
     'since=2026', 'until=2026-11', 'since=2026-W48', 'until=2026-W48-3', 'since=2026-11-26T10', 'until=2026-11-26T10:00:00,5Z',
     // Forms Postgres reads but JavaScript does not (an ordinal date, the basic format): one reading for every caller.
     'since=2026-330', 'until=20261126',
+    // Zone offsets JavaScript reads and Postgres refuses past ±15:59 (they were a 500).
+    'since=2024-01-01T00:00%2B16:00', 'until=2024-01-01T00:00%2B23:59', 'since=2024-01-01T00:00-1800',
   ])('%s → 400 invalid_request', async (query) => {
     const r = await list(q.testKey, `?${query}`);
     expectError(r, 400, 'invalid_request');

@@ -15,6 +15,10 @@ describe('isTimestamp: the ISO 8601 forms JavaScript and Postgres both read alik
     '2026-11-26T10:00:00',
     '2026-11-26T10:00:00z',
     '2026-11-26T10:00:00.1234567891Z',
+    '2026-11-26T10:00:00+14:00',
+    '2026-11-26T10:00:00-12:00',
+    '2026-11-26T10:00:00+15:59',
+    '2026-11-26T10:00-1559',
   ])('takes %s', (v) => {
     expect(isTimestamp(v)).toBe(true);
   });
@@ -22,6 +26,9 @@ describe('isTimestamp: the ISO 8601 forms JavaScript and Postgres both read alik
   it.each([
     '2026', '2026-11', '2026-W48', '2026-W48-3', '2026-330', '20261126', '2026-11-26T10', '2026-11-26T10:00:00,5Z',
     '2026-11-26T10:00:00+00', '2026-02-30T00:00:00Z', '2026-11-26T24:00:00Z', '2026-11-26 10:00:00Z', 'yesterday', '',
+    // Offsets JavaScript reads and Postgres refuses ("time zone displacement out of range": a 500 before).
+    '2024-01-01T00:00+16:00', '2024-01-01T00:00+23:59', '2024-01-01T00:00-1800', '2024-01-01T00:00:00-17:00',
+    '2024-01-01T00:00+05:60',
   ])('refuses %s', (v) => {
     expect(isTimestamp(v)).toBe(false);
   });

@@ -6,9 +6,10 @@ import { isISO8601, ValidateBy, type ValidationOptions } from 'class-validator';
  * A calendar date, or a date and time (minutes at least, an optional fraction after a dot, an optional
  * zone): the ISO 8601 forms that JavaScript's Date and Postgres' timestamptz both read. isISO8601 alone also
  * takes a bare year, a month, a week or ordinal date, an hour without minutes and a comma fraction, which one
- * or the other refuses (Postgres then failed the query: a 500).
+ * or the other refuses (Postgres then failed the query: a 500). A zone's offset is at most ±15:59: Date reads
+ * up to ±23:59, Postgres refuses past 15:59 (every zone in use lies within −12:00 and +14:00).
  */
-const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
+const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?([Zz]|[+-](?:0\d|1[0-5]):?[0-5]\d)?)?$/;
 
 export function isTimestamp(value: unknown): boolean {
   return (
@@ -41,7 +42,7 @@ export function IsTimestamp(options?: ValidationOptions): PropertyDecorator {
         validator: {
           validate: isTimestamp,
           defaultMessage: (args) =>
-            `${args?.property} must be an ISO 8601 date, or date and time (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM|±HHMM]; no zone is UTC)`,
+            `${args?.property} must be an ISO 8601 date, or date and time (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.fff]][Z|±HH:MM|±HHMM], the offset at most 15:59; no zone is UTC)`,
         },
       },
       options,

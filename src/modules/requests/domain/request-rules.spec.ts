@@ -63,6 +63,9 @@ describe('metadata (spec §4.1: ≤ 20 keys, key ≤ 40 chars, value ≤ 500 cha
     ['value of 500 chars', { k: repeat('v', 500) }],
     ['empty string value', { k: '' }],
     ['unicode key and value', { 'clé': 'välue 😀' }],
+    // Characters as MaxLength counts memo's (code points): 500 emoji are 1,000 UTF-16 units.
+    ['value of 500 emoji', { k: '😀'.repeat(500) }],
+    ['key of 40 emoji', { ['😀'.repeat(40)]: 'v' }],
     ['20 keys of 40 chars with 500-char values', Object.fromEntries(Array.from({ length: 20 }, (_, i) => [repeat(`${i}k`, 40), repeat('v', 500)]))],
   ])('%s is valid', (_label, m) => {
     expect(metadataErrors(m)).toEqual([]);
@@ -72,6 +75,8 @@ describe('metadata (spec §4.1: ≤ 20 keys, key ≤ 40 chars, value ≤ 500 cha
     ['21 keys', meta(21)],
     ['key of 41 chars', { [repeat('k', 41)]: 'v' }],
     ['value of 501 chars', { k: repeat('v', 501) }],
+    ['value of 501 emoji', { k: '😀'.repeat(501) }],
+    ['key of 41 emoji', { ['😀'.repeat(41)]: 'v' }],
     ['empty key', { '': 'v' }],
     ['number value', { k: 1 }],
     ['boolean value', { k: true }],

@@ -14,6 +14,14 @@ export function internalIdempotencyKey(random: string): string {
 
 export const METADATA_LIMITS = { maxKeys: 20, maxKeyLength: 40, maxValueLength: 500 } as const;
 
+/**
+ * Longer than `max` characters, counted as class-validator's MaxLength counts the other fields (code points:
+ * an emoji is one character, not its two UTF-16 units).
+ */
+function longerThan(s: string, max: number): boolean {
+  return s.length > max && [...s].length > max;
+}
+
 /** Validates metadata: an object of at most 20 string values, keys ≤ 40 chars, values ≤ 500 chars. */
 export function metadataErrors(value: unknown, field = 'metadata'): FieldError[] {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -26,14 +34,14 @@ export function metadataErrors(value: unknown, field = 'metadata'): FieldError[]
   }
   for (const key of keys) {
     const v = (value as Record<string, unknown>)[key];
-    if (key.length === 0 || key.length > METADATA_LIMITS.maxKeyLength) {
+    if (key.length === 0 || longerThan(key, METADATA_LIMITS.maxKeyLength)) {
       errors.push({ field: `${field}.${key}`, message: `key must be 1 to ${METADATA_LIMITS.maxKeyLength} characters` });
     } else if (isForbiddenKey(key)) {
       errors.push({ field: `${field}.${key}`, message: 'key is not allowed' });
     }
     if (typeof v !== 'string') {
       errors.push({ field: `${field}.${key}`, message: 'value must be a string' });
-    } else if (v.length > METADATA_LIMITS.maxValueLength) {
+    } else if (longerThan(v, METADATA_LIMITS.maxValueLength)) {
       errors.push({ field: `${field}.${key}`, message: `value must be at most ${METADATA_LIMITS.maxValueLength} characters` });
     }
   }
