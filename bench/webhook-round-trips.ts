@@ -44,13 +44,14 @@ Redis.prototype.sendCommand = function (this: Redis, cmd: { name: string; args: 
 
 const flush = (MicroBatch.prototype as unknown as { flush(): void }).flush;
 (MicroBatch.prototype as unknown as { flush(): void }).flush = function (this: { pending: unknown[]; run: () => unknown }) {
-  const label = String(this.run).includes('claimBatch') ? 'claim' : String(this.run).includes('recordBatch') ? 'record' : 'other';
+  const run = String(this.run);
+  const label = run.includes('claimBatch') ? 'claim' : run.includes('recordBatch') ? 'record' : run.includes('releaseMany') ? 'gate release' : 'other';
   if (counting && this.pending.length) batches.set(label, [...(batches.get(label) ?? []), this.pending.length]);
   flush.call(this);
 };
 
 async function main(): Promise<void> {
-  // Only the throughput phase: its deliveries are what the counts are divided by.
+  // Only the throughput phase (whatever BENCH_WEBHOOK_RATE says): its deliveries are what the counts are divided by.
   process.env.BENCH_WEBHOOK_RATE = '0';
   counting = true;
   const r = await benchWebhooks({ reps: Number(process.env.BENCH_REPS ?? 1) });

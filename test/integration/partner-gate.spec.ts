@@ -35,9 +35,9 @@ describe('partner delivery gate', () => {
     expect(await gate.state(p)).toEqual({ waiting: 2, running: 3 });
     // Later arrivals queue behind the waiting ones.
     expect(await otherWorker.admit(p, ['late-1'])).toEqual({ added: 1, admitted: [] });
-    expect(await otherWorker.release(p, 'e1-1')).toEqual({ added: 0, admitted: ['e3-1'] });
-    expect(await gate.release(p, 'e0-1')).toEqual({ added: 0, admitted: ['e4-1'] });
-    expect(await gate.release(p, 'e2-1')).toEqual({ added: 0, admitted: ['late-1'] });
+    expect(await otherWorker.release(p, 'e1-1')).toEqual(['e3-1']);
+    expect(await gate.release(p, 'e0-1')).toEqual(['e4-1']);
+    expect(await gate.release(p, 'e2-1')).toEqual(['late-1']);
     expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
   });
 
@@ -53,12 +53,39 @@ describe('partner delivery gate', () => {
       gate.release(p, 'not-held-1'),
       gate.release(p, 'e2-1'),
     ]);
-    expect(replies.map((r) => r.admitted)).toEqual([['e3-1'], ['q3-1'], ['e4-1'], [], ['e5-1']]);
+    expect(replies).toEqual([['e3-1'], ['q3-1'], ['e4-1'], [], ['e5-1']]);
     expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
     expect(await gate.state(q)).toEqual({ waiting: 0, running: 3 });
     // A partner with nobody waiting: a release frees the slot for the next admission.
-    expect((await gate.release(q, 'q0-1')).admitted).toEqual([]);
+    expect(await gate.release(q, 'q0-1')).toEqual([]);
     expect((await otherWorker.admit(q, ['late-1'])).admitted).toEqual(['late-1']);
+  });
+
+  it('a batch of releases drops expired leases (a worker that died) and fills those slots too', async () => {
+    const p = partner();
+    await gate.admit(p, members(6));
+    await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${p}`, Date.now() - 1, 'e1-1');
+    const replies = await Promise.all([gate.release(p, 'e0-1'), gate.release(p, 'e2-1')]);
+    expect(replies).toEqual([['e3-1', 'e4-1'], ['e5-1']]);
+    expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
+  });
+
+  it('a batch whose script fails fails every release in it, of every partner; what it did before stays, leased', async () => {
+    const [p, q] = [partner(), partner()];
+    await gate.admit(p, members(4));
+    // q's waiting key holds a string, not a sorted set: Redis stops the script at q's release (WRONGTYPE).
+    await redis.main.set(`${config.redisPrefix}:webhook-waiting:${q}`, 'not a sorted set');
+    await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${q}`, Date.now() + 60_000, 'q0-1');
+    const replies = await Promise.allSettled([gate.release(p, 'e0-1'), gate.release(q, 'q0-1')]);
+    expect(replies.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    // Redis keeps what the script did before the error: p's slot was freed and e3 admitted, and nobody was told.
+    // e3 holds its slot under the admission lease only, so the limit holds; the outbox re-drive sends it when
+    // the lease runs out (the same as a reply lost after the script ran).
+    const slots = await redis.main.zrange(`${config.redisPrefix}:webhook-slots:${p}`, 0, -1, 'WITHSCORES');
+    expect(slots.filter((_, i) => i % 2 === 0).sort()).toEqual(['e1-1', 'e2-1', 'e3-1']);
+    expect(Number(slots[slots.indexOf('e3-1') + 1])).toBeLessThan(Date.now() + 120_000);
+    expect(await gate.state(p)).toEqual({ waiting: 0, running: 3 });
+    await redis.main.del(`${config.redisPrefix}:webhook-waiting:${q}`);
   });
 
   it('adds nothing twice: a member already waiting or holding a slot is not queued again', async () => {
@@ -107,7 +134,7 @@ describe('partner delivery gate', () => {
     expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
     // First in line when a slot frees, ahead of anything that asked before it was sent back.
     await gate.admit(p, ['after-1']);
-    expect((await gate.release(p, 'e1-1')).admitted).toEqual(['e0-1']);
+    expect(await gate.release(p, 'e1-1')).toEqual(['e0-1']);
     // A free slot lets a lapsed job run at once.
     await redis.main.zadd(`${config.redisPrefix}:webhook-slots:${p}`, Date.now() - 1, 'e2-1');
     expect(await gate.start(p, 'e2-1')).toBe(true);

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ATTEMPT_OUTCOMES, type AttemptOutcome } from '../webhooks/delivery-policy';
 
 /** Label of requests that matched no route (404s of unknown paths), so raw URLs never become labels. */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -93,7 +94,7 @@ export class MetricsService {
   constructor() {
     collectDefaultMetrics({ register: this.registry });
     // Every outcome's series from the start, so rate() and increase() see the first attempt of each.
-    for (const outcome of ['delivered', 'retry', 'abandoned']) this.webhookAttempts.inc({ outcome }, 0);
+    for (const outcome of ATTEMPT_OUTCOMES) this.webhookAttempts.inc({ outcome }, 0);
   }
 
   // Label sets are few (routes × methods × statuses); a cached child skips prom-client's per-call label hashing.
@@ -123,7 +124,7 @@ export class MetricsService {
   }
 
   /** One webhook delivery attempt recorded by this process, with its outcome. */
-  countWebhookAttempt(outcome: string): void {
+  countWebhookAttempt(outcome: AttemptOutcome): void {
     this.webhookAttempts.inc({ outcome });
   }
 

@@ -10,7 +10,7 @@ export const QUEUE_STATES = ['waiting', 'delayed', 'active', 'failed'] as const;
 
 /**
  * Gauges read when Prometheus scrapes, so every instance reports the same shared truth (queues live in
- * Redis, deliveries in Postgres) and nothing has to be counted in process memory:
+ * Redis, deliveries in Postgres):
  *  - `prs_queue_jobs{queue,state}`: BullMQ job counts of every queue of the service;
  *  - `prs_webhook_deliveries{state}`: webhook deliveries not finished yet (one per delivery_id), pending or
  *    delivering: the backlog. Finished ones are counted as their attempts are recorded

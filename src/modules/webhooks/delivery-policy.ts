@@ -2,7 +2,8 @@ import type { PostOutcome } from './webhook-poster';
 import { classifyOutcome } from './webhook-poster';
 
 /** What an attempt leaves the delivery in (spec §6.5); also the `outcome` column of webhook_attempts. */
-export type AttemptOutcome = 'delivered' | 'retry' | 'abandoned';
+export const ATTEMPT_OUTCOMES = ['delivered', 'retry', 'abandoned'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 export type NextStep =
   | { outcome: 'delivered' }

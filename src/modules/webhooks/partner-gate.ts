@@ -66,7 +66,8 @@ const ADMIT = `
 // and waiting keys in pairs, ARGV the limit, the admission lease (ms), then each release's member. Returns,
 // per release, the members it admitted. One call for the attempts that ended in one turn of the worker's event
 // loop, whatever their partners: script calls per delivery fell from 1.1 to 0.19, and Redis's CPU by a sixth
-// (bench:webhook-wire, 10 partners, 2026-11-27).
+// (bench:webhook-wire, 10 partners, 2026-11-27). Keys of many partners in one call: standalone Redis, as
+// DESIGN has it (on Redis Cluster they would be refused, CROSSSLOT, as ADMIT's two keys already would be).
 const RELEASE = `
   ${REDIS_NOW}
   local limit, expiry = tonumber(ARGV[1]), now + tonumber(ARGV[2])
@@ -99,7 +100,7 @@ const START = `
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return 0`;
 
-/** What admit() and release() answer: members that now hold a slot (queue their attempt), and how many were new. */
+/** What admit() answers: members that now hold a slot (queue their attempt), and how many were new. */
 export interface Admission {
   admitted: string[];
   added: number;
@@ -149,9 +150,16 @@ export class PartnerGate {
     return this.run(partnerId, true, members);
   }
 
-  /** Frees `member`'s slot, and admits the partner's next waiting members into the free slots. */
-  async release(partnerId: string, member: string): Promise<Admission> {
-    return { added: 0, admitted: await this.releases.submit({ partnerId, member }) };
+  /**
+   * Frees `member`'s slot, and admits the partner's next waiting members into the free slots: those members,
+   * which hold a slot now (queue their attempts). Releases asked in one turn of the event loop share one
+   * script call (RELEASE), and so its failure: each of them rejects. A failure after Redis ran the script (the
+   * reply lost to a timeout or a dropped connection) leaves the members it admitted holding slots with no job,
+   * now of every partner in the batch rather than one; they are sent again by the outbox re-drive once their
+   * admission lease runs out (about a minute), as one lost admission always was.
+   */
+  release(partnerId: string, member: string): Promise<string[]> {
+    return this.releases.submit({ partnerId, member });
   }
 
   /**

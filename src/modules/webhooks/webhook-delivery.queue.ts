@@ -68,7 +68,7 @@ export class WebhookDeliveryQueue {
    * queued.
    */
   async finished(partnerId: string, eventId: string, attempt: number, takeNext = false): Promise<{ eventId: string; attempt: number } | null> {
-    const { admitted } = await this.gate.release(partnerId, deliveryJobId(eventId, attempt));
+    const admitted = await this.gate.release(partnerId, deliveryJobId(eventId, attempt));
     const next = takeNext && admitted.length > 0 ? admitted.shift()! : null;
     await this.queueAdmitted(partnerId, admitted);
     return next ? parseJobId(next) : null;

@@ -47,7 +47,7 @@ function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
 }
 
 /** The states of a delivery not finished yet (webhook_events_open's predicate). */
-export const OPEN_STATES = ['pending', 'delivering'] as const satisfies readonly DeliveryState[];
+const OPEN_STATES = ['pending', 'delivering'] as const satisfies readonly DeliveryState[];
 export type OpenState = (typeof OPEN_STATES)[number];
 /** The event is open (pending or delivering), or pending only, for the statements that take events by id (see oneOf). */
 const OPEN = oneOf('e.state', OPEN_STATES, DELIVERY_STATES);
