@@ -90,6 +90,7 @@ describe('POST /dashboard/api/requests', () => {
 
   it.each([
     ['metadata (an unknown field here)', { fiat_amount_int: 100, metadata: { order: '1' } }],
+    ['metadata null (unknown whatever its value)', { fiat_amount_int: 100, metadata: null }],
     ['account_id', { fiat_amount_int: 100, account_id: '00000000-0000-0000-0000-000000000000' }],
     ['payment_mode', { fiat_amount_int: 100, payment_mode: 'service' }],
     ['no amount', {}],

@@ -148,6 +148,24 @@ describe('public handle API', () => {
     expect(r.body).toEqual({ ok: true, handle: h, display_name: 'Corner Café', fiat_currency: 'eur', test_mode: true, accepting_payments: true });
   });
 
+  it('a blank name is no name: the payer sees the business name, on the handle page and the pay page', async () => {
+    const m = await merchant({ business_name: 'Corner Café Ltd' });
+    const h = fresh();
+    await claim(m.dash, h);
+    const blank = await m.dash.call('PATCH', '/me', { body: { display_name: '  ' } });
+    expect(blank.status).toBe(200);
+    expect(blank.body.display_name).toBeNull();
+    expect((await view(h)).body.display_name).toBe('Corner Café Ltd');
+    const made = await pay(h, { fiat_amount_int: 150 });
+    expect(made.status).toBe(201);
+    const page = await call(svc.publicUrl, 'GET', `/pay/api/${made.body.request_id}`);
+    expect(page.body.merchant_name).toBe('Corner Café Ltd');
+    // A partner's blank name is not sent at all: the merchant keeps no name of "".
+    const created = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, body: { display_name: '', business_name: ' ' } });
+    expect(created.status).toBe(201);
+    expect([created.body.display_name, created.body.business_name]).toEqual([null, null]);
+  });
+
   it('an unknown or malformed handle is 404 not_found', async () => {
     for (const h of [fresh('none'), 'x', 'admin', '%20']) {
       const r = await view(h);
@@ -191,6 +209,7 @@ describe('public handle API', () => {
 
   it.each([
     ['metadata', { fiat_amount_int: 100, metadata: { a: 'b' } }],
+    ['metadata null (a field the form does not have, whatever its value)', { fiat_amount_int: 100, metadata: null }],
     ['expiry_minutes', { fiat_amount_int: 100, expiry_minutes: 60 }],
     ['customer_name', { fiat_amount_int: 100, customer_name: 'Ada' }],
     ['no amount', {}],

@@ -1,11 +1,22 @@
 import { ArgumentMetadata, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
-import { validateSync, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validateSync, type ValidationError } from 'class-validator';
 import { AppError, type ErrorCode, type FieldError } from '../errors';
 import { FORBIDDEN_KEYS } from '../forbidden-keys';
 import { hasForbiddenKey, MAX_BODY_DEPTH, nestedDeeperThan, textErrors } from './body';
 
 const FORBIDDEN_KEY_LIST = [...FORBIDDEN_KEYS].join(', ').replace(/, ([^,]+)$/, ' and $1');
+
+/** The fields a DTO declares (any validation decorator), per class. */
+const declared = new WeakMap<Function, Set<string>>();
+function declaredFields(type: Function): Set<string> {
+  let fields = declared.get(type);
+  if (!fields) {
+    fields = new Set(getMetadataStorage().getTargetValidationMetadatas(type, '', true, false).map((m) => m.propertyName));
+    declared.set(type, fields);
+  }
+  return fields;
+}
 
 /** Field errors, flattened to dotted paths. */
 export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
@@ -20,8 +31,8 @@ export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
 
 /**
  * What a DTO class can say of itself: a specific error code for a failing field (e.g. invalid_idempotency_key),
- * and `nullIsAbsent`: a top-level field sent as null is one not sent (creates, where many JSON clients send
- * unset optional fields as null; a required one is then reported missing). A PATCH whose null clears a field
+ * and `nullIsAbsent`: a top-level field of the DTO sent as null is one not sent (creates, where many JSON clients
+ * send unset optional fields as null; a required one is then reported missing). A PATCH whose null clears a field
  * leaves it unset.
  */
 export interface FieldCodes {
@@ -49,7 +60,12 @@ export class DtoPipe implements PipeTransform {
     if (hasForbiddenKey(value)) {
       throw AppError.invalid([{ field: '(body)', message: `${FORBIDDEN_KEY_LIST} are not allowed as keys` }]);
     }
-    if (type.nullIsAbsent && meta.type === 'body') value = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null));
+    // Only the DTO's own fields: an unknown one sent as null is still an unknown field (DESIGN §8: metadata in a
+    // dashboard or handle create).
+    if (type.nullIsAbsent && meta.type === 'body') {
+      const fields = declaredFields(type);
+      value = Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== null || !fields.has(k)));
+    }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
     const errors = [
       ...flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true })),

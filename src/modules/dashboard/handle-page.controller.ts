@@ -19,7 +19,7 @@ export class HandlePageController {
     return {
       ok: true,
       handle: h,
-      display_name: m.displayName ?? m.businessName,
+      display_name: m.displayName || m.businessName,
       fiat_currency: m.displayCurrency,
       test_mode: m.testMode,
       accepting_payments: !m.disabled,

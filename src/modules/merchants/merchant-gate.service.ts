@@ -40,6 +40,6 @@ export class MerchantGate {
       select: { id: true, displayName: true, businessName: true },
       where: { id: merchantId },
     });
-    return m?.displayName ?? m?.businessName ?? null;
+    return m?.displayName || m?.businessName || null;
   }
 }

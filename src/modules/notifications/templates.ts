@@ -41,7 +41,7 @@ function oneLine(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
 }
 
-const merchantOf = (f: MessageFacts) => f.merchantName ?? 'the merchant';
+const merchantOf = (f: MessageFacts) => f.merchantName || 'the merchant';
 
 /** Rows of label → value, for both the HTML table and the plain-text lines. */
 function details(f: MessageFacts, a: { fiat: string; token: string }): Array<[string, string]> {
