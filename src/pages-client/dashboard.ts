@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   try {
     const [me, session] = await Promise.all([dash<Me>('GET', '/me'), dash<{ csrf_token: string }>('GET', '/session')]);
     rememberCsrf(session.csrf_token);
-    byId('dash-merchant-name').textContent = me.display_name ?? me.business_name ?? '';
+    byId('dash-merchant-name').textContent = me.display_name || me.business_name || '';
     byId('dash-test-mode').hidden = !me.test_mode;
     byId('dash-disabled').hidden = !me.disabled;
     const ctx: PageContext = { root, me, progress, problem };

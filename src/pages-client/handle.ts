@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     say(problem, explain(e));
     return;
   }
-  const name = view.display_name ?? view.handle;
+  const name = view.display_name || view.handle;
   byId('handle-name').textContent = `Pay ${name}`;
   document.title = `Pay ${name}`;
   byId('handle-test-mode').hidden = !view.test_mode;

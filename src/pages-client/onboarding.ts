@@ -180,7 +180,7 @@ async function finish(event: SubmitEvent): Promise<void> {
 function showDone(m: Merchant): void {
   say(progress, '');
   byId('steps').hidden = true;
-  byId('done-name').textContent = m.display_name ?? m.business_name ?? '—';
+  byId('done-name').textContent = m.display_name || m.business_name || '—';
   byId('done-wallet').textContent = m.wallet_address ?? '—';
   byId('done-currency').textContent = m.display_currency.toUpperCase();
   const done = byId('done');

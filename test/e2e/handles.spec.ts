@@ -160,10 +160,14 @@ describe('public handle API', () => {
     expect(made.status).toBe(201);
     const page = await call(svc.publicUrl, 'GET', `/pay/api/${made.body.request_id}`);
     expect(page.body.merchant_name).toBe('Corner Café Ltd');
-    // A partner's blank name is not sent at all: the merchant keeps no name of "".
-    const created = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, body: { display_name: '', business_name: ' ' } });
-    expect(created.status).toBe(201);
-    expect([created.body.display_name, created.body.business_name]).toEqual([null, null]);
+  });
+
+  it('a partner\'s blank display name is echoed as supplied (spec §4.5), and the payer still sees the business name', async () => {
+    const m = await merchant({ display_name: '', business_name: 'Blank Corner Ltd' });
+    expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${m.id}`, { key: p.testKey })).body.display_name).toBe('');
+    const h = fresh();
+    await claim(m.dash, h);
+    expect((await view(h)).body.display_name).toBe('Blank Corner Ltd');
   });
 
   it('an unknown or malformed handle is 404 not_found', async () => {

@@ -8,7 +8,7 @@ import { recordProofEvent } from '../factories/events';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
-import { closeSql, sql } from '../support/db';
+import { abandonOpenDeliveries, closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { Receiver } from '../support/receiver';
 import { sample } from '../support/metrics';
@@ -123,7 +123,7 @@ it('reports the webhook backlog by state from Postgres, finished deliveries not 
 it('counts the webhook attempts this process recorded, by outcome', async () => {
   // This process's worker sends whatever is open in the database: an earlier file of this jest worker that left
   // a delivery open would add its attempts to the counts.
-  await sql(`UPDATE webhook_events SET state = 'abandoned', next_attempt_at = NULL WHERE state IN ('pending','delivering')`);
+  await abandonOpenDeliveries();
   const receiver = await Receiver.start();
   try {
     const put = await admin(svc, 'PUT', `/partners/${partner.id}/webhook`, { url: receiver.url, enabled: true });

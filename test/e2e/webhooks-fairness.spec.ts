@@ -9,7 +9,7 @@ import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
 import type { Receiver } from '../support/receiver';
 import { waitFor } from '../support/wait';
-import { closeSql, sql } from '../support/db';
+import { abandonOpenDeliveries, closeSql, sql } from '../support/db';
 
 /*
  * Webhook fairness (issue 10 point 5, DESIGN §7): one partner whose endpoint never answers, with hundreds
@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   // Nothing left for the outbox relays of later specs' workers (they share this database) to pick up and retry.
-  await db.query(`UPDATE webhook_events SET state = 'abandoned' WHERE partner_id = ANY($1) AND state IN ('pending','delivering')`, [partners]);
+  await abandonOpenDeliveries(partners);
   await closeSql();
   // Receivers first: the worker waits for running attempts when it closes.
   await Promise.all(receivers.map((r) => r.close()));

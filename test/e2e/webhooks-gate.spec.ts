@@ -4,7 +4,7 @@ import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-even
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
-import { closeSql, sql } from '../support/db';
+import { abandonOpenDeliveries, closeSql, sql } from '../support/db';
 import type { Receiver, ReceivedCall } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
@@ -31,7 +31,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   // Nothing left for later tests (or later specs' workers on this database) to pick up and retry.
-  await db.query(`UPDATE webhook_events SET state = 'abandoned' WHERE partner_id = ANY($1) AND state IN ('pending','delivering')`, [partners]);
+  await abandonOpenDeliveries(partners);
 });
 afterAll(async () => {
   await db.query(`DROP TRIGGER IF EXISTS gate_spec_fail ON webhook_events`);

@@ -17,3 +17,20 @@ export async function closeSql(): Promise<void> {
   pool = null;
   await p?.end();
 }
+
+/**
+ * Marks open webhook deliveries abandoned (of `partnerIds`, or all), so nothing is left for a later test or file
+ * to send. A worker may be recording the same events: rows are locked in id order, as the worker's claim and
+ * record lock theirs, so the two wait for each other instead of deadlocking (a plain UPDATE locks in scan
+ * order: "deadlock detected" in a loaded run).
+ */
+export async function abandonOpenDeliveries(partnerIds?: string[]): Promise<void> {
+  await sql(
+    `WITH open AS (
+       SELECT id FROM webhook_events
+        WHERE state IN ('pending','delivering') AND ($1::uuid[] IS NULL OR partner_id = ANY($1))
+        ORDER BY id FOR UPDATE)
+     UPDATE webhook_events e SET state = 'abandoned', next_attempt_at = NULL FROM open WHERE e.id = open.id`,
+    [partnerIds ?? null],
+  );
+}

@@ -3,7 +3,6 @@ import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, Ma
 import { ADDRESS_PATTERN } from '../../common/address';
 import { strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
-import { BlankAs } from '../../common/http/blank';
 
 /** Lower-cases the hex digits of an address; the 0x prefix itself must be sent lower case (spec §4.5). */
 const lowerHex = ({ value }: { value: unknown }) =>
@@ -12,8 +11,8 @@ const lowerHex = ({ value }: { value: unknown }) =>
 export class CreateMerchantDto {
   @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
   email?: string;
-  @BlankAs(undefined) @IsOptional() @IsString() @MaxLength(120) display_name?: string;
-  @BlankAs(undefined) @IsOptional() @IsString() @MaxLength(120) business_name?: string;
+  @IsOptional() @IsString() @MaxLength(120) display_name?: string;
+  @IsOptional() @IsString() @MaxLength(120) business_name?: string;
   @IsOptional() @IsString() @Matches(/^[A-Z]{2}$/, { message: 'country must be ISO 3166-1 alpha-2, two upper-case letters' })
   country?: string;
   @IsOptional() @IsString() @MaxLength(32) phone?: string;

@@ -1,5 +1,4 @@
 import { IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { BlankAs } from '../../common/http/blank';
 
 export class WalletProofDto {
   @IsString() @MaxLength(4000) message: string;
@@ -15,8 +14,8 @@ export class WalletProofDto {
 
 export class CompleteOnboardingDto {
   @IsBoolean() accept_terms: boolean;
-  @BlankAs(undefined) @IsOptional() @IsString() @MaxLength(120) display_name?: string;
-  @BlankAs(undefined) @IsOptional() @IsString() @MaxLength(120) business_name?: string;
+  @IsOptional() @IsString() @MaxLength(120) display_name?: string;
+  @IsOptional() @IsString() @MaxLength(120) business_name?: string;
   @IsOptional() @IsString() @Matches(/^[A-Z]{2}$/, { message: 'country must be ISO 3166-1 alpha-2, two upper-case letters' })
   country?: string;
   @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'display_currency must be an ISO 4217 code' })

@@ -31,7 +31,7 @@ export function renderOnboardingPage(p: OnboardingPageInput): string {
   const m = state.merchant;
   const verified = state.wallet_verified && state.wallet_address !== null;
   const currencies = p.currencies.includes(m.display_currency) ? p.currencies : [...p.currencies, m.display_currency].sort();
-  const name = m.display_name ?? m.business_name;
+  const name = m.display_name || m.business_name;
 
   return pageDocument({
     title: 'Set up payments',

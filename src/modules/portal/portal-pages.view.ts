@@ -424,7 +424,7 @@ ${pager('/portal/merchants', o.offset, o.hasMore, o.pageSize, `mode=${mode}`)}
 /** One merchant: its facts, and below them (until onboarding is complete) the onboarding link, full width. */
 function merchantRows(m: Merchant): SafeHtml {
   const id = m.id;
-  const name = m.displayName ?? m.businessName ?? m.email ?? null;
+  const name = m.displayName || m.businessName || m.email || null;
   const url = m.onboardingUrl;
   const complete = m.onboardingStatus === 'complete';
   return html`<tbody data-merchant-id="${id}">

@@ -68,7 +68,7 @@ const TOTAL_DAYS = 30;
 const TOTAL_PAGES = 20;
 
 export async function homePage(ctx: PageContext): Promise<void> {
-  const name = ctx.me.display_name ?? ctx.me.business_name;
+  const name = ctx.me.display_name || ctx.me.business_name;
   if (name) byId('home-name').textContent = `, ${name}`;
   const recent = await dash<RequestPage>('GET', '/requests?limit=10');
   byId('recent-list').replaceChildren(...recent.requests.map(requestItem));
