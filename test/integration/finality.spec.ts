@@ -1,6 +1,7 @@
-import { Wallet } from 'ethers';
+import { Interface, JsonRpcProvider, MaxUint256, parseUnits, Wallet } from 'ethers';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, snapshot, startLocalNode, transferToken, type LocalNode,
+  broadcast, deployContract, deployToken, DEV_KEYS, findFreePort, mine, mint, revert, rpc, sendCall, setAutomine, snapshot,
+  startLocalNode, transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -191,5 +192,64 @@ describe('GET /admin/api/alerts', () => {
     expect((await call(svc.adminUrl, 'GET', '/admin/api/alerts')).status).toBe(401);
     expect((await call(svc.adminUrl, 'GET', '/admin/api/alerts', { key: 'wrong-token-0123456789' })).status).toBe(401);
     expect((await call(svc.publicUrl, 'GET', '/admin/api/alerts', { key: ADMIN_TOKEN })).status).toBe(404);
+  });
+});
+
+describe('a batch payment re-included at other log indexes', () => {
+  /** The transaction signed now and sent later (a reorg re-includes the same signed transaction). */
+  async function signed(key: string, to: string, data: string, tipGwei: string): Promise<string> {
+    const provider = new JsonRpcProvider(node.url);
+    try {
+      const w = new Wallet(key, provider);
+      const nonce = await provider.getTransactionCount(w.address, 'pending');
+      return await w.signTransaction({
+        to, data, nonce, gasLimit: 400_000n, chainId: 31337n, type: 2,
+        maxFeePerGas: parseUnits('50', 'gwei'), maxPriorityFeePerGas: parseUnits(tipGwei, 'gwei'),
+      });
+    } finally {
+      provider.destroy();
+    }
+  }
+  const logIndexes = async (txHash: string) =>
+    (await rpc<{ logs: Array<{ logIndex: string }> }>(node.url, 'eth_getTransactionReceipt', [txHash])).logs.map((l) => Number(l.logIndex));
+  const claimOf = async (id: string) => (await db.query<{ claimed_log_index: number; claim_settled_at: Date | null; claim_lost_at: Date | null }>(
+    `SELECT claimed_log_index, claim_settled_at, claim_lost_at FROM payment_requests WHERE id = $1`, [id]))[0];
+
+  it('moves both claims together and settles them; the mode\'s other claims are still re-read (a reviewer\'s probe: the first claim\'s move hit the second\'s index and failed every later run)', async () => {
+    const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
+    await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, MaxUint256]), PAYER);
+    const [a, b] = [await newRequest(), await newRequest()];
+    const before = await reorgedMetric();
+    const snap = await snapshot(node.url);
+    const pay = new Interface(['function transferEach(address token, address[] to, uint256[] value)'])
+      .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], [a.amount, b.amount]]);
+    const raw = await signed(PAYER, batch, pay, '1');
+    const txHash = await broadcast(node.url, raw); // mined at once: 1 confirmation
+    expect((await submit(a.id, txHash)).status).toBe(200);
+    await mine(node.url, CONFIRMATIONS - 1);
+    await waitFor(async () => (await get(a.id)).proof_status === 'verified' && (await get(b.id)).proof_status === 'verified', 15000);
+    expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([0, 1]);
+
+    // The reorg: the same transaction re-included behind another one's log, so its transfers are logs 1 and 2.
+    await revert(node.url, snap);
+    await setAutomine(node.url, false);
+    try {
+      await broadcast(node.url, await signed(DEV_KEYS[0], token, new Interface(['function mint(address,uint256)']).encodeFunctionData('mint', [Wallet.createRandom().address, 5n]), '5'));
+      await broadcast(node.url, raw);
+      await mine(node.url, 1);
+    } finally {
+      await setAutomine(node.url, true);
+    }
+    expect(await logIndexes(txHash)).toEqual([1, 2]);
+    // And an ordinary payment of the same mode afterwards.
+    const c = await newRequest();
+    await payAndVerify(c);
+    await mine(node.url, CONFIRMATIONS * 2);
+
+    await waitFor(async () => (await Promise.all([a, b, c].map(async (r) => (await claimOf(r.id)).claim_settled_at !== null))).every(Boolean), 15000);
+    expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([1, 2]);
+    expect((await claimOf(a.id)).claim_lost_at).toBeNull();
+    expect((await alerts(`?request_id=${a.id}`)).body.alerts).toEqual([]);
+    expect(await reorgedMetric()).toBe(before);
   });
 });

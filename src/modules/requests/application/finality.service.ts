@@ -3,8 +3,10 @@ import { DataSource } from 'typeorm';
 import { MODES, type Mode } from '../../../config/config';
 import { AlertsService } from '../../alerts/alerts.service';
 import { AssetRegistry } from '../../chain/asset-registry';
+import type { ChainReader, ChainReceipt } from '../../chain/chain-reader';
+import { isUniqueViolation } from '../../../database/pg-errors';
 import { MetricsService } from '../../ops/metrics.service';
-import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, type VanishedReason } from '../domain/finality';
+import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, type ClaimStanding, type VanishedReason } from '../domain/finality';
 import { ClaimFinalityRepository, type UnsettledClaim } from '../infrastructure/claim-finality.repository';
 import { readHead } from './chain-head';
 
@@ -59,32 +61,69 @@ export class FinalityService {
     // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
     // from must still be re-read until settled.
     const due = await this.claims.due(asset.chainId, mode === 'test', deepThrough(required, head), BATCH);
-    for (const claim of due) {
-      const blockAtClaim = claim.blockNumber === null ? null : await reader.block(claim.blockNumber);
-      let standing = claimStanding(claim, { blockAtClaim, receipt: null, receiptBlock: null });
-      if (standing.kind !== 'in_place') {
-        const receipt = await reader.receipt(claim.txHash);
-        const receiptBlock = receipt ? await reader.block(receipt.blockNumber) : null;
-        standing = claimStanding(claim, { blockAtClaim, receipt, receiptBlock });
+    const seen = new Set<string>();
+    for (const first of due) {
+      if (seen.has(first.txHash)) continue;
+      seen.add(first.txHash);
+      // The transaction's claims together (one unless it paid several requests): a reorg moves them together.
+      const claims = await this.claims.ofTransaction(asset.chainId, mode === 'test', first.txHash);
+      const standings = await this.standings(reader, claims);
+      const moved = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ id: claim.requestId, ...standing }] : []));
+      let movedIds: Set<string>;
+      try {
+        movedIds = new Set(await this.claims.moveTogether(moved));
+      } catch (e) {
+        // A claim outside this mode's unsettled ones still holds an index the move needs: this transaction waits,
+        // and every other claim of the mode is still re-read.
+        if (!isUniqueViolation(e)) throw e;
+        this.logger.error(`claims of ${first.txHash} cannot follow it to block ${moved[0]?.blockNumber}: ${(e as Error).message}; read again next run`);
+        continue;
       }
-      switch (standing.kind) {
-        case 'in_place':
-        case 'moved': {
-          if (standing.kind === 'moved') {
-            if (await this.claims.move(claim.requestId, standing)) report.moved++;
-            this.logger.warn(`request ${claim.requestId}: ${claim.txHash} moved to block ${standing.blockNumber} (was ${claim.blockNumber})`);
+      report.moved += movedIds.size;
+      for (const { claim, standing } of standings) {
+        switch (standing.kind) {
+          case 'in_place':
+          case 'moved': {
+            if (standing.kind === 'moved') {
+              if (!movedIds.has(claim.requestId)) break; // settled or lost meanwhile by another worker
+              this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
+            }
+            if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
+              report.settled++;
+            }
+            break;
           }
-          if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
-            report.settled++;
-          }
-          break;
+          case 'vanished':
+            if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
+            break;
         }
-        case 'vanished':
-          if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
-          break;
       }
     }
     return report;
+  }
+
+  /** Where each claim of one transaction stands now; the receipt is read once, and only if a block changed. */
+  private async standings(reader: ChainReader, claims: UnsettledClaim[]): Promise<Array<{ claim: UnsettledClaim; standing: ClaimStanding }>> {
+    const blocks = new Map<number, { hash: string } | null>();
+    let read: { receipt: ChainReceipt | null; receiptBlock: { hash: string } | null } | undefined;
+    const out: Array<{ claim: UnsettledClaim; standing: ClaimStanding }> = [];
+    for (const claim of claims) {
+      let blockAtClaim: { hash: string } | null = null;
+      if (claim.blockNumber !== null) {
+        if (!blocks.has(claim.blockNumber)) blocks.set(claim.blockNumber, await reader.block(claim.blockNumber));
+        blockAtClaim = blocks.get(claim.blockNumber)!;
+      }
+      let standing = claimStanding(claim, { blockAtClaim, receipt: null, receiptBlock: null });
+      if (standing.kind !== 'in_place') {
+        if (!read) {
+          const receipt = await reader.receipt(claim.txHash);
+          read = { receipt, receiptBlock: receipt ? await reader.block(receipt.blockNumber) : null };
+        }
+        standing = claimStanding(claim, { blockAtClaim, ...read });
+      }
+      out.push({ claim, standing });
+    }
+    return out;
   }
 
   private async raise(mode: Mode, claim: UnsettledClaim, reason: VanishedReason, head: ChainHead): Promise<boolean> {

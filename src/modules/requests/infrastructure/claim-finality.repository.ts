@@ -28,6 +28,9 @@ interface UnsettledRow {
   claimed_block_hash: string | null;
 }
 
+const CLAIM_COLUMNS = `id, partner_id, merchant_id, test_mode, chain_id, token_address, recipient, amount, tx_hash,
+  claimed_log_index, claimed_block_number, claimed_block_hash`;
+
 /** Matches the partial index payment_requests_unsettled exactly, so the selection stays an index scan. */
 const UNSETTLED = `proof_status = 'verified' AND claim_settled_at IS NULL AND claim_lost_at IS NULL`;
 
@@ -46,28 +49,27 @@ export class ClaimFinalityRepository {
    */
   async due(chainId: bigint, testMode: boolean, through: number, limit: number): Promise<UnsettledClaim[]> {
     const rows = await this.requests.query<UnsettledRow[]>(
-      `SELECT id, partner_id, merchant_id, test_mode, chain_id, token_address, recipient, amount, tx_hash,
-              claimed_log_index, claimed_block_number, claimed_block_hash
-         FROM payment_requests
+      `SELECT ${CLAIM_COLUMNS} FROM payment_requests
         WHERE ${UNSETTLED} AND chain_id = $1 AND test_mode = $2
           AND (claimed_block_number IS NULL OR claimed_block_number <= $3)
         ORDER BY claimed_block_number NULLS FIRST, id LIMIT $4`,
       [chainId.toString(), testMode, through, limit],
     );
-    return rows.map((r) => ({
-      requestId: r.id,
-      partnerId: r.partner_id,
-      merchantId: r.merchant_id,
-      testMode: r.test_mode,
-      chainId: BigInt(r.chain_id),
-      tokenAddress: r.token_address,
-      recipient: r.recipient,
-      amount: BigInt(r.amount),
-      txHash: r.tx_hash,
-      logIndex: r.claimed_log_index,
-      blockNumber: r.claimed_block_number === null ? null : Number(r.claimed_block_number),
-      blockHash: r.claimed_block_hash,
-    }));
+    return rows.map(toClaim);
+  }
+
+  /**
+   * Every unsettled claim of one transaction in one mode, by log index: a batch payment (one contract paying
+   * several requests) is several claims, and a reorg that re-includes it moves them all.
+   */
+  async ofTransaction(chainId: bigint, testMode: boolean, txHash: string): Promise<UnsettledClaim[]> {
+    const rows = await this.requests.query<UnsettledRow[]>(
+      `SELECT ${CLAIM_COLUMNS} FROM payment_requests
+        WHERE ${UNSETTLED} AND chain_id = $1 AND test_mode = $2 AND tx_hash = $3
+        ORDER BY claimed_log_index`,
+      [chainId.toString(), testMode, txHash],
+    );
+    return rows.map(toClaim);
   }
 
   /** The claim is deep enough and still there: never re-read again. */
@@ -81,16 +83,27 @@ export class ClaimFinalityRepository {
   }
 
   /**
-   * The transaction was re-included in another block: the claim now points there and waits for that block's
-   * depth. The log index follows it (the unique claim index still holds: it is the same transfer).
+   * The transaction was re-included in another block: its claims now point there and wait for that block's
+   * depth. Their log indexes follow it, all at once: a batch payment re-included behind another transaction's
+   * logs shifts every transfer, and one claim moved alone onto the index another still holds broke the unique
+   * claim index (payment_requests_claim), which failed every later re-read of the mode (a reviewer's probe,
+   * 2026-11-27). So the moving claims first let go of their indexes, then take the new ones, in one
+   * transaction. The ids that moved (a claim settled or lost meanwhile does not).
    */
-  async move(id: string, to: { blockNumber: number; blockHash: string; logIndex: number }): Promise<boolean> {
-    const [rows] = await this.requests.query<[unknown[], number]>(
-      `UPDATE payment_requests SET claimed_block_number = $2, claimed_block_hash = $3, claimed_log_index = $4
-        WHERE id = $1 AND ${UNSETTLED} RETURNING id`,
-      [id, to.blockNumber, to.blockHash, to.logIndex],
-    );
-    return rows.length > 0;
+  async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>): Promise<string[]> {
+    if (moves.length === 0) return [];
+    return this.requests.manager.transaction(async (em) => {
+      const ids = moves.map((m) => m.id);
+      await em.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND ${UNSETTLED}`, [ids]);
+      const rows = await em.query<Array<{ id: string }>>(
+        `UPDATE payment_requests p SET claimed_block_number = m.block_number, claimed_block_hash = m.block_hash,
+                claimed_log_index = m.log_index
+           FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::int[]) AS m(id, block_number, block_hash, log_index)
+          WHERE p.id = m.id AND ${UNSETTLED} RETURNING p.id`,
+        [ids, moves.map((m) => m.blockNumber), moves.map((m) => m.blockHash), moves.map((m) => m.logIndex)],
+      );
+      return rows.map((r) => r.id);
+    });
   }
 
   /** The claimed log vanished. In the caller's transaction, with the alert; false when already decided. */
@@ -101,4 +114,21 @@ export class ClaimFinalityRepository {
     );
     return rows.length > 0;
   }
+}
+
+function toClaim(r: UnsettledRow): UnsettledClaim {
+  return {
+    requestId: r.id,
+    partnerId: r.partner_id,
+    merchantId: r.merchant_id,
+    testMode: r.test_mode,
+    chainId: BigInt(r.chain_id),
+    tokenAddress: r.token_address,
+    recipient: r.recipient,
+    amount: BigInt(r.amount),
+    txHash: r.tx_hash,
+    logIndex: r.claimed_log_index,
+    blockNumber: r.claimed_block_number === null ? null : Number(r.claimed_block_number),
+    blockHash: r.claimed_block_hash,
+  };
 }
