@@ -61,7 +61,7 @@ describe('HTTP', () => {
   });
 });
 
-describe('cross-site forms (DESIGN §7: 415 unless application/json)', () => {
+describe('cross-site requests (DESIGN §7: 415 unless application/json, 403 from another site)', () => {
   const auth = { authorization: basic('admin', ADMIN_TOKEN) };
   const queue = () => svc.app.get<Queue>(getQueueToken(ALL_QUEUES[0]), { strict: false });
   const add = `/admin/queues/api/queues/${ALL_QUEUES[0]}/add`;
@@ -80,6 +80,26 @@ describe('cross-site forms (DESIGN §7: 415 unless application/json)', () => {
 
     const json = await call(svc.adminUrl, 'POST', add, { headers: auth, raw: job });
     expect(json.status).toBe(200);
+    expect(await queue().count()).toBe(before + 1);
+    await queue().drain();
+  });
+
+  it('a request from another site acts on nothing, even without a body (no preflight: no-cors fetch, sendBeacon)', async () => {
+    const before = await queue().count();
+    const host = new URL(svc.adminUrl).host;
+    for (const headers of [
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site', origin: `http://${host}` },
+    ]) {
+      const r = await call(svc.adminUrl, 'POST', add, { headers: { ...auth, ...headers } });
+      expect({ headers, status: r.status, body: r.body }).toEqual({ headers, status: 403, body: { ok: false, error: 'forbidden' } });
+    }
+    expect(await queue().count()).toBe(before);
+    // The board's own page (same origin), and a client that is no browser, still act.
+    const own = await call(svc.adminUrl, 'POST', add, { headers: { ...auth, origin: `http://${host}`, 'sec-fetch-site': 'same-origin' }, raw: job });
+    expect(own.status).toBe(200);
     expect(await queue().count()).toBe(before + 1);
     await queue().drain();
   });

@@ -68,6 +68,37 @@ function jsonOnly(req: Request, res: Response, next: NextFunction): void {
 }
 
 /**
+ * A request that acts (not GET/HEAD) must come from the board's own page, or from no browser at all. A
+ * cross-site request needs no body to act (a bodiless POST adds an empty job, retries or promotes one), and a
+ * browser sends it without a preflight (`fetch` in no-cors mode, `navigator.sendBeacon`), with the operator's
+ * cached basic-auth credentials. Browsers name where it comes from: `Sec-Fetch-Site` (anything but
+ * same-origin, or none for a typed URL, is refused) or, in browsers without it, `Origin` on every cross-origin
+ * POST (refused unless it is this listener's own host). A client that is no browser (curl, a script) sends
+ * neither and is let through on its credentials alone.
+ */
+function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  const site = req.headers['sec-fetch-site'];
+  const origin = req.headers.origin;
+  let crossSite = false;
+  // The browser's own judgement first: it holds behind a proxy that rewrites Host, where Origin would not.
+  if (site !== undefined) crossSite = site !== 'same-origin' && site !== 'none';
+  else if (origin !== undefined) {
+    try {
+      crossSite = new URL(origin).host !== req.headers.host;
+    } catch {
+      crossSite = true; // "null" (a sandboxed frame, a redirect across sites) or garbage
+    }
+  }
+  if (crossSite) {
+    res.setHeader('cache-control', 'no-store');
+    res.status(403).json({ ok: false, error: 'forbidden' });
+    return;
+  }
+  next();
+}
+
+/**
  * The BullMQ board at /admin/queues with every queue of the service. Mounted on the Express app before the
  * Nest routes; the listener gate (bootstrap) already keeps /admin/* off the public listener.
  */
@@ -82,5 +113,5 @@ export function mountQueueBoard(app: INestApplication, config: AppConfig, failur
   });
   const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
   router.disable?.('x-powered-by');
-  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), jsonOnly, router);
+  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), sameOriginOnly, jsonOnly, router);
 }
