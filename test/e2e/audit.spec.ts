@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { AUDIT_ACTIONS } from '../../src/modules/audit/audit';
 import { recordProofEvent } from '../factories/events';
 import { admin, createOnboardedMerchant, createPartner, uniqueSlug, type TestPartner } from '../factories/partners';
@@ -7,6 +8,7 @@ import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { PortalClient } from '../support/portal-client';
+import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
 /**
@@ -115,6 +117,35 @@ describe('admin changes', () => {
     expect(off).toMatchObject({ ...ADMIN, action: 'merchant.disabled', target_id: id, details: { test_mode: true, was_disabled: false } });
     const on = await oneRow(p.id, () => admin(svc, 'POST', `/merchants/${id}/enable`));
     expect(on).toMatchObject({ ...ADMIN, action: 'merchant.enabled', target_id: id, details: { was_disabled: true } });
+  });
+
+  it('two operators\' changes that race both stand, and each is credited with its own change only', async () => {
+    const partner = await createPartner(svc, { name: 'Before both' });
+    const patch = (body: unknown) => call(svc.adminUrl, 'PATCH', `/admin/api/partners/${partner.id}`, { key: ADMIN_TOKEN, body });
+    // The partner's row held from elsewhere, so both updates are read before either writes.
+    const holder = new Client({ connectionString: testEnv().databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM partners WHERE id = $1 FOR UPDATE', [partner.id]);
+      const waiting = (n: number) => waitFor(async () => (await sql<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND pid <> $1`,
+        [(holder as unknown as { processID: number }).processID]))[0].n >= n, 10000, 20);
+      const a = patch({ name: 'Renamed by A' });
+      await waiting(1);
+      const b = patch({ default_currency: 'eur' });
+      await waiting(2);
+      await holder.query('COMMIT');
+      expect([(await a).status, (await b).status]).toEqual([200, 200]);
+    } finally {
+      await holder.end();
+    }
+    const now = (await admin(svc, 'GET', `/partners/${partner.id}`)).body;
+    expect([now.name, now.default_currency]).toEqual(['Renamed by A', 'eur']);
+    const trail = await sql<{ details: Record<string, unknown> }>(
+      `SELECT details FROM audit_events WHERE partner_id = $1 AND action = 'partner.updated' ORDER BY at, id`, [partner.id]);
+    expect(trail.map((t) => Object.keys(t.details).sort())).toEqual(expect.arrayContaining([['name'], ['default_currency']]));
+    expect(trail).toHaveLength(2);
   });
 
   it("records an operator's TCP address, never an X-Forwarded-For sent to the admin port", async () => {

@@ -88,7 +88,7 @@ describe('cross-site requests (DESIGN §7: 415 unless application/json, 403 from
     const before = await queue().count();
     const host = new URL(svc.adminUrl).host;
     for (const headers of [
-      { origin: 'https://evil.example' },
+      { origin: 'https://evil.example' } as Record<string, string>,
       { origin: 'null' },
       { 'sec-fetch-site': 'cross-site' },
       { 'sec-fetch-site': 'same-site', origin: `http://${host}` },

@@ -59,19 +59,18 @@ export class PartnersService {
   }
 
   async update(id: string, dto: UpdatePartnerDto, actor: Actor): Promise<Partner> {
-    const current = await this.get(id);
-    const allowed = dto.allowed_expiry_minutes ?? current.allowedExpiryMinutes;
-    const def = dto.default_expiry_minutes ?? current.defaultExpiryMinutes;
-    checkDefaultExpiry(allowed, def);
-    const currency = dto.default_currency
-      ? this.rates.supportedCurrency(dto.default_currency, 'default_currency')
-      : current.defaultCurrency;
-    const settings = { name: dto.name ?? current.name, defaultCurrency: currency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
+    const currency = dto.default_currency ? this.rates.supportedCurrency(dto.default_currency, 'default_currency') : undefined;
     // Caches of partner facts (auth's key → principal) evict on every instance when this commits.
     const updated = await this.feed.change(CHANGE_TOPICS.partners, async (em, announce) => {
-      // Locked, so the trail's "from" is what this update replaced even when two updates race.
+      // The fields not sent are kept from the row as it stands under the lock: merged into a copy read before
+      // it, two updates that raced wrote back each other's old values, and the trail credited the second with
+      // undoing the first (a reviewer's probe, 2026-11-27). Locked, the trail's "from" is what this replaced.
       const before = await this.repo.lockById(em, id);
       if (!before) return null;
+      const allowed = dto.allowed_expiry_minutes ?? before.allowedExpiryMinutes;
+      const def = dto.default_expiry_minutes ?? before.defaultExpiryMinutes;
+      checkDefaultExpiry(allowed, def);
+      const settings = { name: dto.name ?? before.name, defaultCurrency: currency ?? before.defaultCurrency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
       const row = await this.repo.update(em, id, settings);
       await announce(id);
       await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changes(auditSettings(before), auditSettings(settings)) });
