@@ -3,6 +3,7 @@ import { fail, handlePage, homePage, newRequestPage, requestPage, requestsPage, 
 import { newPlanPage, planPage, plansPage } from './dashboard/plans';
 import { dash, forgetCsrf, rememberCsrf, SIGN_IN_PATH } from './dashboard/session';
 import type { Me } from './dashboard/types';
+import { shownName } from '../common/names';
 
 /**
  * The merchant dashboard (DESIGN §5): one script for every page under /dashboard. The page's `data-page`
@@ -47,7 +48,7 @@ async function main(): Promise<void> {
   try {
     const [me, session] = await Promise.all([dash<Me>('GET', '/me'), dash<{ csrf_token: string }>('GET', '/session')]);
     rememberCsrf(session.csrf_token);
-    byId('dash-merchant-name').textContent = me.display_name || me.business_name || '';
+    byId('dash-merchant-name').textContent = shownName(me.display_name, me.business_name) ?? '';
     byId('dash-test-mode').hidden = !me.test_mode;
     byId('dash-disabled').hidden = !me.disabled;
     const ctx: PageContext = { root, me, progress, problem };

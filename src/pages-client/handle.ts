@@ -2,6 +2,7 @@ import { parseFiat } from '../modules/pages/format';
 import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './dashboard/forms';
+import { shownName } from '../common/names';
 
 /** The public handle page (DESIGN §5): anyone enters an amount and goes to the pay page of a new request. */
 interface HandleView {
@@ -49,7 +50,7 @@ async function main(): Promise<void> {
     say(problem, explain(e));
     return;
   }
-  const name = view.display_name || view.handle;
+  const name = shownName(view.display_name, view.handle);
   byId('handle-name').textContent = `Pay ${name}`;
   document.title = `Pay ${name}`;
   byId('handle-test-mode').hidden = !view.test_mode;

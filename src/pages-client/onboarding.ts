@@ -2,6 +2,7 @@ import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { siweMessage } from './lib/siwe';
 import { ensureChain, injectedWallet, requestAccount, signText, walletChainId, WalletError } from './lib/wallet';
+import { shownName } from '../common/names';
 
 /** GET /onboarding/api/:token (DESIGN §4), the fields this script reads. */
 interface OnboardingState {
@@ -180,7 +181,7 @@ async function finish(event: SubmitEvent): Promise<void> {
 function showDone(m: Merchant): void {
   say(progress, '');
   byId('steps').hidden = true;
-  byId('done-name').textContent = m.display_name || m.business_name || '—';
+  byId('done-name').textContent = shownName(m.display_name, m.business_name) ?? '—';
   byId('done-wallet').textContent = m.wallet_address ?? '—';
   byId('done-currency').textContent = m.display_currency.toUpperCase();
   const done = byId('done');

@@ -163,11 +163,15 @@ describe('public handle API', () => {
   });
 
   it('a partner\'s blank display name is echoed as supplied (spec §4.5), and the payer still sees the business name', async () => {
-    const m = await merchant({ display_name: '', business_name: 'Blank Corner Ltd' });
-    expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${m.id}`, { key: p.testKey })).body.display_name).toBe('');
-    const h = fresh();
-    await claim(m.dash, h);
-    expect((await view(h)).body.display_name).toBe('Blank Corner Ltd');
+    for (const blank of ['', '   ']) {
+      const m = await merchant({ display_name: blank, business_name: 'Blank Corner Ltd' });
+      expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${m.id}`, { key: p.testKey })).body.display_name).toBe(blank);
+      const h = fresh();
+      await claim(m.dash, h);
+      expect((await view(h)).body.display_name).toBe('Blank Corner Ltd');
+      const made = await pay(h, { fiat_amount_int: 151 });
+      expect((await call(svc.publicUrl, 'GET', `/pay/api/${made.body.request_id}`)).body.merchant_name).toBe('Blank Corner Ltd');
+    }
   });
 
   it('an unknown or malformed handle is 404 not_found', async () => {

@@ -5,6 +5,7 @@ import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
 import { CreateHandleRequestDto } from './dashboard.dto';
 import { HandlePageService } from './handle-page.service';
+import { shownName } from '../../common/names';
 
 /** DESIGN §5 "Public handle page" API: no sign-in, limited per client address like the pay API. */
 @Controller('m/api')
@@ -19,7 +20,7 @@ export class HandlePageController {
     return {
       ok: true,
       handle: h,
-      display_name: m.displayName || m.businessName,
+      display_name: shownName(m.displayName, m.businessName),
       fiat_currency: m.displayCurrency,
       test_mode: m.testMode,
       accepting_payments: !m.disabled,

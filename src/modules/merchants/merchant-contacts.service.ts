@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { MerchantRepository } from './merchant.repository';
+import { shownName } from '../../common/names';
 
 /** How messages name a merchant and where its own notes go (DESIGN §6, §8). */
 export interface MerchantContact {
@@ -16,6 +17,6 @@ export class MerchantContacts {
 
   async contactOf(merchantId: string, em?: EntityManager): Promise<MerchantContact | null> {
     const m = await this.repo.findContact(merchantId, em);
-    return m ? { name: m.displayName || m.businessName || null, email: m.email } : null;
+    return m ? { name: shownName(m.displayName, m.businessName), email: m.email } : null;
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { MerchantForCreate } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
+import { shownName } from '../../common/names';
 
 /**
  * What other modules may learn of a merchant, for the two reads they make (requests: create and the pay
@@ -40,6 +41,6 @@ export class MerchantGate {
       select: { id: true, displayName: true, businessName: true },
       where: { id: merchantId },
     });
-    return m?.displayName || m?.businessName || null;
+    return shownName(m?.displayName, m?.businessName);
   }
 }

@@ -2,6 +2,7 @@ import { iso } from '../../common/time';
 import { formatFiat, formatTokenUnits } from '../pages/format';
 import { html, type SafeHtml } from '../pages/html';
 import type { NotificationKind } from './notification';
+import { shownName } from '../../common/names';
 
 /** Everything a message shows, read when it is built. */
 export interface MessageFacts {
@@ -41,7 +42,7 @@ function oneLine(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
 }
 
-const merchantOf = (f: MessageFacts) => f.merchantName || 'the merchant';
+const merchantOf = (f: MessageFacts) => shownName(f.merchantName) ?? 'the merchant';
 
 /** Rows of label → value, for both the HTML table and the plain-text lines. */
 function details(f: MessageFacts, a: { fiat: string; token: string }): Array<[string, string]> {

@@ -1,5 +1,6 @@
 import { networkLabel } from '../../pages-client/shared/networks';
 import { hiddenUnless, html, pageDocument, textField as field, currencyOption } from './html';
+import { shownName } from '../../common/names';
 
 /** GET /onboarding/api/:token (OnboardingService.state), the fields the page shows. */
 export interface OnboardingView {
@@ -31,7 +32,7 @@ export function renderOnboardingPage(p: OnboardingPageInput): string {
   const m = state.merchant;
   const verified = state.wallet_verified && state.wallet_address !== null;
   const currencies = p.currencies.includes(m.display_currency) ? p.currencies : [...p.currencies, m.display_currency].sort();
-  const name = m.display_name || m.business_name;
+  const name = shownName(m.display_name, m.business_name);
 
   return pageDocument({
     title: 'Set up payments',

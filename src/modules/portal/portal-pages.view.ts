@@ -14,6 +14,7 @@ import type { AttemptView, DeliveryView, PingResult } from './portal.service';
 import type { PortalUserInfo } from './portal-users.service';
 import { PASSWORD_MAX, PASSWORD_MIN } from './password';
 import { PINGS_PER_MINUTE } from './portal.service';
+import { shownName } from '../../common/names';
 
 /** The page bodies of the portal; portalDocument wraps them. Every value is escaped by `html`. */
 
@@ -424,7 +425,7 @@ ${pager('/portal/merchants', o.offset, o.hasMore, o.pageSize, `mode=${mode}`)}
 /** One merchant: its facts, and below them (until onboarding is complete) the onboarding link, full width. */
 function merchantRows(m: Merchant): SafeHtml {
   const id = m.id;
-  const name = m.displayName || m.businessName || m.email || null;
+  const name = shownName(m.displayName, m.businessName, m.email);
   const url = m.onboardingUrl;
   const complete = m.onboardingStatus === 'complete';
   return html`<tbody data-merchant-id="${id}">

@@ -8,6 +8,7 @@ import { el, fillDetails, money, requestItem, stateBadge, tokenAmount, when } fr
 import { afterSignIn, dash, rememberCsrf } from './session';
 import type { DashboardRequest, Me, RequestPage, TokenAsset } from './types';
 import { explain, SOURCE_NAMES, STATUS_NAMES } from './words';
+import { shownName } from '../../common/names';
 
 export interface PageContext {
   root: HTMLElement;
@@ -68,7 +69,7 @@ const TOTAL_DAYS = 30;
 const TOTAL_PAGES = 20;
 
 export async function homePage(ctx: PageContext): Promise<void> {
-  const name = ctx.me.display_name || ctx.me.business_name;
+  const name = shownName(ctx.me.display_name, ctx.me.business_name);
   if (name) byId('home-name').textContent = `, ${name}`;
   const recent = await dash<RequestPage>('GET', '/requests?limit=10');
   byId('recent-list').replaceChildren(...recent.requests.map(requestItem));
