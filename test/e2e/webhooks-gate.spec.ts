@@ -4,7 +4,7 @@ import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-even
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { partnerWithEvents as recordPartnerEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
-import { abandonOpenDeliveries, closeSql, sql } from '../support/db';
+import { abandonOpenDeliveries, closeSql, sql, updateEvents } from '../support/db';
 import type { Receiver, ReceivedCall } from '../support/receiver';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
@@ -88,7 +88,7 @@ it('the outbox re-drive running while a busy partner runs on admits nothing twic
   const p = await partnerWithEvents(60, { delayMs: 100 }, { slots: 2 });
   await svc.app.get(WebhookRelay).enqueue(p.ids);
   // The waiting events are overdue, as after a partner's backlog has waited longer than the re-drive's grace.
-  await db.query(`UPDATE webhook_events SET next_attempt_at = now() - interval '1 minute' WHERE partner_id = $1 AND state = 'pending'`, [p.partnerId]);
+  await updateEvents(`next_attempt_at = now() - interval '1 minute'`, `partner_id = $1 AND state = 'pending'`, [p.partnerId]);
   const redrive = svc.app.get(OutboxRedrive);
   let done = false;
   const loop = (async () => {

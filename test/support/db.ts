@@ -19,18 +19,24 @@ export async function closeSql(): Promise<void> {
 }
 
 /**
- * Marks open webhook deliveries abandoned (of `partnerIds`, or all), so nothing is left for a later test or file
- * to send. A worker may be recording the same events: rows are locked in id order, as the worker's claim and
- * record lock theirs, so the two wait for each other instead of deadlocking (a plain UPDATE locks in scan
- * order: "deadlock detected" in a loaded run).
+ * `UPDATE webhook_events SET <set> WHERE <where>` for tests that change events a running worker may be claiming
+ * or recording: rows are locked in id order, as the worker's claim and record lock theirs, so the two wait for
+ * each other instead of deadlocking (a plain UPDATE locks in scan order: "deadlock detected" in a loaded run).
+ * `set` and `where` are the test's own SQL; `params` are numbered from $1 in `where`.
  */
-export async function abandonOpenDeliveries(partnerIds?: string[]): Promise<void> {
+export async function updateEvents(set: string, where: string, params: unknown[] = []): Promise<void> {
   await sql(
-    `WITH open AS (
-       SELECT id FROM webhook_events
-        WHERE state IN ('pending','delivering') AND ($1::uuid[] IS NULL OR partner_id = ANY($1))
-        ORDER BY id FOR UPDATE)
-     UPDATE webhook_events e SET state = 'abandoned', next_attempt_at = NULL FROM open WHERE e.id = open.id`,
+    `WITH chosen AS (SELECT id FROM webhook_events WHERE ${where} ORDER BY id FOR UPDATE)
+     UPDATE webhook_events SET ${set} WHERE id = ANY(ARRAY(SELECT id FROM chosen))`,
+    params,
+  );
+}
+
+/** Marks open webhook deliveries abandoned (of `partnerIds`, or all), so nothing is left for a later test or file to send. */
+export async function abandonOpenDeliveries(partnerIds?: string[]): Promise<void> {
+  await updateEvents(
+    `state = 'abandoned', next_attempt_at = NULL`,
+    `state IN ('pending','delivering') AND ($1::uuid[] IS NULL OR partner_id = ANY($1))`,
     [partnerIds ?? null],
   );
 }

@@ -15,8 +15,9 @@ export function internalIdempotencyKey(random: string): string {
 export const METADATA_LIMITS = { maxKeys: 20, maxKeyLength: 40, maxValueLength: 500 } as const;
 
 /**
- * Longer than `max` characters, counted as class-validator's MaxLength counts the other fields (code points:
- * an emoji is one character, not its two UTF-16 units).
+ * Longer than `max` characters, counted in code points as class-validator's MaxLength counts the other fields
+ * (an emoji is one character, not its two UTF-16 units; MaxLength also leaves out the variation selectors
+ * U+FE0E and U+FE0F, which count here).
  */
 function longerThan(s: string, max: number): boolean {
   return s.length > max && [...s].length > max;
