@@ -209,8 +209,9 @@ export async function assertWebhookUrlAllowed(url: string, opts: UrlGuardOptions
   }
   if (addresses.length === 0) throw new WebhookUrlRejectedError(`host ${host} does not resolve`);
   if (opts.allowPrivate) return;
-  for (const address of addresses) {
-    const why = forbiddenAddressReason(address);
-    if (why !== null) throw new WebhookUrlRejectedError(`host ${host} resolves to ${address}, ${why}`);
+  // Neither the address nor its kind is told: the refusal reaches partners (portal, API), and naming what an
+  // internal name resolves to would let them map the service's network through its resolver.
+  if (addresses.some((address) => forbiddenAddressReason(address) !== null)) {
+    throw new WebhookUrlRejectedError(`host ${host} resolves to an address that is not public`);
   }
 }
