@@ -1,7 +1,7 @@
 import { Interface, JsonRpcProvider, Wallet } from 'ethers';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import {
-  DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendTokenTransfer, snapshot, startLocalNode,
+  deployContract, DEV_KEYS, deployToken, findFreePort, mine, mint, revert, sendCall, sendTokenTransfer, snapshot, startLocalNode,
   transferToken, withPending, type LocalNode,
 } from '../../scripts/chain/local-node';
 import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
@@ -154,6 +154,22 @@ describe('a submitted hash', () => {
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('tx_hash_already_used');
     expect((await get(r.id)).proof_status).toBe('none');
+  });
+
+  it('takes a hash another request was verified by when the transaction pays this one too (a batch payment: each its own transfer)', async () => {
+    const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
+    await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, 2n ** 255n]), PAYER);
+    const [a, b] = [await newRequest(), await newRequest()];
+    const tx = await sendCall(node.url, batch, new Interface(['function transferEach(address token, address[] to, uint256[] value)'])
+      .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], [a.amount, b.amount]]), PAYER);
+    expect((await submit(a.id, tx.txHash)).status).toBe(200);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await get(a.id)).proof_status === 'verified');
+    // b's payer proves its own transfer in the same transaction (it may also be found by the scan meanwhile).
+    const second = await submit(b.id, tx.txHash);
+    expect(second.status).toBe(200);
+    await waitFor(async () => (await get(b.id)).proof_status === 'verified');
+    expect((await get(b.id)).tx_hash).toBe(tx.txHash);
   });
 });
 

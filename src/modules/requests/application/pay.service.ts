@@ -106,7 +106,12 @@ export class PayService {
     }
     const txHash = rawHash.toLowerCase();
     const r = await this.load(id);
-    if (await this.repo.verifiedElsewhere(r.chainId, txHash, r.id)) throw new AppError('tx_hash_already_used');
+    // A hash another request was verified by is refused, unless the transaction also pays this request by a
+    // transfer of its own: a transfer is claimed, not a hash (DESIGN §3), and one batch payment may pay several
+    // requests. Without a look at the chain (unreachable), it is refused as before.
+    const claimedElsewhere = await this.repo.verifiedElsewhere(r.chainId, txHash, r.id);
+    const lookFirst = claimedElsewhere ? await this.verification.inspect(r, txHash).catch(() => null) : undefined;
+    if (claimedElsewhere && lookFirst?.kind !== 'pays') throw new AppError('tx_hash_already_used');
     if (r.txHash === txHash) {
       // Re-queued while a look may still find something: no verdict yet (a lost job is re-created; the
       // deterministic job id keeps it single), or transaction_not_found (unknown to the node through the whole
@@ -118,10 +123,10 @@ export class PayService {
       return this.view(id);
     }
     // Outside the transaction: no row lock is held across RPC calls.
-    const check = await this.verification.inspect(r, txHash).catch((e: unknown) => {
+    const check = lookFirst ?? (await this.verification.inspect(r, txHash).catch((e: unknown) => {
       if (e instanceof ChainUnavailable) throw new AppError('chain_unavailable');
       throw e;
-    });
+    }));
     switch (check.kind) {
       case 'unknown':
         throw new AppError('tx_not_found');
