@@ -12,7 +12,7 @@ export type DeliveryState = (typeof DELIVERY_STATES)[number];
 @Entity('webhook_events')
 @Check('webhook_events_event_check', `event IN ('payment.proof_attached','payment.proof_verified')`)
 @Check('webhook_events_state_check', checkIn('state', DELIVERY_STATES))
-@Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt'])
+@Index('webhook_events_partner', ['partnerId', 'state', 'recordedAt', 'id'])
 @Index('webhook_events_request', ['requestId'])
 @Index('webhook_events_open', ['partnerId', 'nextAttemptAt'], { where: `(state = ANY (ARRAY['pending'::text, 'delivering'::text]))` })
 export class WebhookEventEntity {

@@ -37,8 +37,9 @@ export interface AttemptRecord {
 
 const STATE_AFTER: Record<AttemptOutcome, DeliveryState> = { delivered: 'delivered', retry: 'pending', abandoned: 'abandoned' };
 const MAX_ERROR_MESSAGE = 500;
-/** Rows a merged page of the deliveries list may read at most (see partnersToMerge). */
+/** Rows a merged page of the deliveries list may read at most, and partners it may merge (see partnersToMerge). */
 const MERGE_BUDGET = 20_000;
+const MAX_MERGED_PARTNERS = 50;
 
 /**
  * Rows are locked in id order, so two batches that share an event (only duplicate jobs do) wait for each
@@ -296,14 +297,15 @@ export class WebhookEventsRepository {
 
   /**
    * The partners with events, when a page merged from each one's newest reads few enough rows: each partner
-   * gives up to `perPartner` (its states × offset + limit), and past MERGE_BUDGET rows in all, a read of every
+   * gives up to `perPartner` (its states × offset + limit), and past MERGE_BUDGET rows in all (or
+   * MAX_MERGED_PARTNERS partners: each partner and state is a branch Postgres plans, 32 ms to plan 500), a read of every
    * event sorted costs less (a reviewer measured at 300,000 events: 20 partners' first page 11 ms merged
    * against 40 ms sorted, but 500 partners at offset 1,000 462 ms against 40, and 20,000 partners' first page
    * 761 ms). Null past the budget. Walked on webhook_events_partner, one probe per partner (a loose index
    * scan), and no further than the budget allows.
    */
   private async partnersToMerge(perPartner: number): Promise<string[] | null> {
-    const most = Math.floor(MERGE_BUDGET / perPartner);
+    const most = Math.min(MAX_MERGED_PARTNERS, Math.floor(MERGE_BUDGET / perPartner));
     if (most < 1) return null;
     const rows = await this.dataSource.query<Array<{ partner_id: string }>>(
       `WITH RECURSIVE partners AS (
@@ -321,24 +323,25 @@ export class WebhookEventsRepository {
    * A page of deliveries in `states`, newest first, of `partners`: one partner's (the portal's page, the admin
    * list by partner) or every partner's (the admin list, see partnersToMerge). webhook_events_partner is
    * ordered by recorded_at within each partner and state, so each partner's newest of each state are read in
-   * order and merged: a page reads at most offset + limit rows per partner and state (and the rest of a tie on
-   * recorded_at), then those events by key, whatever the history. Ordered by recorded_at over the rows as a
+   * order and merged (the index ends in id, so each read is in the list's order, no sort): a page reads at most
+   * offset + limit rows per partner and state, then those events by key, whatever the history. Ordered by recorded_at over the rows as a
    * whole, a page read and sorted all of them: 197 ms at 900,000 events of one partner (0.7 ms this way,
    * measured 2026-11-27); the admin list across a few partners sorted the whole outbox (170 ms at 1.1M events,
-   * 12 ms this way), or the whole backlog for `pending` during an outage. Each state is given through
-   * `(SELECT '<state>')`, a value the planner does not know: with the literal, `state = 'pending'` proves
-   * webhook_events_open's predicate, and after an ANALYZE that saw few open events Postgres read the partner's
-   * whole backlog through that index and sorted it (row-reads.spec). Hand-written: the query builder has no
-   * UNION or LATERAL.
+   * 12 ms this way), or the whole backlog for `pending` during an outage. Each partner and state is a branch of
+   * its own, the partner a parameter and the state a literal, so Postgres plans each on how many rows that
+   * partner has in that state: given a partner it could not see (a LATERAL over the partners) or a state
+   * (`(SELECT '<state>')`), it took a big partner's state for a few rows and read and sorted all of them (CI,
+   * 2026-11-27). With id at the end of webhook_events_partner no read needs a sort, so even after an ANALYZE
+   * that saw no backlog the ordered read wins over webhook_events_open (row-reads.spec). Hand-written: the
+   * query builder has no UNION.
    */
   private async newestPage(partners: string[], states: readonly DeliveryState[], limit: number, offset: number): Promise<WebhookEventEntity[]> {
     if (partners.length === 0) return [];
-    const newestOfEach = states.map((state) => `(SELECT e.id, e.recorded_at FROM webhook_events e
-        WHERE e.partner_id = p.partner_id AND e.state = (SELECT '${state}'::text) ORDER BY e.recorded_at DESC, e.id DESC LIMIT $1)`);
+    const newestOfEach = partners.flatMap((_, i) => states.map((state) => `(SELECT id, recorded_at FROM webhook_events
+        WHERE partner_id = $${i + 4} AND state = '${state}' ORDER BY recorded_at DESC, id DESC LIMIT $1)`));
     const page = await this.dataSource.query<Array<{ id: string }>>(
-      `SELECT newest.id FROM unnest($4::uuid[]) AS p(partner_id) CROSS JOIN LATERAL (${newestOfEach.join(' UNION ALL ')}) newest
-        ORDER BY newest.recorded_at DESC, newest.id DESC LIMIT $2 OFFSET $3`,
-      [offset + limit, limit, offset, partners],
+      `SELECT id FROM (${newestOfEach.join(' UNION ALL ')}) newest ORDER BY recorded_at DESC, id DESC LIMIT $2 OFFSET $3`,
+      [offset + limit, limit, offset, ...partners],
     );
     if (page.length === 0) return [];
     const byId = new Map((await this.events.findBy({ id: In(page.map((r) => r.id)) })).map((e) => [e.id, e]));
