@@ -288,6 +288,22 @@ it('SMS: 5xx and 429 are retried, another 4xx fails at once', async () => {
   sms.respond = () => 201;
 });
 
+it('SMS: a provider that took the message and answers after the timeout is not sent it again: failed in doubt', async () => {
+  const slow = `+1888${Math.floor(Math.random() * 1e7)}`;
+  sms.answerAfterMs = (p) => (p.form.To === slow ? 3000 : 0); // NOTIFY_SEND_TIMEOUT_MS is 2 s
+  try {
+    const [id] = await writeReceipt((await newRequest()).id, { phone: slow });
+    // Finished for good (failed is final: nothing sends it again), after one POST.
+    await waitFor(async () => (await statusOf(id)) === 'failed', 15000);
+    expect(sms.to(slow)).toHaveLength(1);
+    expect((await attempts(id)).map((a) => a.outcome)).toEqual(['in_doubt']);
+    const [row] = await sql<{ last_error: string }>(`SELECT last_error FROM notifications WHERE id = $1`, [id]);
+    expect(row.last_error).toMatch(/in doubt: no answer within 2000 ms after the request went out/);
+  } finally {
+    sms.answerAfterMs = () => 0;
+  }
+});
+
 it('a message that cannot be built → retried with its reason shown, then abandoned at the give-up age, never sent', async () => {
   const customer = `unbuildable-${unique()}@example.com`;
   const metrics = svc.app.get(MetricsService).registry;

@@ -16,6 +16,8 @@ export interface SmsPost {
 export class SmsProvider {
   readonly posts: SmsPost[] = [];
   respond: (post: SmsPost) => number = () => 201;
+  /** How long after a POST arrived (recorded: the message went out) it is answered. */
+  answerAfterMs: (post: SmsPost) => number = () => 0;
 
   private constructor(private readonly server: Server) {}
 
@@ -32,8 +34,12 @@ export class SmsProvider {
         };
         provider.posts.push(post);
         const status = provider.respond(post);
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(status < 300 ? { sid: `SM${provider.posts.length}`, status: 'queued' } : { code: status, message: 'stand-in error' }));
+        const sid = `SM${provider.posts.length}`;
+        setTimeout(() => {
+          if (res.destroyed) return; // the caller gave up waiting
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(status < 300 ? { sid, status: 'queued' } : { code: status, message: 'stand-in error' }));
+        }, provider.answerAfterMs(post));
       });
     });
     provider = new SmsProvider(server);

@@ -1,42 +1,82 @@
+import * as http from 'node:http';
+import * as https from 'node:https';
 import type { SmsConfig } from '../../config/config';
 import type { SendResult } from './notification';
+
+const MAX_BODY_CHARS = 300;
 
 /**
  * SMS through a Twilio-compatible REST API (DESIGN §6): a form POST of To, From and Body to
  * {SMS_API_URL}/2010-04-01/Accounts/{sid}/Messages.json with basic auth. A 4xx other than 429 is refused
- * for good; 5xx, 429 and connection failures are tried again.
+ * for good; 5xx and 429 are tried again, and so is a failure before the request was written out (no
+ * connection, a refused one). A failure after it was written (no answer within the timeout or the send's
+ * deadline, a connection dropped before the answer) is in doubt: the provider may have sent the message, and
+ * Twilio-style APIs ignore the idempotency key, so it is never sent again (at most one message, as for email).
+ * node:http rather than fetch, which cannot tell the two apart: with fetch, a provider slower than the timeout
+ * got the same receipt once per retry (7 in 12 s in a helper's probe).
  */
 export class SmsClient {
   constructor(private readonly config: SmsConfig, private readonly timeoutMs: number) {}
 
   /** One call, cut at timeoutMs or at the send's deadline, whichever comes first. */
-  async send(m: { to: string; body: string; messageId: string }, deadline: AbortSignal): Promise<SendResult> {
-    const url = `${this.config.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(this.config.accountSid)}/Messages.json`;
+  send(m: { to: string; body: string; messageId: string }, deadline: AbortSignal): Promise<SendResult> {
+    const url = new URL(`${this.config.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(this.config.accountSid)}/Messages.json`);
     const auth = Buffer.from(`${this.config.accountSid}:${this.config.authToken}`).toString('base64');
-    let res: Response;
-    try {
-      res = await fetch(url, {
+    const form = new URLSearchParams({ To: m.to, From: this.config.from, Body: m.body }).toString();
+    return new Promise<SendResult>((resolve) => {
+      let written = false;
+      let settled = false;
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const onDeadline = () => req.destroy(new Error("the send's deadline passed"));
+      const finish = (r: SendResult) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        deadline.removeEventListener('abort', onDeadline);
+        resolve(r);
+      };
+      const failed = (e: Error, when: string) =>
+        finish(written
+          ? { kind: 'in_doubt', error: `in doubt: ${describe(e)} ${when}; not resent, to avoid a duplicate` }
+          : { kind: 'transient', error: describe(e) });
+      const req = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         headers: {
           authorization: `Basic ${auth}`,
           'content-type': 'application/x-www-form-urlencoded',
+          'content-length': Buffer.byteLength(form),
           // Providers that honour it drop a repeated send; the row's Message-ID is stable across attempts.
           'idempotency-key': m.messageId,
         },
-        body: new URLSearchParams({ To: m.to, From: this.config.from, Body: m.body }).toString(),
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), deadline]),
-        redirect: 'manual',
       });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause;
-      return { kind: 'transient', error: `${cause?.code ?? (e as Error).name}: ${(e as Error).message}` };
-    }
-    const text = (await res.text().catch(() => '')).slice(0, 300);
-    if (res.status >= 200 && res.status < 300) return { kind: 'sent', response: sidOf(text) ?? `HTTP ${res.status}` };
-    const error = `HTTP ${res.status}: ${text}`;
-    if (res.status >= 400 && res.status < 500 && res.status !== 429) return { kind: 'refused', error };
-    return { kind: 'transient', error };
+      req.on('finish', () => (written = true));
+      req.on('error', (e) => failed(e, 'after the request went out'));
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (text.length < MAX_BODY_CHARS) text += chunk;
+        });
+        res.on('error', (e) => failed(e, 'while the answer was read'));
+        res.on('end', () => finish(outcome(res.statusCode ?? 0, text.slice(0, MAX_BODY_CHARS))));
+      });
+      if (deadline.aborted) return onDeadline();
+      deadline.addEventListener('abort', onDeadline, { once: true });
+      req.end(form);
+    });
   }
+}
+
+function outcome(status: number, text: string): SendResult {
+  if (status >= 200 && status < 300) return { kind: 'sent', response: sidOf(text) ?? `HTTP ${status}` };
+  const error = `HTTP ${status}: ${text}`;
+  if (status >= 400 && status < 500 && status !== 429) return { kind: 'refused', error };
+  return { kind: 'transient', error };
+}
+
+function describe(e: Error): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
 }
 
 function sidOf(body: string): string | null {

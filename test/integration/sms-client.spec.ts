@@ -1,0 +1,72 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SmsClient } from '../../src/modules/notifications/sms-client';
+import { findFreePort } from '../../scripts/chain/local-node';
+
+/**
+ * The SMS client against a real local HTTP server: what was refused, what may be tried again (nothing reached
+ * the provider), and what is in doubt (the request went out, no answer came: never sent again, DESIGN §6).
+ */
+let server: Server;
+let url: string;
+let received = 0;
+let answer: (res: import('node:http').ServerResponse) => void = () => undefined;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      answer(res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+const client = (apiUrl: string, timeoutMs = 500) => new SmsClient({ apiUrl, accountSid: 'AC1', authToken: 'token', from: '+15550000000' }, timeoutMs);
+const message = { to: '+15551234567', body: 'Receipt', messageId: '<m1@test>' };
+const send = (apiUrl = url, deadline = new AbortController().signal) => client(apiUrl).send(message, deadline);
+const answering = (status: number, body: string) => (res: import('node:http').ServerResponse) => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(body);
+};
+
+it('2xx → sent, with the provider\'s sid', async () => {
+  answer = answering(201, '{"sid":"SM42","status":"queued"}');
+  expect(await send()).toEqual({ kind: 'sent', response: 'SM42' });
+});
+
+it.each([[400, 'refused'], [404, 'refused'], [429, 'transient'], [500, 'transient'], [503, 'transient']])('HTTP %i → %s', async (status, kind) => {
+  answer = answering(status, '{"message":"no"}');
+  expect(await send()).toMatchObject({ kind, error: `HTTP ${status}: {"message":"no"}` });
+});
+
+it('nothing listening → transient: the message never went out, it may be tried again', async () => {
+  const r = await send(`http://127.0.0.1:${await findFreePort()}`);
+  expect(r).toMatchObject({ kind: 'transient', error: expect.stringMatching(/ECONNREFUSED/) });
+});
+
+it('the request went out and no answer came within the timeout → in doubt, never sent again', async () => {
+  const before = received;
+  answer = () => undefined; // took it, answers nothing
+  const r = await send();
+  expect(received).toBe(before + 1);
+  expect(r).toEqual({ kind: 'in_doubt', error: 'in doubt: no answer within 500 ms after the request went out; not resent, to avoid a duplicate' });
+});
+
+it('the connection dropped after the request went out → in doubt', async () => {
+  answer = (res) => res.socket?.destroy();
+  expect(await send()).toMatchObject({ kind: 'in_doubt' });
+});
+
+it('a deadline already passed → transient, nothing sent', async () => {
+  const before = received;
+  const r = await send(url, AbortSignal.abort());
+  expect(r).toMatchObject({ kind: 'transient', error: expect.stringMatching(/deadline/) });
+  expect(received).toBe(before);
+});
