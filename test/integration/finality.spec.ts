@@ -3,6 +3,7 @@ import {
   broadcast, deployContract, deployToken, DEV_KEYS, findFreePort, mine, mint, revert, rpc, sendCall, setAutomine, snapshot,
   startLocalNode, transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
+import { ClaimFinalityRepository } from '../../src/modules/requests/infrastructure/claim-finality.repository';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { call } from '../support/http';
@@ -251,5 +252,41 @@ describe('a batch payment re-included at other log indexes', () => {
     expect((await claimOf(a.id)).claim_lost_at).toBeNull();
     expect((await alerts(`?request_id=${a.id}`)).body.alerts).toEqual([]);
     expect(await reorgedMetric()).toBe(before);
+  });
+});
+
+describe('ClaimFinalityRepository.moveTogether', () => {
+  /** Far past this spec's chain head: the running finality job never takes these made-up claims for re-reading. */
+  const FAR = 1_000_000_000;
+  /** Two verified claims of one made-up transaction at logs 0 and 1, as the verification stores them. */
+  async function claimsOfOneTransaction(): Promise<{ a: string; b: string; chainId: string }> {
+    const [a, b] = [await newRequest(), await newRequest()];
+    const tx = `0x${'ab'.repeat(31)}${Math.floor(Math.random() * 256).toString(16).padStart(2, '0')}`;
+    for (const [id, log] of [[a.id, 0], [b.id, 1]] as const) {
+      await db.query(
+        `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, claimed_log_index = $3, claimed_block_number = ${FAR},
+                claimed_block_hash = $4, proof_verified_at = now(), claim_settled_at = NULL WHERE id = $1`,
+        [id, tx, log, `0x${'00'.repeat(32)}`],
+      );
+    }
+    return { a: a.id, b: b.id, chainId: (await db.query(`SELECT chain_id FROM payment_requests WHERE id = $1`, [a.id]))[0].chain_id };
+  }
+  const at = async (id: string) => (await db.query<{ claimed_log_index: number | null }>(`SELECT claimed_log_index FROM payment_requests WHERE id = $1`, [id]))[0].claimed_log_index;
+
+  it('moves the claims of one transaction onto each other\'s indexes and answers the ids it moved; a lost sibling lets go of its index', async () => {
+    const repo = svc.app.get(ClaimFinalityRepository);
+    const hash = `0x${'11'.repeat(32)}`;
+    const { a, b } = await claimsOfOneTransaction();
+    // Shifted by one: a onto b's index.
+    const moved = await repo.moveTogether([{ id: a, blockNumber: FAR + 1, blockHash: hash, logIndex: 1 }, { id: b, blockNumber: FAR + 1, blockHash: hash, logIndex: 2 }]);
+    expect(moved.sort()).toEqual([a, b].sort());
+    expect([await at(a), await at(b)]).toEqual([1, 2]);
+
+    // b vanished (its alert raised: lost) and a moves onto the index b held.
+    const other = await claimsOfOneTransaction();
+    await db.query(`UPDATE payment_requests SET claim_lost_at = now() WHERE id = $1`, [other.b]);
+    expect(await repo.moveTogether([{ id: other.a, blockNumber: FAR + 1, blockHash: hash, logIndex: 1 }], [other.b])).toEqual([other.a]);
+    expect([await at(other.a), await at(other.b)]).toEqual([1, null]);
+    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1) AND claim_lost_at IS NULL`, [[a, b, other.a]]);
   });
 });

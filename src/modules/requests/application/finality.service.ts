@@ -68,34 +68,34 @@ export class FinalityService {
       // The transaction's claims together (one unless it paid several requests): a reorg moves them together.
       const claims = await this.claims.ofTransaction(asset.chainId, mode === 'test', first.txHash);
       const standings = await this.standings(reader, claims);
+      // The vanished first: their alerts never wait on the others' move, and a lost claim lets go of its log
+      // index (its alert keeps it), which a moved sibling may need (a batch re-included without one transfer).
+      const lost: string[] = [];
+      for (const { claim, standing } of standings) {
+        if (standing.kind !== 'vanished') continue;
+        if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
+        lost.push(claim.requestId);
+      }
       const moved = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ id: claim.requestId, ...standing }] : []));
       let movedIds: Set<string>;
       try {
-        movedIds = new Set(await this.claims.moveTogether(moved));
+        movedIds = new Set(await this.claims.moveTogether(moved, lost));
       } catch (e) {
-        // A claim outside this mode's unsettled ones still holds an index the move needs: this transaction waits,
-        // and every other claim of the mode is still re-read.
+        // A claim outside this transaction's unsettled ones (settled, or of the other mode) still holds an index
+        // the move needs: this transaction waits, and every other claim of the mode is still re-read.
         if (!isUniqueViolation(e)) throw e;
         this.logger.error(`claims of ${first.txHash} cannot follow it to block ${moved[0]?.blockNumber}: ${(e as Error).message}; read again next run`);
         continue;
       }
       report.moved += movedIds.size;
       for (const { claim, standing } of standings) {
-        switch (standing.kind) {
-          case 'in_place':
-          case 'moved': {
-            if (standing.kind === 'moved') {
-              if (!movedIds.has(claim.requestId)) break; // settled or lost meanwhile by another worker
-              this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
-            }
-            if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
-              report.settled++;
-            }
-            break;
-          }
-          case 'vanished':
-            if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
-            break;
+        if (standing.kind === 'vanished') continue;
+        if (standing.kind === 'moved') {
+          if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
+          this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
+        }
+        if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
+          report.settled++;
         }
       }
     }

@@ -111,7 +111,11 @@ export class PayService {
     // requests. Without a look at the chain (unreachable), it is refused as before.
     const claimedElsewhere = await this.repo.verifiedElsewhere(r.chainId, txHash, r.id);
     const lookFirst = claimedElsewhere ? await this.verification.inspect(r, txHash).catch(() => null) : undefined;
-    if (claimedElsewhere && lookFirst?.kind !== 'pays') throw new AppError('tx_hash_already_used');
+    if (claimedElsewhere) {
+      const taken = await this.repo.claimedLogsElsewhere(r.chainId, txHash, r.id);
+      const ownTransfer = lookFirst?.kind === 'pays' && lookFirst.logIndexes.some((i) => !taken.has(i));
+      if (!ownTransfer) throw new AppError('tx_hash_already_used');
+    }
     if (r.txHash === txHash) {
       // Re-queued while a look may still find something: no verdict yet (a lost job is re-created; the
       // deterministic job id keeps it single), or transaction_not_found (unknown to the node through the whole

@@ -31,7 +31,8 @@ export type VerifyOutcome =
 
 /** What the proof pre-check (DESIGN §7, §8) saw of a submitted hash on the request's chain. */
 export type ProofCheck =
-  | { kind: 'pays' }
+  /** `logIndexes`: the transfers that pay it (exact value, token, recipient, in the window). */
+  | { kind: 'pays'; logIndexes: number[] }
   | { kind: 'pending' }
   | { kind: 'unknown' }
   | { kind: 'does_not_pay'; reason: NoPayReason };
@@ -86,7 +87,7 @@ export class VerificationService {
       // A receipt from a block being reorged away: whether it pays is the verification's call, after confirmations.
       if (!block || block.hash !== receipt.blockHash) return { kind: 'pending' };
       const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
-      return verdict.pays ? { kind: 'pays' } : { kind: 'does_not_pay', reason: verdict.reason };
+      return verdict.pays ? { kind: 'pays', logIndexes: verdict.transfers.map((t) => t.logIndex) } : { kind: 'does_not_pay', reason: verdict.reason };
     } catch (e) {
       throw new ChainUnavailable(`chain ${chainId} did not answer: ${(e as Error).message}`);
     }

@@ -88,14 +88,18 @@ export class ClaimFinalityRepository {
    * logs shifts every transfer, and one claim moved alone onto the index another still holds broke the unique
    * claim index (payment_requests_claim), which failed every later re-read of the mode (a reviewer's probe,
    * 2026-11-27). So the moving claims first let go of their indexes, then take the new ones, in one
-   * transaction. The ids that moved (a claim settled or lost meanwhile does not).
+   * transaction; `lost` (claims of the transaction found vanished, their alerts raised) let go of theirs too,
+   * since their transfer is gone and a moved sibling may now sit at its index. The ids that moved (a claim
+   * settled or lost meanwhile does not).
    */
-  async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>): Promise<string[]> {
+  async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>, lost: string[] = []): Promise<string[]> {
     if (moves.length === 0) return [];
     return this.requests.manager.transaction(async (em) => {
       const ids = moves.map((m) => m.id);
       await em.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND ${UNSETTLED}`, [ids]);
-      const rows = await em.query<Array<{ id: string }>>(
+      await em.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND claim_lost_at IS NOT NULL`, [lost]);
+      // UPDATE … RETURNING answers [rows, count] through TypeORM.
+      const [rows] = await em.query<[Array<{ id: string }>, number]>(
         `UPDATE payment_requests p SET claimed_block_number = m.block_number, claimed_block_hash = m.block_hash,
                 claimed_log_index = m.log_index
            FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::int[]) AS m(id, block_number, block_hash, log_index)

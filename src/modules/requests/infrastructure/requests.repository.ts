@@ -251,6 +251,16 @@ export class RequestsRepository {
   }
 
   /** Whether another request was verified by this transaction (a payer re-using a hash). */
+  /** The log indexes of `txHash` that requests other than `exceptId` hold as their claims. */
+  async claimedLogsElsewhere(chainId: bigint, txHash: string, exceptId: string): Promise<Set<number>> {
+    const rows = await this.requests.query<Array<{ claimed_log_index: number }>>(
+      `SELECT claimed_log_index FROM payment_requests
+        WHERE chain_id = $1 AND tx_hash = $2 AND claimed_log_index IS NOT NULL AND id <> $3`,
+      [chainId.toString(), txHash, exceptId],
+    );
+    return new Set(rows.map((r) => r.claimed_log_index));
+  }
+
   async verifiedElsewhere(chainId: bigint, txHash: string, exceptId: string): Promise<boolean> {
     return this.requests
       .createQueryBuilder('r')
