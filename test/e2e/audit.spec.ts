@@ -227,6 +227,7 @@ describe('refused changes leave no row', () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { default_expiry_minutes: 7 }));
     await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { default_currency: 'xyz' }));
+    await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { name: '  ' }));
     await noRow(p.id, 400, () => admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'staging' }));
     await noRow(p.id, 404, () => admin(svc, 'DELETE', `/partners/${p.id}/keys/${missing}`));
     await noRow(p.id, 409, () => admin(svc, 'POST', `/partners/${p.id}/webhook/rotate`)); // no secret yet
@@ -241,6 +242,8 @@ describe('refused changes leave no row', () => {
     const before = (await sql(`SELECT count(*)::int AS n FROM audit_events WHERE action = 'partner.created'`))[0].n;
     expect((await admin(svc, 'POST', '/partners', { slug: p.slug, name: 'Twin', default_currency: 'usd' })).status).toBe(409);
     expect((await admin(svc, 'POST', '/partners', { slug: uniqueSlug(), name: 'Bad', default_currency: 'usd', default_expiry_minutes: 7 })).status).toBe(400);
+    const blank = await admin(svc, 'POST', '/partners', { slug: uniqueSlug(), name: '', default_currency: 'usd' });
+    expect([blank.status, blank.body.error, blank.body.errors]).toEqual([400, 'invalid_request', [{ field: 'name', message: 'name must not be blank' }]]);
     expect((await sql(`SELECT count(*)::int AS n FROM audit_events WHERE action = 'partner.created'`))[0].n).toBe(before);
   });
 

@@ -3,7 +3,7 @@ import { SCOPES, type Scope } from '../auth/scopes';
 
 export class CreatePartnerDto {
   @IsString() @Matches(/^[a-z0-9][a-z0-9-]{1,62}$/, { message: 'slug must be 2-63 lower-case letters, digits or dashes' }) slug: string;
-  @IsString() @MaxLength(200) name: string;
+  @IsString() @MaxLength(200) @Matches(/\S/, { message: 'name must not be blank' }) name: string;
   @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'default_currency must be an ISO 4217 code' }) default_currency: string;
   @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(50) @ArrayUnique() @IsInt({ each: true }) @Min(1, { each: true })
   @Max(5256000, { each: true })
@@ -12,7 +12,7 @@ export class CreatePartnerDto {
 }
 
 export class UpdatePartnerDto {
-  @IsOptional() @IsString() @MaxLength(200) name?: string;
+  @IsOptional() @IsString() @MaxLength(200) @Matches(/\S/, { message: 'name must not be blank' }) name?: string;
   @IsOptional() @IsString() @Matches(/^[A-Za-z]{3}$/, { message: 'default_currency must be an ISO 4217 code' }) default_currency?: string;
   @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(50) @ArrayUnique() @IsInt({ each: true }) @Min(1, { each: true })
   @Max(5256000, { each: true })
