@@ -8,7 +8,7 @@ import { OneEmailAddress } from '../../common/email-address';
 import { CurrencyAssertion } from '../../common/http/currency-assertion';
 import { ListRequestsQuery } from '../requests/http/request.dto';
 import { REQUEST_SOURCES, type RequestSource } from '../requests/domain/payment-request';
-import { BlankAs } from '../../common/http/blank';
+import { BlankClears } from '../../common/http/blank';
 
 export class SignInDto {
   @IsString() @MaxLength(4000) message: string;
@@ -20,8 +20,8 @@ export class SignInDto {
 export class UpdateMeDto {
   @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
   email?: string | null;
-  @BlankAs(null) @IsOptional() @IsString() @MaxLength(120) display_name?: string | null;
-  @BlankAs(null) @IsOptional() @IsString() @MaxLength(120) business_name?: string | null;
+  @BlankClears() @IsOptional() @IsString() @MaxLength(120) display_name?: string | null;
+  @BlankClears() @IsOptional() @IsString() @MaxLength(120) business_name?: string | null;
   @IsOptional() @IsString() @Matches(/^[A-Z]{2}$/, { message: 'country must be ISO 3166-1 alpha-2, two upper-case letters' })
   country?: string | null;
   @IsOptional() @IsString() @MaxLength(32) phone?: string | null;

@@ -106,9 +106,9 @@ export class PayService {
     }
     const txHash = rawHash.toLowerCase();
     const r = await this.load(id);
-    // A hash another request was verified by is refused, unless the transaction also pays this request by a
-    // transfer of its own: a transfer is claimed, not a hash (DESIGN §3), and one batch payment may pay several
-    // requests. Without a look at the chain (unreachable), it is refused as before.
+    // A hash another request was verified by is refused, unless a transfer of the transaction pays this request
+    // and no other request holds it: a transfer is claimed, not a hash (DESIGN §3), and one batch payment may pay
+    // several requests. Without a look at the chain (unreachable), it is refused as before.
     const claimedElsewhere = await this.repo.verifiedElsewhere(r.chainId, txHash, r.id);
     const lookFirst = claimedElsewhere ? await this.verification.inspect(r, txHash).catch(() => null) : undefined;
     if (claimedElsewhere) {

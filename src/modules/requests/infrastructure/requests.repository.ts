@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { In, type EntityManager, type Repository } from 'typeorm';
+import type { EntityManager, Repository } from 'typeorm';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import {
   LAPSES_AT, PROOF_STATUSES, PROOF_TRANSITIONS, REQUEST_STATUSES, STATUS_TRANSITIONS,
