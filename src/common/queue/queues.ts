@@ -5,7 +5,7 @@
 export const QUEUES = {
   /** Check a submitted transaction hash against the pay rule. */
   verification: 'verification',
-  /** Expire one request at its expires_at. */
+  /** Store the expiries of the requests lapsed by a due moment (one job per second of expires_at). */
   expiry: 'expiry',
   /** One webhook delivery attempt. */
   webhooks: 'webhooks',
@@ -39,9 +39,17 @@ export interface VerificationJob {
   wait?: { for: 'block'; mode: 'test' | 'live'; tip: number } | { for: 'backoff'; since: number; tries: number };
 }
 
-export interface ExpiryJob {
-  requestId: string;
-}
+/**
+ * `dueAt` (epoch ms): store every expiry lapsed by then. `requestId`: one request's expiry, as queued before
+ * the jobs were per due moment (2026-11-27); still run.
+ */
+export type ExpiryJob = { dueAt: number } | { requestId: string };
+
+export const EXPIRY_JOBS = {
+  due: 'expire-due',
+  /** A job of one request (queued by an older build). */
+  one: 'expire',
+} as const;
 
 export interface WebhookJob {
   eventId: string;

@@ -27,9 +27,10 @@ export class AfterCommit {
     await waitBriefly(this.logger, 'queueing verification', 'the chain scan will verify the payment', () => this.verification.add(requestId, txHash));
   }
 
-  /** Recovered without the job by the expiry sweep. */
-  async requestCreated(requestId: string, expiresAt: Date): Promise<void> {
-    await waitBriefly(this.logger, 'scheduling expiry', 'the expiry sweep will expire it', () => this.expiry.schedule(requestId, expiresAt));
+  /** Recovered without the job by the expiry sweep. Nothing to wait for when the job of that moment is added. */
+  async requestCreated(expiresAt: Date): Promise<void> {
+    const adding = this.expiry.schedule(expiresAt);
+    if (adding) await waitBriefly(this.logger, 'scheduling expiry', 'the expiry sweep will expire it', () => adding);
   }
 
   /** Outbox rows committed: hand them to webhook delivery now (the relay never throws; the re-drive backs it). */

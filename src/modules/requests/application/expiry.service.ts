@@ -12,8 +12,9 @@ const SWEEP_MAX_BATCHES = 20;
 const SWEEP_BATCH_ATTEMPTS = 3;
 
 /**
- * Stores expiries (DESIGN §3, §7): one request at its expires_at (the delayed job), or every lapsed request
- * (the sweep). Plan charges among them are told to the plans in the same transaction (missed charges).
+ * Stores expiries (DESIGN §3, §7): every lapsed request (the due second's job and the periodic sweep), or one
+ * request (a proof or payment after its deadline; jobs queued by older builds). Plan charges among them are
+ * told to the plans in the same transaction (missed charges).
  */
 @Injectable()
 export class ExpiryService {

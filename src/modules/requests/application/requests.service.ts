@@ -129,7 +129,7 @@ export class RequestsService {
 
   /** Work queued once a request's insert committed: its expiry job (the sweep backs it up). */
   async created(request: PaymentRequest): Promise<void> {
-    await this.afterCommit.requestCreated(request.id, request.expiresAt);
+    await this.afterCommit.requestCreated(request.expiresAt);
   }
 
   private queued(outcome: { request: PaymentRequest; created: boolean }): { request: PaymentRequest; created: boolean } {
