@@ -290,7 +290,7 @@ describe('POST /dashboard/api/plans/:id/advance (test clock)', () => {
   it('racing the expiry job of its open charge (which locks the charge, then the plan), the advance still answers 200: one miss, one new charge', async () => {
     const p = await mustPlan(a, {});
     const [c0] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [p.plan_id]);
-    // The expiry job's transaction (ExpiryService.expireOne), held open between its two statements: the charge
+    // An expiry job's transaction (a sweep batch), held open between its two statements: the charge
     // is expired and row-locked; counting the miss on the plan comes next.
     const job = new Client({ connectionString: env.databaseUrl });
     await job.connect();

@@ -196,7 +196,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
         const { planId } = await planWithLapsedCharge();
         await lapsesAsPeriodOneFallsDue(planId);
         const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [planId]);
-        // The expiry job (ExpiryService.expireOne) holds the charge, then wants the plan; once due, the scheduler
+        // An expiry job (its sweep batch) holds the charge, then wants the plan; once due, the scheduler
         // holds the plan and waits for the charge.
         const schedulerRolledBack = await meetInDeadlock({
           first: [`SELECT 1 FROM payment_requests WHERE id = $1 FOR UPDATE`, [charge.id]],

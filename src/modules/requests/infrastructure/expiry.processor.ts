@@ -4,11 +4,12 @@ import { QUEUES, type ExpiryJob } from '../../../common/queue/queues';
 import { ExpiryService } from '../application/expiry.service';
 
 /**
- * Stores expiries at their due moment: every request lapsed by then, in the sweep's batches (a job of one
- * request, queued by an older build, expires that one; a no-op when anything else happened to it first). One
- * at a time: jobs that come due together (a worker back after a pause) would only wait on each other's rows.
+ * Stores expiries at their due moment: every request lapsed by then, in the sweep's batches. A job of one
+ * request, queued by an older build, expires that one (a no-op when anything else happened to it first);
+ * after a deploy those come due at the rate they were created, hence the concurrency. Due jobs that run
+ * together wait on each other's rows, then find them stored.
  */
-@Processor(QUEUES.expiry, { concurrency: 1 })
+@Processor(QUEUES.expiry, { concurrency: 10 })
 export class ExpiryProcessor extends WorkerHost {
   constructor(private readonly expiry: ExpiryService) {
     super();

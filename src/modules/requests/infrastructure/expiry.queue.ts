@@ -4,51 +4,53 @@ import type { Queue } from 'bullmq';
 import { EXPIRY_JOBS, QUEUES, type ExpiryJob } from '../../../common/queue/queues';
 import { expiryDueAt } from '../domain/expiry-due';
 
-/** Due moments this process remembers having a job for; past it forgets the oldest (a re-add is a no-op). */
-const REMEMBERED_DUE_MOMENTS = 100_000;
+/**
+ * How long this process trusts its own add of a moment's job. Past it the next request due then adds it again
+ * (a no-op while Redis holds the job): a Redis that restarted empty or failed over loses the job, and a
+ * process that remembered it for good would never add it back (the sweep would store those expiries).
+ */
+const TRUST_ADD_MS = 10_000;
 
 /**
- * Producer of the expiry queue: one delayed job per due moment (the next whole second after an expires_at),
- * which stores the expiry of every request lapsed by then (ExpiryProcessor). Requests created together expire
- * together, so at 1,000 creates a second this adds one job a second, not a thousand, and the worker runs one
- * batch UPDATE for them, not a thousand transactions. The job id is the due moment, so processes that add the
- * same moment add one job (BullMQ ignores an add under an id it holds).
+ * Producer of the expiry queue: one delayed job per due moment (the first whole second after an expires_at),
+ * which stores the expiry of every request lapsed by then (ExpiryProcessor). Requests whose expires_at fall in
+ * one second share its job: at 1,000 creates a second with one expiry this adds one job a second, not a
+ * thousand, and the worker runs one batch UPDATE for them, not a thousand transactions. The job id is the
+ * moment, so processes adding the same moment add one job (BullMQ ignores an add under an id it holds).
  */
 @Injectable()
 export class ExpiryQueue {
-  /** Due moments this process has added (true) or is adding: creates of one second share the first one's add. */
-  private readonly added = new Map<number, true | Promise<void>>();
+  /** Moments this process added (`at`, by its clock) or is adding (`adding`), oldest add first. */
+  private readonly added = new Map<number, { at: number; adding: Promise<void> | null }>();
 
   constructor(@InjectQueue(QUEUES.expiry) private readonly queue: Queue<ExpiryJob>) {}
 
-  /** The add of the job that expires a request at `expiresAt`; null when this process has added it already. */
+  /** The add of the job that expires a request at `expiresAt`; null when this process added it just now. */
   schedule(expiresAt: Date): Promise<void> | null {
+    const now = Date.now();
+    this.forgetOlderThan(now - TRUST_ADD_MS);
     const dueAt = expiryDueAt(expiresAt.getTime());
     const known = this.added.get(dueAt);
-    if (known === true) return null;
-    if (known) return known;
-    const adding = this.queue
-      .add(EXPIRY_JOBS.due, { dueAt }, { jobId: `expire-at-${dueAt}`, delay: Math.max(0, dueAt - Date.now()) })
+    if (known) return known.adding;
+    const entry = { at: now, adding: null as Promise<void> | null };
+    entry.adding = this.queue
+      .add(EXPIRY_JOBS.due, { dueAt }, { jobId: `expire-at-${dueAt}`, delay: Math.max(0, dueAt - now) })
       .then(
-        () => void this.added.set(dueAt, true),
+        () => void (entry.adding = null),
         (e: unknown) => {
-          // Not added: the next create due then tries again (the sweep stores these meanwhile).
-          this.added.delete(dueAt);
+          // Not added: the next request due then adds it (the sweep stores these meanwhile).
+          if (this.added.get(dueAt) === entry) this.added.delete(dueAt);
           throw e;
         },
       );
-    this.added.set(dueAt, adding);
-    this.forgetPast();
-    return adding;
+    this.added.set(dueAt, entry);
+    return entry.adding;
   }
 
-  /** Moments that have passed are dropped; past the bound the oldest remembered go too. */
-  private forgetPast(): void {
-    if (this.added.size <= REMEMBERED_DUE_MOMENTS) return;
-    const now = Date.now();
-    for (const dueAt of this.added.keys()) if (dueAt < now) this.added.delete(dueAt);
-    for (const dueAt of this.added.keys()) {
-      if (this.added.size <= REMEMBERED_DUE_MOMENTS / 2) break;
+  /** Entries are in the order they were added, so the stale ones are at the front. */
+  private forgetOlderThan(cutoff: number): void {
+    for (const [dueAt, { at }] of this.added) {
+      if (at >= cutoff) break;
       this.added.delete(dueAt);
     }
   }
