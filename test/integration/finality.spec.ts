@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Interface, JsonRpcProvider, MaxUint256, parseUnits, Wallet } from 'ethers';
 import {
   broadcast, deployContract, deployToken, DEV_KEYS, findFreePort, mine, mint, revert, rpc, sendCall, setAutomine, snapshot,
@@ -68,11 +69,11 @@ const claimRow = async (id: string) =>
     [id],
   ))[0];
 const alerts = (query = '') => call(svc.adminUrl, 'GET', `/admin/api/alerts${query}`, { key: ADMIN_TOKEN });
-const reorgedMetric = async (): Promise<number> => {
-  const text = (await call(svc.adminUrl, 'GET', '/metrics', { key: ADMIN_TOKEN })).text;
-  const m = /^prs_verified_reorged_total\{mode="test"\} (\d+)$/m.exec(text);
+const metric = async (line: RegExp): Promise<number> => {
+  const m = line.exec((await call(svc.adminUrl, 'GET', '/metrics', { key: ADMIN_TOKEN })).text);
   return m ? Number(m[1]) : 0;
 };
+const reorgedMetric = () => metric(/^prs_verified_reorged_total\{mode="test"\} (\d+)$/m);
 const blockHash = async (n: number): Promise<string> => {
   const res = await fetch(node.url, {
     method: 'POST',
@@ -216,11 +217,13 @@ describe('a batch payment re-included at other log indexes', () => {
   const claimOf = async (id: string) => (await db.query<{ claimed_log_index: number; claim_settled_at: Date | null; claim_lost_at: Date | null }>(
     `SELECT claimed_log_index, claim_settled_at, claim_lost_at FROM payment_requests WHERE id = $1`, [id]))[0];
 
-  it('moves both claims together and settles them; the mode\'s other claims are still re-read (a reviewer\'s probe: the first claim\'s move hit the second\'s index and failed every later run)', async () => {
+  /**
+   * One transaction paying a and b (logs 0 and 1), verified; `meanwhile` runs with both verified; then a reorg
+   * re-includes the same transaction behind another one's log, so its transfers are logs 1 and 2.
+   */
+  async function batchReincludedShifted(a: { id: string; amount: bigint }, b: { id: string; amount: bigint }, meanwhile = async (_txHash: string) => {}): Promise<string> {
     const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
     await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, MaxUint256]), PAYER);
-    const [a, b] = [await newRequest(), await newRequest()];
-    const before = await reorgedMetric();
     const snap = await snapshot(node.url);
     const pay = new Interface(['function transferEach(address token, address[] to, uint256[] value)'])
       .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], [a.amount, b.amount]]);
@@ -230,8 +233,8 @@ describe('a batch payment re-included at other log indexes', () => {
     await mine(node.url, CONFIRMATIONS - 1);
     await waitFor(async () => (await get(a.id)).proof_status === 'verified' && (await get(b.id)).proof_status === 'verified', 15000);
     expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([0, 1]);
+    await meanwhile(txHash);
 
-    // The reorg: the same transaction re-included behind another one's log, so its transfers are logs 1 and 2.
     await revert(node.url, snap);
     await setAutomine(node.url, false);
     try {
@@ -242,6 +245,13 @@ describe('a batch payment re-included at other log indexes', () => {
       await setAutomine(node.url, true);
     }
     expect(await logIndexes(txHash)).toEqual([1, 2]);
+    return txHash;
+  }
+
+  it('moves both claims together and settles them; the mode\'s other claims are still re-read (a reviewer\'s probe: the first claim\'s move hit the second\'s index and failed every later run)', async () => {
+    const [a, b] = [await newRequest(), await newRequest()];
+    const before = await reorgedMetric();
+    await batchReincludedShifted(a, b);
     // And an ordinary payment of the same mode afterwards.
     const c = await newRequest();
     await payAndVerify(c);
@@ -253,6 +263,81 @@ describe('a batch payment re-included at other log indexes', () => {
     expect((await alerts(`?request_id=${a.id}`)).body.alerts).toEqual([]);
     expect(await reorgedMetric()).toBe(before);
   });
+
+  it('claims that cannot follow (a settled claim holds the index one needs) raise one claim_unmovable alert each, stay verified, and the mode\'s other claims still settle', async () => {
+    const [a, b] = [await newRequest(), await newRequest()];
+    const unmovable = async () => metric(/^prs_claims_unmovable_total\{mode="test"\} (\d+)$/m);
+    const before = await unmovable();
+    const holder = await newRequest();
+    await batchReincludedShifted(a, b, async (txHash) => {
+      // A settled claim of the same transaction at log 2 (as a claim settled before a reorg deeper than the
+      // settle depth would be): the index b's move needs.
+      await db.query(
+        `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, claimed_log_index = 2, claimed_block_number = 1,
+                claimed_block_hash = $3, proof_verified_at = now(), claim_settled_at = now() WHERE id = $1`,
+        [holder.id, txHash, `0x${'00'.repeat(32)}`],
+      );
+    });
+    const c = await newRequest();
+    await payAndVerify(c);
+    await mine(node.url, CONFIRMATIONS * 2);
+
+    await waitFor(async () => (await claimOf(c.id)).claim_settled_at !== null, 15000);
+    const listed = await waitFor(async () => {
+      const res = await alerts('?kind=claim_unmovable');
+      const ours = res.body.alerts.filter((x: { request_id: string }) => x.request_id === a.id || x.request_id === b.id);
+      return ours.length === 2 ? ours : null;
+    }, 15000);
+    expect(listed.find((x: { request_id: string }) => x.request_id === b.id)).toMatchObject({
+      kind: 'claim_unmovable',
+      details: { mode: 'test', log_index: 1, moved_to: { log_index: 2 }, partner_id: partner.id, merchant_id: merchant.id, amount: b.amount.toString() },
+    });
+    expect(await unmovable()).toBe(before + 2);
+    // Read again on later runs: no second alert, and nothing changed on the requests.
+    await mine(node.url, 1);
+    await sleep(CHECK_MS * 5);
+    expect(await unmovable()).toBe(before + 2);
+    for (const r of [a, b]) {
+      expect((await get(r.id)).proof_status).toBe('verified');
+      expect(await claimOf(r.id)).toMatchObject({ claim_settled_at: null, claim_lost_at: null });
+      expect((await alerts(`?request_id=${r.id}`)).body.alerts).toHaveLength(1);
+    }
+    expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([0, 1]);
+    // Out of this spec's way: later tests' runs would read them again.
+    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1)`, [[a.id, b.id]]);
+  });
+});
+
+describe('ClaimFinalityRepository.due', () => {
+  it('pages in (block, unknown first; id) order: page after page is the whole list once', async () => {
+    const repo = svc.app.get(ClaimFinalityRepository);
+    // Live-mode claims (live is off in this service, so its finality job never reads them), blocks unknown,
+    // shared and distinct.
+    const ids: string[] = [];
+    for (const block of [null, null, 7, 7, 7, 9, null, 12]) {
+      const r = await newRequest();
+      await db.query(
+        `UPDATE payment_requests SET test_mode = false, proof_status = 'verified', tx_hash = $2, claimed_log_index = 0,
+                claimed_block_number = $3, claimed_block_hash = $4, proof_verified_at = now(), claim_settled_at = NULL WHERE id = $1`,
+        [r.id, `0x${'cd'.repeat(28)}${r.id.slice(0, 8)}`, block, `0x${'00'.repeat(32)}`],
+      );
+      ids.push(r.id);
+    }
+    const chainId = BigInt((await db.query(`SELECT chain_id FROM payment_requests WHERE id = $1`, [ids[0]]))[0].chain_id);
+    const whole = await repo.due(chainId, false, 100, 1000);
+    expect(whole.map((c) => c.requestId).sort()).toEqual(expect.arrayContaining([...ids].sort()));
+    const paged: string[] = [];
+    let after: (typeof whole)[number] | undefined;
+    for (;;) {
+      const page = await repo.due(chainId, false, 100, 3, after);
+      paged.push(...page.map((c) => c.requestId));
+      if (page.length < 3) break;
+      after = page[page.length - 1];
+    }
+    expect(paged).toEqual(whole.map((c) => c.requestId));
+    expect(whole.map((c) => c.blockNumber)).toEqual([...whole.map((c) => c.blockNumber)].sort((x, y) => (x ?? -1) - (y ?? -1)));
+    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1)`, [ids]);
+  });
 });
 
 describe('ClaimFinalityRepository.moveTogether', () => {
@@ -261,7 +346,7 @@ describe('ClaimFinalityRepository.moveTogether', () => {
   /** Two verified claims of one made-up transaction at logs 0 and 1, as the verification stores them. */
   async function claimsOfOneTransaction(): Promise<{ a: string; b: string; chainId: string }> {
     const [a, b] = [await newRequest(), await newRequest()];
-    const tx = `0x${'ab'.repeat(31)}${Math.floor(Math.random() * 256).toString(16).padStart(2, '0')}`;
+    const tx = `0x${randomBytes(32).toString('hex')}`;
     for (const [id, log] of [[a.id, 0], [b.id, 1]] as const) {
       await db.query(
         `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, claimed_log_index = $3, claimed_block_number = ${FAR},

@@ -3,7 +3,7 @@ import type { AlertKind } from './alert';
 
 /** Conditions operators must look at, stored so they survive restarts and every instance sees them. */
 @Entity('alerts')
-@Check('alerts_kind_check', `kind IN ('verified_reorged')`)
+@Check('alerts_kind_check', `kind IN ('verified_reorged', 'claim_unmovable')`)
 @Index('alerts_created', ['createdAt', 'id'])
 @Index('alerts_request_kind', ['requestId', 'kind'], { unique: true })
 export class AlertEntity {

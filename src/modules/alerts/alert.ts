@@ -1,5 +1,5 @@
 /** The kinds of alert; each names a condition the service cannot resolve on its own. */
-export const ALERT_KINDS = ['verified_reorged'] as const;
+export const ALERT_KINDS = ['verified_reorged', 'claim_unmovable'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
 export interface Alert {

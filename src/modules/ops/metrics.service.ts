@@ -37,6 +37,7 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *  - `prs_verification_duration_seconds{outcome}`: `observeVerification()`; the worker role feeds it from the
  *    verification queue's completed jobs (VerificationTimer), other code may call it too.
  *  - `prs_verified_reorged_total{mode}`: `countVerifiedReorged()`, fed by the worker's finality job.
+ *  - `prs_claims_unmovable_total{mode}`: `countClaimUnmovable()`, fed by the worker's finality job.
  *  - `prs_notifications_unbuildable_total{kind,channel}`: `countUnbuildableNotification()`, fed by the
  *    worker's notification sender.
  *  - `prs_webhook_attempts_total{outcome}`: `countWebhookAttempt()`, fed by the worker's webhook delivery.
@@ -66,6 +67,13 @@ export class MetricsService {
   private readonly verifiedReorged = new Counter({
     name: 'prs_verified_reorged_total',
     help: 'Verified claims whose transfer log vanished from the canonical chain after verification (a reorg); each is an alert',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly claimsUnmovable = new Counter({
+    name: 'prs_claims_unmovable_total',
+    help: 'Verified claims whose transaction was re-included at log indexes another claim holds, so finality cannot follow them; each is an alert',
     labelNames: ['mode'] as const,
     registers: [this.registry],
   });
@@ -121,6 +129,11 @@ export class MetricsService {
   /** One verified claim found reorged away by this process (the alert row is the durable record). */
   countVerifiedReorged(mode: 'test' | 'live'): void {
     this.verifiedReorged.inc({ mode });
+  }
+
+  /** One verified claim found unable to follow its re-included transaction, first seen by this process. */
+  countClaimUnmovable(mode: 'test' | 'live'): void {
+    this.claimsUnmovable.inc({ mode });
   }
 
   /** One webhook delivery attempt recorded by this process, with its outcome. */

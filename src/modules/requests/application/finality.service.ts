@@ -12,6 +12,17 @@ import { readHead } from './chain-head';
 
 /** Claims re-read per mode and run; the rest wait for the next run. */
 const BATCH = 200;
+/** Pages of due claims one run reads at most, past transactions that cannot move (each an alert). */
+const MAX_PAGES = 5;
+
+/** What one mode's run reads against. */
+interface Run {
+  mode: Mode;
+  chainId: bigint;
+  reader: ChainReader;
+  required: ReturnType<typeof settleDepth>;
+  head: ChainHead;
+}
 
 export interface SettleReport {
   settled: number;
@@ -57,49 +68,65 @@ export class FinalityService {
     const asset = this.assets.asset(mode);
     if (!reader || !asset) return report;
     const required = settleDepth(asset.confirmations);
-    const head = await readHead(reader, required);
+    const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required) };
     // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
-    // from must still be re-read until settled.
-    const due = await this.claims.due(asset.chainId, mode === 'test', deepThrough(required, head), BATCH);
+    // from must still be re-read until settled. Transactions that cannot move stay first in line (their
+    // blocks are the oldest), so the run pages past them: BATCH other claims are re-read all the same.
     const seen = new Set<string>();
-    for (const first of due) {
-      if (seen.has(first.txHash)) continue;
-      seen.add(first.txHash);
-      // The transaction's claims together (one unless it paid several requests): a reorg moves them together.
-      const claims = await this.claims.ofTransaction(asset.chainId, mode === 'test', first.txHash);
-      const standings = await this.standings(reader, claims);
-      // The vanished first: their alerts never wait on the others' move, and a lost claim lets go of its log
-      // index (its alert keeps it), which a moved sibling may need (a batch re-included without one transfer).
-      const lost: string[] = [];
-      for (const { claim, standing } of standings) {
-        if (standing.kind !== 'vanished') continue;
-        if (await this.raise(mode, claim, standing.reason, head)) report.lost++;
-        lost.push(claim.requestId);
+    let reread = 0;
+    let after: UnsettledClaim | undefined;
+    for (let page = 0; page < MAX_PAGES && reread < BATCH; page++) {
+      const due = await this.claims.due(run.chainId, mode === 'test', deepThrough(run.required, run.head), BATCH, after);
+      for (const first of due) {
+        if (reread >= BATCH) break;
+        if (seen.has(first.txHash)) continue;
+        seen.add(first.txHash);
+        reread += await this.rereadTransaction(run, first.txHash, report);
       }
-      const moved = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ id: claim.requestId, ...standing }] : []));
-      let movedIds: Set<string>;
-      try {
-        movedIds = new Set(await this.claims.moveTogether(moved, lost));
-      } catch (e) {
-        // A claim outside this transaction's unsettled ones (settled, or of the other mode) still holds an index
-        // the move needs: this transaction waits, and every other claim of the mode is still re-read.
-        if (!isUniqueViolation(e)) throw e;
-        this.logger.error(`claims of ${first.txHash} cannot follow it to block ${moved[0]?.blockNumber}: ${(e as Error).message}; read again next run`);
-        continue;
-      }
-      report.moved += movedIds.size;
-      for (const { claim, standing } of standings) {
-        if (standing.kind === 'vanished') continue;
-        if (standing.kind === 'moved') {
-          if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
-          this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
-        }
-        if (isDeepEnough(standing.blockNumber, required, head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
-          report.settled++;
-        }
-      }
+      if (due.length < BATCH) break;
+      after = due[due.length - 1];
     }
     return report;
+  }
+
+  /**
+   * Re-reads the claims of one transaction together (one unless it paid several requests: a reorg moves them
+   * together) and stores where they stand; returns how many it re-read, 0 when they cannot move.
+   */
+  private async rereadTransaction(run: Run, txHash: string, report: SettleReport): Promise<number> {
+    const claims = await this.claims.ofTransaction(run.chainId, run.mode === 'test', txHash);
+    const standings = await this.standings(run.reader, claims);
+    // The vanished first: their alerts never wait on the others' move, and a lost claim lets go of its log
+    // index (its alert keeps it), which a moved sibling may need (a batch re-included without one transfer).
+    const lost: string[] = [];
+    for (const { claim, standing } of standings) {
+      if (standing.kind !== 'vanished') continue;
+      if (await this.raise(run.mode, claim, standing.reason, run.head)) report.lost++;
+      lost.push(claim.requestId);
+    }
+    const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
+    let movedIds: Set<string>;
+    try {
+      movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to })), lost));
+    } catch (e) {
+      // A claim outside this transaction's unsettled ones (settled, or of the other mode) holds an index the
+      // move needs: an alert for operators, and the claims are read again next run (a later reorg may free it).
+      if (!isUniqueViolation(e)) throw e;
+      await this.raiseUnmovable(run, moves, (e as Error).message);
+      return 0;
+    }
+    report.moved += movedIds.size;
+    for (const { claim, standing } of standings) {
+      if (standing.kind === 'vanished') continue;
+      if (standing.kind === 'moved') {
+        if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
+        this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
+      }
+      if (isDeepEnough(standing.blockNumber, run.required, run.head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
+        report.settled++;
+      }
+    }
+    return claims.length;
   }
 
   /** Where each claim of one transaction stands now; the receipt is read once, and only if a block changed. */
@@ -127,22 +154,7 @@ export class FinalityService {
   }
 
   private async raise(mode: Mode, claim: UnsettledClaim, reason: VanishedReason, head: ChainHead): Promise<boolean> {
-    const details = {
-      mode,
-      reason,
-      partner_id: claim.partnerId,
-      merchant_id: claim.merchantId,
-      chain_id: claim.chainId.toString(),
-      token_address: claim.tokenAddress,
-      recipient: claim.recipient,
-      amount: claim.amount.toString(),
-      tx_hash: claim.txHash,
-      log_index: claim.logIndex,
-      block_number: claim.blockNumber,
-      block_hash: claim.blockHash,
-      tip: head.tip,
-      finalized: head.finalized,
-    };
+    const details = { ...claimDetails(mode, claim), reason, tip: head.tip, finalized: head.finalized };
     const raised = await this.dataSource.transaction(async (em) => {
       if (!(await this.claims.markLost(em, claim.requestId))) return false;
       await this.alerts.record(em, { kind: 'verified_reorged', requestId: claim.requestId, details });
@@ -156,4 +168,47 @@ export class FinalityService {
     );
     return true;
   }
+
+  /**
+   * One `claim_unmovable` alert per claim that could not follow its transaction (stored once, whatever the
+   * number of runs and workers), an error line and the metric when first stored; later runs only read again.
+   */
+  private async raiseUnmovable(run: Run, moves: Array<{ claim: UnsettledClaim; to: { blockNumber: number; blockHash: string; logIndex: number } }>, why: string): Promise<void> {
+    const raised = await this.dataSource.transaction(async (em) => {
+      const stored: UnsettledClaim[] = [];
+      for (const { claim, to } of moves) {
+        const details = {
+          ...claimDetails(run.mode, claim),
+          moved_to: { block_number: to.blockNumber, block_hash: to.blockHash, log_index: to.logIndex },
+          tip: run.head.tip,
+        };
+        if (await this.alerts.record(em, { kind: 'claim_unmovable', requestId: claim.requestId, details })) stored.push(claim);
+      }
+      return stored;
+    });
+    for (const claim of raised) {
+      this.metrics.countClaimUnmovable(run.mode);
+      this.logger.error(
+        `verified request ${claim.requestId}: ${claim.txHash} was re-included, and its claim (log ${claim.logIndex}) cannot follow it: ` +
+          `${why}; proof_status stays verified, read again every run, see GET /admin/api/alerts`,
+      );
+    }
+  }
+}
+
+/** What an alert about a claim says of it: the request's parties and the claim as verified. */
+function claimDetails(mode: Mode, claim: UnsettledClaim): Record<string, unknown> {
+  return {
+    mode,
+    partner_id: claim.partnerId,
+    merchant_id: claim.merchantId,
+    chain_id: claim.chainId.toString(),
+    token_address: claim.tokenAddress,
+    recipient: claim.recipient,
+    amount: claim.amount.toString(),
+    tx_hash: claim.txHash,
+    log_index: claim.logIndex,
+    block_number: claim.blockNumber,
+    block_hash: claim.blockHash,
+  };
 }

@@ -45,15 +45,22 @@ export class ClaimFinalityRepository {
 
   /**
    * Claims of one mode on one chain, in any token, whose recorded block is at or below `through` (unknown
-   * blocks first), oldest first. Not by token: a mode moved to another token keeps its old token's claims.
+   * blocks first), oldest first; after `after` (the last claim of the page before) when given. Not by token:
+   * a mode moved to another token keeps its old token's claims.
    */
-  async due(chainId: bigint, testMode: boolean, through: number, limit: number): Promise<UnsettledClaim[]> {
+  async due(chainId: bigint, testMode: boolean, through: number, limit: number, after?: UnsettledClaim): Promise<UnsettledClaim[]> {
+    // Past `after` in (claimed_block_number NULLS FIRST, id) order; $5 (its block) may be null.
+    const page = after
+      ? `AND ((claimed_block_number IS NULL AND $5::bigint IS NULL AND id > $6)
+           OR (claimed_block_number IS NOT NULL AND $5::bigint IS NULL)
+           OR claimed_block_number > $5 OR (claimed_block_number = $5 AND id > $6))`
+      : '';
     const rows = await this.requests.query<UnsettledRow[]>(
       `SELECT ${CLAIM_COLUMNS} FROM payment_requests
         WHERE ${UNSETTLED} AND chain_id = $1 AND test_mode = $2
-          AND (claimed_block_number IS NULL OR claimed_block_number <= $3)
+          AND (claimed_block_number IS NULL OR claimed_block_number <= $3) ${page}
         ORDER BY claimed_block_number NULLS FIRST, id LIMIT $4`,
-      [chainId.toString(), testMode, through, limit],
+      [chainId.toString(), testMode, through, limit, ...(after ? [after.blockNumber, after.requestId] : [])],
     );
     return rows.map(toClaim);
   }
