@@ -314,7 +314,7 @@ describe('ClaimFinalityRepository.due', () => {
     // Live-mode claims (live is off in this service, so its finality job never reads them), blocks unknown,
     // shared and distinct.
     const ids: string[] = [];
-    for (const block of [null, null, 7, 7, 7, 9, null, 12]) {
+    for (const block of [null, null, 7, 7, 7, 9, null, 12, null, 7]) {
       const r = await newRequest();
       await db.query(
         `UPDATE payment_requests SET test_mode = false, proof_status = 'verified', tx_hash = $2, claimed_log_index = 0,
@@ -326,15 +326,18 @@ describe('ClaimFinalityRepository.due', () => {
     const chainId = BigInt((await db.query(`SELECT chain_id FROM payment_requests WHERE id = $1`, [ids[0]]))[0].chain_id);
     const whole = await repo.due(chainId, false, 100, 1000);
     expect(whole.map((c) => c.requestId).sort()).toEqual(expect.arrayContaining([...ids].sort()));
-    const paged: string[] = [];
-    let after: (typeof whole)[number] | undefined;
-    for (;;) {
-      const page = await repo.due(chainId, false, 100, 3, after);
-      paged.push(...page.map((c) => c.requestId));
-      if (page.length < 3) break;
-      after = page[page.length - 1];
+    // Page sizes whose pages end inside a run of equal blocks (unknown, and 7) as well as at its end.
+    for (const size of [1, 2, 3, 4]) {
+      const paged: string[] = [];
+      let after: (typeof whole)[number] | undefined;
+      for (;;) {
+        const page = await repo.due(chainId, false, 100, size, after);
+        paged.push(...page.map((c) => c.requestId));
+        if (page.length < size) break;
+        after = page[page.length - 1];
+      }
+      expect(paged).toEqual(whole.map((c) => c.requestId));
     }
-    expect(paged).toEqual(whole.map((c) => c.requestId));
     expect(whole.map((c) => c.blockNumber)).toEqual([...whole.map((c) => c.blockNumber)].sort((x, y) => (x ?? -1) - (y ?? -1)));
     await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1)`, [ids]);
   });
@@ -358,7 +361,7 @@ describe('ClaimFinalityRepository.moveTogether', () => {
   }
   const at = async (id: string) => (await db.query<{ claimed_log_index: number | null }>(`SELECT claimed_log_index FROM payment_requests WHERE id = $1`, [id]))[0].claimed_log_index;
 
-  it('moves the claims of one transaction onto each other\'s indexes and answers the ids it moved; a lost sibling lets go of its index', async () => {
+  it('moves the claims of one transaction onto each other\'s indexes and answers the ids it moved; a lost sibling, released, lets go of its index', async () => {
     const repo = svc.app.get(ClaimFinalityRepository);
     const hash = `0x${'11'.repeat(32)}`;
     const { a, b } = await claimsOfOneTransaction();
@@ -370,7 +373,8 @@ describe('ClaimFinalityRepository.moveTogether', () => {
     // b vanished (its alert raised: lost) and a moves onto the index b held.
     const other = await claimsOfOneTransaction();
     await db.query(`UPDATE payment_requests SET claim_lost_at = now() WHERE id = $1`, [other.b]);
-    expect(await repo.moveTogether([{ id: other.a, blockNumber: FAR + 1, blockHash: hash, logIndex: 1 }], [other.b])).toEqual([other.a]);
+    await repo.releaseIndexes([other.b]);
+    expect(await repo.moveTogether([{ id: other.a, blockNumber: FAR + 1, blockHash: hash, logIndex: 1 }])).toEqual([other.a]);
     expect([await at(other.a), await at(other.b)]).toEqual([1, null]);
     await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1) AND claim_lost_at IS NULL`, [[a, b, other.a]]);
   });

@@ -105,13 +105,16 @@ export class FinalityService {
       lost.push(claim.requestId);
     }
     const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
+    // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
+    // again, pays no other request).
+    if (moves.length > 0) await this.claims.releaseIndexes(lost);
     let movedIds: Set<string>;
     try {
-      movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to })), lost));
+      movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to }))));
     } catch (e) {
       // A claim outside this transaction's unsettled ones (settled, or of the other mode) holds an index the
       // move needs: an alert for operators, and the claims are read again next run (a later reorg may free it).
-      if (!isUniqueViolation(e)) throw e;
+      if (!isUniqueViolation(e, 'payment_requests_claim')) throw e;
       await this.raiseUnmovable(run, moves, (e as Error).message);
       return 0;
     }

@@ -90,21 +90,28 @@ export class ClaimFinalityRepository {
   }
 
   /**
+   * Claims found vanished (their alerts raised: lost) let go of their log indexes: their transfer is gone,
+   * and a sibling the reorg moved may now sit at one. The alert keeps the index. Its own statement, before
+   * the move, so a move that fails does not keep them held.
+   */
+  async releaseIndexes(lost: string[]): Promise<void> {
+    if (lost.length === 0) return;
+    await this.requests.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND claim_lost_at IS NOT NULL`, [lost]);
+  }
+
+  /**
    * The transaction was re-included in another block: its claims now point there and wait for that block's
    * depth. Their log indexes follow it, all at once: a batch payment re-included behind another transaction's
    * logs shifts every transfer, and one claim moved alone onto the index another still holds broke the unique
    * claim index (payment_requests_claim), which failed every later re-read of the mode (a reviewer's probe,
    * 2026-11-27). So the moving claims first let go of their indexes, then take the new ones, in one
-   * transaction; `lost` (claims of the transaction found vanished, their alerts raised) let go of theirs too,
-   * since their transfer is gone and a moved sibling may now sit at its index. The ids that moved (a claim
-   * settled or lost meanwhile does not).
+   * transaction. The ids that moved (a claim settled or lost meanwhile does not).
    */
-  async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>, lost: string[] = []): Promise<string[]> {
+  async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>): Promise<string[]> {
     if (moves.length === 0) return [];
     return this.requests.manager.transaction(async (em) => {
       const ids = moves.map((m) => m.id);
       await em.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND ${UNSETTLED}`, [ids]);
-      await em.query(`UPDATE payment_requests SET claimed_log_index = NULL WHERE id = ANY($1::uuid[]) AND claim_lost_at IS NOT NULL`, [lost]);
       // UPDATE … RETURNING answers [rows, count] through TypeORM.
       const [rows] = await em.query<[Array<{ id: string }>, number]>(
         `UPDATE payment_requests p SET claimed_block_number = m.block_number, claimed_block_hash = m.block_hash,
