@@ -7,8 +7,10 @@ const texts = new Map<string, string>();
 
 /**
  * Runs a hot statement as a named prepared statement on em's connection (its transaction's, else one from the
- * pool for this statement): Postgres parses it once per connection and, after five runs, keeps a generic plan,
- * where EntityManager.query sends an unnamed statement that is parsed and custom-planned on every call.
+ * pool for this statement): Postgres parses it once per connection and, after five runs, keeps a generic plan
+ * unless that plan's estimated cost is well above the custom ones' (then it plans every call: see the create's
+ * INSERT_AT_CONVERTED_SQL), where EntityManager.query sends an unnamed statement that is parsed and
+ * custom-planned on every call.
  * Measured on the create INSERT (2026-11-24, `npm run bench:wire`, an in-process loop of 3,000 inserts and
  * `npm run bench` interleaved with the pre-TypeORM build, which named its statements): 437 bytes to Postgres per
  * create instead of 1,898; Postgres CPU per insert 0.54–0.64 ms instead of 1.15–1.35 (on 2 cores that CPU is

@@ -632,6 +632,18 @@ describe('unique amounts per merchant (DESIGN §3)', () => {
     const amounts = replies.map((r) => BigInt(r.body.amount)).sort((a, b) => (a < b ? -1 : 1));
     expect(amounts).toEqual(Array.from({ length: 20 }, (_, i) => 18000000n + BigInt(i)));
   });
+
+  it('20 parallel creates of a price already held, one of them a replay → the next 19 amounts and the replay\'s original', async () => {
+    const key = await freshKey();
+    const mm = await createOnboardedMerchant(svc, key);
+    const held = await mustCreateRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1900, idempotency_key: 'held-1900-0123456789abcdef0123456789' });
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+      createRequest(svc, key, { account_id: mm.id, fiat_amount_int: 1900, ...(i === 7 ? { idempotency_key: 'held-1900-0123456789abcdef0123456789' } : {}) })));
+    expect(replies.map((r) => r.status).sort()).toEqual([200, ...Array(19).fill(201)]);
+    expect(replies[7].body).toMatchObject({ request_id: held.request_id, amount: '19000000' });
+    const amounts = replies.filter((r) => r.status === 201).map((r) => BigInt(r.body.amount)).sort((a, b) => (a < b ? -1 : 1));
+    expect(amounts).toEqual(Array.from({ length: 19 }, (_, i) => 19000001n + BigInt(i)));
+  });
 });
 
 describe('GET /api/v1/requests/:id', () => {

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createDataSource } from '../../src/database/data-source';
+import { PaymentRequestEntity } from '../../src/modules/requests/infrastructure/payment-request.entity';
+import { RequestsRepository, type NewRequest } from '../../src/modules/requests/infrastructure/requests.repository';
+import { createOnboardedMerchant, createPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+
+/*
+ * The create's two INSERTs (RequestsRepository.insertOrFind) on one connection, so pg_prepared_statements shows
+ * how Postgres plans them: the first try, at the converted amount, keeps a generic plan (the search's INSERT
+ * was planned again on every create, which doubled Postgres' CPU per create); a held amount goes on to the
+ * search and takes the next free one.
+ */
+let svc: TestService;
+let oneConnection: DataSource;
+let template: Omit<NewRequest, 'id' | 'idempotencyKey' | 'baseAmount'>;
+
+beforeAll(async () => {
+  svc = await startService();
+  const partner = await createPartner(svc);
+  const merchant = await createOnboardedMerchant(svc, partner.testKey);
+  const seed = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 100 });
+  const [row] = await sql<{ chain_id: string; token_address: string; recipient: string; rate: string; fiat_currency: string }>(
+    `SELECT chain_id, token_address, recipient, rate, fiat_currency FROM payment_requests WHERE id = $1`,
+    [seed.request_id],
+  );
+  template = {
+    partnerId: partner.id, merchantId: merchant.id, testMode: true, fiatAmount: 100, fiatCurrency: row.fiat_currency,
+    rate: row.rate, chainId: BigInt(row.chain_id), tokenAddress: row.token_address, recipient: row.recipient, memo: null,
+    paymentMode: 'pos', customerName: null, customerEmail: null, customerPhone: null, metadata: {}, source: 'partner',
+    planId: null, periodIndex: null, expiryMinutes: 60, graceMinutes: 60,
+  };
+  oneConnection = await createDataSource(svc.config.databaseUrl, 1).initialize();
+}, 60000);
+
+afterAll(async () => {
+  await oneConnection?.destroy();
+  await closeSql();
+  await svc?.close();
+});
+
+it('the first try takes a free converted amount with a generic plan; a held one goes on to the next free amount', async () => {
+  const repo = new RequestsRepository(oneConnection.getRepository(PaymentRequestEntity));
+  const insert = (baseAmount: bigint) =>
+    repo.insertOrFind({ ...template, id: randomUUID(), idempotencyKey: `cs-${randomUUID()}`, baseAmount }, oneConnection.manager);
+  const free = Array.from({ length: 8 }, (_, i) => 7_000_000_000n + BigInt(i) * 1000n);
+  for (const amount of free) expect((await insert(amount))?.request.amount).toBe(amount);
+  // Held: the first of them, three times.
+  const next = [];
+  for (let i = 0; i < 3; i++) next.push((await insert(free[0]))?.request.amount);
+  expect(next).toEqual([free[0] + 1n, free[0] + 2n, free[0] + 3n]);
+
+  const plans = await oneConnection.query<Array<{ name: string; generic: number; custom: number }>>(
+    `SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+      WHERE name = 'request_insert_converted'`,
+  );
+  // Postgres tries five custom plans first; 11 first tries in all (8 free, 3 held).
+  expect(plans).toEqual([{ name: 'request_insert_converted', generic: 6, custom: 5 }]);
+});
