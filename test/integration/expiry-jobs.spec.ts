@@ -1,5 +1,7 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
+import { Wallet } from 'ethers';
+import { DEV_KEYS, mint, rpc, sendTokenTransfer, withPending } from '../../scripts/chain/local-node';
 import { EXPIRY_JOBS, QUEUES } from '../../src/common/queue/queues';
 import { expiryDueAt } from '../../src/modules/requests/domain/expiry-due';
 import { ExpiryQueue } from '../../src/modules/requests/infrastructure/expiry.queue';
@@ -7,6 +9,8 @@ import { mustCreateRequest } from '../factories/requests';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
 /*
@@ -80,6 +84,32 @@ describe('expiry jobs', () => {
     await first;
     expect(svc.app.get(ExpiryQueue).schedule(moment)).toBeNull();
     expect(await queue.getJob(`expire-at-${expiryDueAt(moment.getTime())}`)).toBeTruthy();
+  });
+
+  it('a request with an attached proof is stored expired at the second after its claim window closes', async () => {
+    const r = await create(300);
+    // A short window: expires_at soon, the claim window (where an attached proof lapses) a second after it.
+    await sql(
+      `UPDATE payment_requests SET expires_at = now() + interval '600 milliseconds', claim_until = now() + interval '1600 milliseconds'
+        WHERE id = $1`,
+      [r.request_id],
+    );
+    const { rpcUrl, token } = testEnv();
+    await mint(rpcUrl, token, new Wallet(DEV_KEYS[1]).address, 10n ** 9n);
+    // A pending transaction: attached (it may still pay), never mined here.
+    await withPending(rpcUrl, async () => {
+      const hash = await sendTokenTransfer(rpcUrl, token, DEV_KEYS[1], Wallet.createRandom().address, 1n);
+      const attached = await call(svc.publicUrl, 'POST', `/pay/api/${r.request_id}/proof`, { body: { tx_hash: hash } });
+      expect(attached.body.proof_status).toBe('attached');
+      await rpc(rpcUrl, 'hardhat_dropTransaction', [hash]);
+    });
+    const [{ claim_until: claimUntil }] = await sql<{ claim_until: Date }>(`SELECT claim_until FROM payment_requests WHERE id = $1`, [r.request_id]);
+    expect(await queue.getJob(`expire-at-${expiryDueAt(claimUntil.getTime())}`)).toBeTruthy();
+
+    await waitFor(async () => (await stored(r.request_id)) === 'expired', 10000);
+    const [row] = await sql<{ proof_status: string; expired_at: Date }>(`SELECT proof_status, expired_at FROM payment_requests WHERE id = $1`, [r.request_id]);
+    expect(row.proof_status).toBe('attached');
+    expect(row.expired_at.getTime()).toBeGreaterThanOrEqual(expiryDueAt(claimUntil.getTime()));
   });
 
   it('a job of one request, as older builds queued them, still expires it', async () => {

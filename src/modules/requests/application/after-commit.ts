@@ -22,14 +22,25 @@ export class AfterCommit {
     private readonly notices: NotificationRelay,
   ) {}
 
-  /** Recovered without the job by the chain scan, which verifies any transfer paying an attached request. */
-  async verificationRequested(requestId: string, txHash: string): Promise<void> {
-    await waitBriefly(this.logger, 'queueing verification', 'the chain scan will verify the payment', () => this.verification.add(requestId, txHash));
+  /**
+   * A proof attached (or submitted again): its verification, recovered without the job by the chain scan, which
+   * verifies any transfer paying an attached request; and the expiry job of `claimUntil`, where a request with
+   * an attached proof lapses unless verified (its expires_at job finds it not lapsed).
+   */
+  async verificationRequested(requestId: string, txHash: string, claimUntil: Date): Promise<void> {
+    await Promise.all([
+      waitBriefly(this.logger, 'queueing verification', 'the chain scan will verify the payment', () => this.verification.add(requestId, txHash)),
+      this.expiryAt(claimUntil),
+    ]);
+  }
+
+  async requestCreated(expiresAt: Date): Promise<void> {
+    await this.expiryAt(expiresAt);
   }
 
   /** Recovered without the job by the expiry sweep. Nothing to wait for when the job of that moment is added. */
-  async requestCreated(expiresAt: Date): Promise<void> {
-    const adding = this.expiry.schedule(expiresAt);
+  private async expiryAt(at: Date): Promise<void> {
+    const adding = this.expiry.schedule(at);
     if (adding) await waitBriefly(this.logger, 'scheduling expiry', 'the expiry sweep will expire it', () => adding);
   }
 

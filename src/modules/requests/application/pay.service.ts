@@ -122,7 +122,7 @@ export class PayService {
       // back-off, and a wallet re-sending it sends the same hash; or still unmined an hour past the window, which
       // a new look refuses again at once). A mined transaction's verdict stands: submitting it again costs no look.
       if (r.proofStatus === 'attached' && (r.verifyNote === null || r.verifyNote === 'transaction_not_found')) {
-        await this.afterCommit.verificationRequested(id, txHash);
+        await this.afterCommit.verificationRequested(id, txHash, r.claimUntil);
       }
       return this.view(id);
     }
@@ -157,7 +157,7 @@ export class PayService {
     // Side by side: each waits at most AFTER_COMMIT_WAIT_MS for Redis, so the answer waits that long at most.
     await Promise.all([
       result.eventIds.length ? this.afterCommit.eventsRecorded(result.eventIds) : undefined,
-      result.queue ? this.afterCommit.verificationRequested(id, txHash) : undefined,
+      result.queue ? this.afterCommit.verificationRequested(id, txHash, r.claimUntil) : undefined,
     ]);
     return this.view(id);
   }

@@ -12,6 +12,12 @@ import { expiryDueAt } from '../domain/expiry-due';
 const TRUST_ADD_MS = 10_000;
 
 /**
+ * A run that fails (the database away, deadlocks past the sweep's own retries) is tried again: a failed job
+ * keeps its id, and an add under it is ignored, so no later create could bring the moment back.
+ */
+const DUE_JOB_OPTIONS = { attempts: 6, backoff: { type: 'exponential', delay: 1000 } } as const;
+
+/**
  * Producer of the expiry queue: one delayed job per due moment (the first whole second after an expires_at),
  * which stores the expiry of every request lapsed by then (ExpiryProcessor). Requests whose expires_at fall in
  * one second share its job: at 1,000 creates a second with one expiry this adds one job a second, not a
@@ -34,7 +40,7 @@ export class ExpiryQueue {
     if (known) return known.adding;
     const entry = { at: now, adding: null as Promise<void> | null };
     entry.adding = this.queue
-      .add(EXPIRY_JOBS.due, { dueAt }, { jobId: `expire-at-${dueAt}`, delay: Math.max(0, dueAt - now) })
+      .add(EXPIRY_JOBS.due, { dueAt }, { jobId: `expire-at-${dueAt}`, delay: Math.max(0, dueAt - now), ...DUE_JOB_OPTIONS })
       .then(
         () => void (entry.adding = null),
         (e: unknown) => {
