@@ -158,10 +158,12 @@ export class RequestsRepository {
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
-        const insert = attempt === 0
-          ? () => preparedQuery<RequestRow>(em, 'request_insert_converted', INSERT_AT_CONVERTED_SQL, params)
-          : () => preparedQuery<RequestRow>(em, 'request_insert', INSERT_SQL, params);
-        [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, insert) : await insert();
+        if (attempt === 0) {
+          const insert = (on: EntityManager) => preparedQuery<RequestRow>(on, 'request_insert_converted', INSERT_AT_CONVERTED_SQL, params);
+          [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, () => insert(em)) : await insert(em);
+        } else {
+          [row] = await this.searchAndInsert(em, n.merchantId, params, attempt > 1);
+        }
       } catch (e) {
         if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
         // An idempotent replay still returns the original (DESIGN §3), whatever the merchant is now.
@@ -173,10 +175,33 @@ export class RequestsRepository {
       if (attempt === 0) continue;
       const existing = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey, em);
       if (existing) return { request: existing, created: false };
-      // Another create took the same candidate amount a moment earlier: pick again (a new snapshot sees it).
-      // MAX_AMOUNT_RETRIES searches after the first try.
+      // Another create took the same candidate amount a moment earlier: pick again (a new snapshot sees it),
+      // from now on in turn with the merchant's other losers. MAX_AMOUNT_RETRIES searches after the first try.
       if (attempt > MAX_AMOUNT_RETRIES) throw new Error(`no free amount for merchant ${n.merchantId} after ${attempt + 1} tries`);
     }
+  }
+
+  /**
+   * The candidate search and its INSERT. Creates racing for one price all pick the same first gap and one of
+   * them wins it, so of k racing, the last would lose k - 1 times and run out of tries (an attacker saw a 500
+   * with 90 creates of one price across two API servers). `inTurn`, after a lost search, holds the merchant's
+   * amount lock for the try (until the end of em's transaction when there is one, a plan's charge): the
+   * losers then take the gaps one after the other, each seeing the one before, and only a create on its
+   * first search can still take a gap from them. The lock costs nothing where nothing races.
+   */
+  private async searchAndInsert(em: EntityManager, merchantId: string, params: unknown[], inTurn: boolean): Promise<RequestRow[]> {
+    const insert = (on: EntityManager) => preparedQuery<RequestRow>(on, 'request_insert', INSERT_SQL, params);
+    const lock = (on: EntityManager) =>
+      on.query(`SELECT pg_advisory_xact_lock(hashtext('payment_requests.amount'), hashtext($1))`, [merchantId]);
+    if (em.queryRunner?.isTransactionActive) {
+      if (inTurn) await lock(em);
+      return underSavepoint(em, () => insert(em));
+    }
+    if (!inTurn) return insert(em);
+    return em.transaction(async (tx) => {
+      await lock(tx);
+      return insert(tx);
+    });
   }
 
   async findByKey(partnerId: string, merchantId: string, idempotencyKey: string, em?: EntityManager): Promise<PaymentRequest | null> {
