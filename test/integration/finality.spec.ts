@@ -4,6 +4,8 @@ import {
   broadcast, deployContract, deployToken, DEV_KEYS, findFreePort, mine, mint, revert, rpc, sendCall, setAutomine, snapshot,
   startLocalNode, transferToken, type LocalNode,
 } from '../../scripts/chain/local-node';
+import { DataSource } from 'typeorm';
+import { AlertsService } from '../../src/modules/alerts/alerts.service';
 import { ClaimFinalityRepository } from '../../src/modules/requests/infrastructure/claim-finality.repository';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -181,7 +183,7 @@ describe('GET /admin/api/alerts', () => {
     expect(second.body.alerts[0].alert_id).toBe(all.body.alerts[1].alert_id);
   });
 
-  it.each(['?limit=101', '?limit=0', '?limit=1e1', '?offset=-1', '?kind=other', '?request_id=nope', '?colour=red'])(
+  it.each(['?limit=101', '?limit=0', '?limit=1e1', '?offset=-1', '?kind=other', '?request_id=nope', '?colour=red', '?open=yes', '?open=1', '?open='])(
     '%s → 400 invalid_request',
     async (query) => {
       const res = await alerts(query);
@@ -306,8 +308,28 @@ describe('a batch payment re-included at other log indexes', () => {
       expect((await alerts(`?request_id=${r.id}`)).body.alerts).toHaveLength(1);
     }
     expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([0, 1]);
-    // Out of this spec's way: later tests' runs would read them again.
-    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = ANY($1)`, [[a.id, b.id]]);
+    const open = async () => (await alerts('?kind=claim_unmovable&open=true')).body.alerts.map((x: { request_id: string }) => x.request_id);
+    expect(await open()).toEqual(expect.arrayContaining([a.id, b.id]));
+    expect(listed.map((x: { resolved_at: string | null }) => x.resolved_at)).toEqual([null, null]);
+
+    // The cause clears (the holder's claim is elsewhere now): the claims move, settle, and their alerts are resolved.
+    await db.query(`UPDATE payment_requests SET claimed_log_index = 9 WHERE id = $1`, [holder.id]);
+    await mine(node.url, 1);
+    await waitFor(async () => (await claimOf(a.id)).claim_settled_at !== null && (await claimOf(b.id)).claim_settled_at !== null, 15000);
+    expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([1, 2]);
+    for (const r of [a, b]) {
+      const [alert] = (await alerts(`?request_id=${r.id}`)).body.alerts;
+      expect(Date.parse(alert.resolved_at)).toBeGreaterThanOrEqual(Date.parse(alert.created_at));
+    }
+    expect(await open()).not.toEqual(expect.arrayContaining([a.id]));
+    expect(await open()).not.toEqual(expect.arrayContaining([b.id]));
+    const resolved = (await alerts('?kind=claim_unmovable&open=false')).body.alerts.map((x: { request_id: string }) => x.request_id);
+    expect(resolved).toEqual(expect.arrayContaining([a.id, b.id]));
+    // A claim stuck again after that is a new alert: one open per request and kind.
+    const again = await svc.app.get(DataSource).transaction((em) =>
+      svc.app.get(AlertsService).record(em, { kind: 'claim_unmovable', requestId: a.id, details: { probe: true } }));
+    expect(again).toMatchObject({ kind: 'claim_unmovable', requestId: a.id, resolvedAt: null });
+    expect((await alerts(`?request_id=${a.id}`)).body.alerts).toHaveLength(2);
   });
 });
 

@@ -4,3 +4,6 @@
  */
 export const strictInt = ({ value }: { value: unknown }): unknown =>
   typeof value === 'string' && /^\d{1,10}$/.test(value) ? Number(value) : value;
+
+/** Query booleans are exactly "true" or "false"; anything else stays a string and fails @IsBoolean. Use with @Transform. */
+export const strictBool = ({ value }: { value: unknown }): unknown => (value === 'true' ? true : value === 'false' ? false : value);

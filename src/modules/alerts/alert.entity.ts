@@ -5,7 +5,8 @@ import type { AlertKind } from './alert';
 @Entity('alerts')
 @Check('alerts_kind_check', `kind IN ('verified_reorged', 'claim_unmovable')`)
 @Index('alerts_created', ['createdAt', 'id'])
-@Index('alerts_request_kind', ['requestId', 'kind'], { unique: true })
+// One open alert per request and kind: a resolved one leaves room for the next.
+@Index('alerts_request_kind', ['requestId', 'kind'], { unique: true, where: '(resolved_at IS NULL)' })
 export class AlertEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'alerts_pkey' })
   id!: string;
@@ -25,4 +26,8 @@ export class AlertEntity {
 
   @Column('timestamp with time zone', { name: 'created_at', precision: 3, default: () => 'now()' })
   createdAt!: Date;
+
+  /** When the condition cleared (finality saw a stuck claim move, settle or be lost); null while it holds. */
+  @Column('timestamp with time zone', { name: 'resolved_at', precision: 3, nullable: true })
+  resolvedAt!: Date | null;
 }

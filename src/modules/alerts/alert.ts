@@ -1,4 +1,7 @@
-/** The kinds of alert; each names a condition the service cannot resolve on its own. */
+/**
+ * The kinds of alert; each names a condition the service cannot resolve on its own. `claim_unmovable` may
+ * clear by itself (a later reorg frees the index): finality then stamps it resolved.
+ */
 export const ALERT_KINDS = ['verified_reorged', 'claim_unmovable'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
@@ -8,6 +11,7 @@ export interface Alert {
   requestId: string | null;
   details: Record<string, unknown>;
   createdAt: Date;
+  resolvedAt: Date | null;
 }
 
 export interface NewAlert {

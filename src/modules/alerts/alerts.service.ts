@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { PAGE_DEFAULT } from '../../common/paging';
-import type { Alert, NewAlert } from './alert';
+import type { Alert, AlertKind, NewAlert } from './alert';
 import { AlertsRepository } from './alerts.repository';
 import type { ListAlertsQuery } from './alerts.dto';
 
@@ -22,10 +22,15 @@ export class AlertsService {
     return this.repo.insert(em, alert);
   }
 
+  /** Stamps resolved the open alerts of `kind` of these requests; returns the request ids it resolved. */
+  resolve(kind: AlertKind, requestIds: readonly string[]): Promise<string[]> {
+    return this.repo.resolve(kind, requestIds);
+  }
+
   async list(q: ListAlertsQuery): Promise<AlertPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;
-    const rows = await this.repo.list({ kind: q.kind, requestId: q.request_id, limit: limit + 1, offset });
+    const rows = await this.repo.list({ kind: q.kind, requestId: q.request_id, open: q.open, limit: limit + 1, offset });
     return { alerts: rows.slice(0, limit), hasMore: rows.length > limit, limit, offset };
   }
 }

@@ -1,7 +1,7 @@
 import { Transform } from 'class-transformer';
 import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ADDRESS_PATTERN } from '../../common/address';
-import { strictInt } from '../../common/http/query';
+import { strictBool, strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
 
 /** Lower-cases the hex digits of an address; the 0x prefix itself must be sent lower case (spec §4.5). */
@@ -27,11 +27,10 @@ export class CreateMerchantDto {
   wallet_address?: string;
 }
 
-const toBool = ({ value }: { value: unknown }) => (value === 'true' ? true : value === 'false' ? false : value);
 
 export class ListMerchantsQuery {
   @IsOptional() @IsIn(['complete', 'incomplete']) onboarding_status?: 'complete' | 'incomplete';
-  @IsOptional() @Transform(toBool) @IsBoolean({ message: 'disabled must be true or false' }) disabled?: boolean;
+  @IsOptional() @Transform(strictBool) @IsBoolean({ message: 'disabled must be true or false' }) disabled?: boolean;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(1) @Max(PAGE_MAX) limit?: number;
   @IsOptional() @Transform(strictInt) @IsInt() @Min(0) @Max(2147483647) offset?: number;
 }

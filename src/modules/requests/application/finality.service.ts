@@ -22,6 +22,8 @@ interface Run {
   reader: ChainReader;
   required: ReturnType<typeof settleDepth>;
   head: ChainHead;
+  /** Requests whose claim moved, settled or was lost in this run: any claim_unmovable alert of theirs cleared. */
+  cleared: string[];
 }
 
 export interface SettleReport {
@@ -68,7 +70,7 @@ export class FinalityService {
     const asset = this.assets.asset(mode);
     if (!reader || !asset) return report;
     const required = settleDepth(asset.confirmations);
-    const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required) };
+    const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required), cleared: [] };
     // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
     // from must still be re-read until settled. Transactions that cannot move stay first in line (their
     // blocks are the oldest), so the run pages past them: BATCH other claims are re-read all the same.
@@ -86,6 +88,7 @@ export class FinalityService {
       if (due.length < BATCH) break;
       after = due[due.length - 1];
     }
+    await this.resolveUnmovable(run);
     return report;
   }
 
@@ -103,6 +106,7 @@ export class FinalityService {
       if (standing.kind !== 'vanished') continue;
       if (await this.raise(run.mode, claim, standing.reason, run.head)) report.lost++;
       lost.push(claim.requestId);
+      run.cleared.push(claim.requestId);
     }
     const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
     // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
@@ -119,6 +123,7 @@ export class FinalityService {
       return 0;
     }
     report.moved += movedIds.size;
+    run.cleared.push(...movedIds);
     for (const { claim, standing } of standings) {
       if (standing.kind === 'vanished') continue;
       if (standing.kind === 'moved') {
@@ -127,6 +132,7 @@ export class FinalityService {
       }
       if (isDeepEnough(standing.blockNumber, run.required, run.head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
         report.settled++;
+        run.cleared.push(claim.requestId);
       }
     }
     return claims.length;
@@ -195,6 +201,17 @@ export class FinalityService {
         `verified request ${claim.requestId}: ${claim.txHash} was re-included, and its claim (log ${claim.logIndex}) cannot follow it: ` +
           `${why}; proof_status stays verified, read again every run, see GET /admin/api/alerts`,
       );
+    }
+  }
+
+  /**
+   * A claim that could not move and has since moved, settled or been lost no longer needs operators: its
+   * `claim_unmovable` alert is stamped resolved, once per run (one statement, and only when a claim changed).
+   * A run that fails before this leaves the alert open; the claim is then settled or lost, and not read again.
+   */
+  private async resolveUnmovable(run: Run): Promise<void> {
+    for (const id of await this.alerts.resolve('claim_unmovable', run.cleared)) {
+      this.logger.log(`verified request ${id}: its claim moved, settled or was lost; its claim_unmovable alert is resolved`);
     }
   }
 }
