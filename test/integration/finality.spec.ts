@@ -317,8 +317,12 @@ describe('a batch payment re-included at other log indexes', () => {
     await mine(node.url, 1);
     await waitFor(async () => (await claimOf(a.id)).claim_settled_at !== null && (await claimOf(b.id)).claim_settled_at !== null, 15000);
     expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([1, 2]);
+    // Resolved by the run after the one that settled them.
     for (const r of [a, b]) {
-      const [alert] = (await alerts(`?request_id=${r.id}`)).body.alerts;
+      const alert = await waitFor(async () => {
+        const [x] = (await alerts(`?request_id=${r.id}`)).body.alerts;
+        return x?.resolved_at ? x : null;
+      }, 15000);
       expect(Date.parse(alert.resolved_at)).toBeGreaterThanOrEqual(Date.parse(alert.created_at));
     }
     expect(await open()).not.toEqual(expect.arrayContaining([a.id]));

@@ -33,6 +33,16 @@ export class AlertsRepository {
     return rows[0] ? fromRow(rows[0]) : null;
   }
 
+  /** The requests with an open alert of `kind`, at most `limit` (the oldest first). */
+  async openRequestIds(kind: AlertKind, limit: number): Promise<string[]> {
+    const rows = await this.alerts.query<Array<{ request_id: string }>>(
+      `SELECT request_id FROM alerts WHERE kind = $1 AND resolved_at IS NULL AND request_id IS NOT NULL
+        ORDER BY created_at LIMIT $2`,
+      [kind, limit],
+    );
+    return rows.map((r) => r.request_id);
+  }
+
   /** Stamps the open alerts of `kind` of these requests resolved; returns the request ids it resolved. */
   async resolve(kind: AlertKind, requestIds: readonly string[]): Promise<string[]> {
     if (requestIds.length === 0) return [];

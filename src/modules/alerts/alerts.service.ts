@@ -5,6 +5,9 @@ import type { Alert, AlertKind, NewAlert } from './alert';
 import { AlertsRepository } from './alerts.repository';
 import type { ListAlertsQuery } from './alerts.dto';
 
+/** Open alerts one openRequestIds call reads at most. */
+const OPEN_READ = 1000;
+
 export interface AlertPage {
   alerts: Alert[];
   hasMore: boolean;
@@ -20,6 +23,11 @@ export class AlertsService {
   /** Returns null when the same alert (kind, request) is already stored. */
   record(em: EntityManager, alert: NewAlert): Promise<Alert | null> {
     return this.repo.insert(em, alert);
+  }
+
+  /** The requests with an open alert of `kind` (the oldest OPEN_READ first: a next call reads the next ones once these are resolved). */
+  openRequestIds(kind: AlertKind): Promise<string[]> {
+    return this.repo.openRequestIds(kind, OPEN_READ);
   }
 
   /** Stamps resolved the open alerts of `kind` of these requests; returns the request ids it resolved. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import type { MerchantForCreate } from './merchant-directory';
 import { MerchantEntity } from './merchant.entity';
 import { shownName } from '../../common/names';
@@ -16,9 +16,12 @@ export class MerchantGate {
    * The merchant as it stands now, never from a cache: create decides on this read and inserts right after,
    * so a merchant disabled, re-walleted or changed before the create began cannot get a request (the same
    * guarantee as the former merchant condition inside the INSERT, whose snapshot also preceded the insert).
+   * On em's connection when given: a plan's charge reads it inside its transaction, which may hold the
+   * merchant's amount lock (RequestsRepository.insertOrFind), so it must not wait for a second connection
+   * that creates queued behind that lock may hold.
    */
-  async currentForCreate(merchantId: string): Promise<MerchantForCreate | null> {
-    const m = await this.dataSource.getRepository(MerchantEntity).findOne({
+  async currentForCreate(merchantId: string, em: EntityManager = this.dataSource.manager): Promise<MerchantForCreate | null> {
+    const m = await em.getRepository(MerchantEntity).findOne({
       select: { id: true, partnerId: true, testMode: true, onboardingStatus: true, disabled: true, displayCurrency: true, walletAddress: true },
       where: { id: merchantId },
     });

@@ -22,8 +22,6 @@ interface Run {
   reader: ChainReader;
   required: ReturnType<typeof settleDepth>;
   head: ChainHead;
-  /** Requests whose claim moved, settled or was lost in this run: any claim_unmovable alert of theirs cleared. */
-  cleared: string[];
 }
 
 export interface SettleReport {
@@ -53,6 +51,7 @@ export class FinalityService {
   ) {}
 
   async settleAll(): Promise<SettleReport> {
+    await this.resolveUnmovable();
     const total: SettleReport = { settled: 0, moved: 0, lost: 0 };
     for (const mode of MODES) {
       const r = await this.settle(mode);
@@ -70,7 +69,7 @@ export class FinalityService {
     const asset = this.assets.asset(mode);
     if (!reader || !asset) return report;
     const required = settleDepth(asset.confirmations);
-    const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required), cleared: [] };
+    const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required) };
     // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
     // from must still be re-read until settled. Transactions that cannot move stay first in line (their
     // blocks are the oldest), so the run pages past them: BATCH other claims are re-read all the same.
@@ -88,7 +87,6 @@ export class FinalityService {
       if (due.length < BATCH) break;
       after = due[due.length - 1];
     }
-    await this.resolveUnmovable(run);
     return report;
   }
 
@@ -106,7 +104,6 @@ export class FinalityService {
       if (standing.kind !== 'vanished') continue;
       if (await this.raise(run.mode, claim, standing.reason, run.head)) report.lost++;
       lost.push(claim.requestId);
-      run.cleared.push(claim.requestId);
     }
     const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
     // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
@@ -123,7 +120,6 @@ export class FinalityService {
       return 0;
     }
     report.moved += movedIds.size;
-    run.cleared.push(...movedIds);
     for (const { claim, standing } of standings) {
       if (standing.kind === 'vanished') continue;
       if (standing.kind === 'moved') {
@@ -132,7 +128,6 @@ export class FinalityService {
       }
       if (isDeepEnough(standing.blockNumber, run.required, run.head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
         report.settled++;
-        run.cleared.push(claim.requestId);
       }
     }
     return claims.length;
@@ -205,13 +200,17 @@ export class FinalityService {
   }
 
   /**
-   * A claim that could not move and has since moved, settled or been lost no longer needs operators: its
-   * `claim_unmovable` alert is stamped resolved, once per run (one statement, and only when a claim changed).
-   * A run that fails before this leaves the alert open; the claim is then settled or lost, and not read again.
+   * A `claim_unmovable` alert whose claim has since settled (it moved, then sat deep enough) or been lost (its
+   * own `verified_reorged` alert says so) no longer needs operators: stamped resolved. Read from what is
+   * stored, at the start of every run, so a run that failed after a claim changed, or an alert stored just
+   * after another worker moved its claim, is resolved by the next run all the same. Open alerts are few:
+   * one short read of the partial index when there are none.
    */
-  private async resolveUnmovable(run: Run): Promise<void> {
-    for (const id of await this.alerts.resolve('claim_unmovable', run.cleared)) {
-      this.logger.log(`verified request ${id}: its claim moved, settled or was lost; its claim_unmovable alert is resolved`);
+  private async resolveUnmovable(): Promise<void> {
+    const open = await this.alerts.openRequestIds('claim_unmovable');
+    const closed = await this.claims.closed(open);
+    for (const id of await this.alerts.resolve('claim_unmovable', closed)) {
+      this.logger.log(`verified request ${id}: its claim settled or was lost; its claim_unmovable alert is resolved`);
     }
   }
 }

@@ -121,7 +121,7 @@ export class RequestsService {
    */
   async createIn(em: EntityManager, p: RequestCreator, input: CreateRequestInput): Promise<{ request: PaymentRequest; created: boolean }> {
     for (let read = 0; read < 3; read++) {
-      const outcome = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId), em);
+      const outcome = await this.attempt(p, input, await this.merchants.currentForCreate(input.merchantId, em), em);
       if (outcome) return outcome;
     }
     throw new Error(`merchant ${input.merchantId} kept changing while a request was created for it`);

@@ -124,6 +124,16 @@ export class ClaimFinalityRepository {
     });
   }
 
+  /** Those of `ids` whose claim is settled or lost: never re-read again. */
+  async closed(ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.requests.query<Array<{ id: string }>>(
+      `SELECT id FROM payment_requests WHERE id = ANY($1::uuid[]) AND (claim_settled_at IS NOT NULL OR claim_lost_at IS NOT NULL)`,
+      [ids],
+    );
+    return rows.map((r) => r.id);
+  }
+
   /** The claimed log vanished. In the caller's transaction, with the alert; false when already decided. */
   async markLost(em: EntityManager, id: string): Promise<boolean> {
     const [rows] = await em.query<[unknown[], number]>(
