@@ -119,6 +119,8 @@ describe('POST /dashboard/api/plans', () => {
     ['a malformed start_at', { start_at: 'tomorrow' }, 'start_at'],
     ['a week date as start_at', { start_at: '2026-W48' }, 'start_at'],
     ['an ordinal date as start_at', { start_at: '2026-330' }, 'start_at'],
+    ['a start_at in year 9999 (next_charge_at would leave four-digit years)', { start_at: '9999-12-31T00:00:00Z' }, 'start_at'],
+    ['a start_at more than 10 years ahead', { start_at: new Date(Date.now() + 3700 * 86_400_000).toISOString() }, 'start_at'],
     ['a payer_name over 200 characters', { payer_name: 'x'.repeat(201) }, 'payer_name'],
     ['a payer_email over 254 characters', { payer_email: `${'x'.repeat(250)}@a.io` }, 'payer_email'],
     ['metadata with a number', { metadata: { n: 1 } }, 'metadata'],
