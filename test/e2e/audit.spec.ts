@@ -98,6 +98,17 @@ describe('admin changes', () => {
     expect(Object.keys(row.details).sort()).toEqual(['default_expiry_minutes', 'name']);
   });
 
+  it('records nothing for a partner update that changes nothing', async () => {
+    const count = async () => (await sql(`SELECT count(*)::int AS n FROM audit_events WHERE partner_id = $1`, [p.id]))[0].n;
+    const settings = { name: 'Unchanged Ltd', default_expiry_minutes: 60 };
+    expect((await admin(svc, 'PATCH', `/partners/${p.id}`, settings)).status).toBe(200);
+    const before = await count();
+    const same = await admin(svc, 'PATCH', `/partners/${p.id}`, settings);
+    expect(same.status).toBe(200);
+    expect(same.body).toMatchObject({ ok: true });
+    expect(await count()).toBe(before);
+  });
+
   it('records issuing and revoking a key, never the key', async () => {
     let issued: any;
     const row = await oneRow(p.id, async () => (issued = await admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'test', label: 'ci' })));

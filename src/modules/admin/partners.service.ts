@@ -73,7 +73,9 @@ export class PartnersService {
       const settings = { name: dto.name ?? before.name, defaultCurrency: currency ?? before.defaultCurrency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
       const row = await this.repo.update(em, id, settings);
       await announce(id);
-      await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changes(auditSettings(before), auditSettings(settings)) });
+      // A PATCH that changes nothing leaves no row: the trail lists changes, not calls.
+      const changed = changes(auditSettings(before), auditSettings(settings));
+      if (Object.keys(changed).length > 0) await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changed });
       return row;
     });
     if (!updated) throw AppError.notFound();
