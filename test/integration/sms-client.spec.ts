@@ -41,9 +41,16 @@ it('2xx → sent, with the provider\'s sid', async () => {
   expect(await send()).toEqual({ kind: 'sent', response: 'SM42' });
 });
 
-it.each([[400, 'refused'], [404, 'refused'], [429, 'transient'], [500, 'transient'], [503, 'transient']])('HTTP %i → %s', async (status, kind) => {
+it.each([[400, 'refused'], [404, 'refused'], [429, 'transient'], [503, 'transient'], [507, 'transient']])('HTTP %i → %s', async (status, kind) => {
   answer = answering(status, '{"message":"no"}');
   expect(await send()).toMatchObject({ kind, error: `HTTP ${status}: {"message":"no"}` });
+});
+
+// The provider (or a gateway in front of it, having forwarded the request) failed while handling it: the
+// message may be out, and a resend would be a second receipt.
+it.each([500, 502, 504])('HTTP %i → in doubt, never sent again', async (status) => {
+  answer = answering(status, '{"message":"upstream"}');
+  expect(await send()).toEqual({ kind: 'in_doubt', error: `in doubt: HTTP ${status}: {"message":"upstream"}; not resent, to avoid a duplicate` });
 });
 
 it('nothing listening → transient: the message never went out, it may be tried again', async () => {

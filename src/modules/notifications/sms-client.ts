@@ -8,8 +8,8 @@ const MAX_BODY_CHARS = 300;
 /**
  * SMS through a Twilio-compatible REST API (DESIGN §6): a form POST of To, From and Body to
  * {SMS_API_URL}/2010-04-01/Accounts/{sid}/Messages.json with basic auth. A 4xx other than 429 is refused
- * for good; 5xx and 429 are tried again, and so is a failure before the request was written out (no
- * connection, a refused one). A failure after it was written (no answer within the timeout or the send's
+ * for good; 429, 503 and other 5xx are tried again, and so is a failure before the request was written out
+ * (no connection, a refused one); 500, 502 and 504 are in doubt (see outcome). A failure after it was written (no answer within the timeout or the send's
  * deadline, a connection dropped before the answer) is in doubt: the provider may have sent the message, and
  * Twilio-style APIs ignore the idempotency key, so it is never sent again (at most one message, as for email).
  * node:http rather than fetch, which cannot tell the two apart: with fetch, a provider slower than the timeout
@@ -67,10 +67,18 @@ export class SmsClient {
   }
 }
 
+/**
+ * 500, 502 and 504 say the provider, or a gateway that forwarded the request to it, failed while handling
+ * it: the message may have gone out, so it is in doubt, never resent. 429 and 503 say it was not taken:
+ * tried again, as is any other 5xx.
+ */
+const MAY_HAVE_SENT = new Set([500, 502, 504]);
+
 function outcome(status: number, text: string): SendResult {
   if (status >= 200 && status < 300) return { kind: 'sent', response: sidOf(text) ?? `HTTP ${status}` };
   const error = `HTTP ${status}: ${text}`;
   if (status >= 400 && status < 500 && status !== 429) return { kind: 'refused', error };
+  if (MAY_HAVE_SENT.has(status)) return { kind: 'in_doubt', error: `in doubt: ${error}; not resent, to avoid a duplicate` };
   return { kind: 'transient', error };
 }
 
