@@ -159,8 +159,8 @@ export class RequestsRepository {
       let row: RequestRow | undefined;
       try {
         if (attempt === 0) {
-          const insert = (on: EntityManager) => preparedQuery<RequestRow>(on, 'request_insert_converted', INSERT_AT_CONVERTED_SQL, params);
-          [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, () => insert(em)) : await insert(em);
+          const insert = () => preparedQuery<RequestRow>(em, 'request_insert_converted', INSERT_AT_CONVERTED_SQL, params);
+          [row] = em.queryRunner?.isTransactionActive ? await underSavepoint(em, insert) : await insert();
         } else {
           [row] = await this.searchAndInsert(em, n.merchantId, params, attempt > 1);
         }
@@ -183,11 +183,11 @@ export class RequestsRepository {
 
   /**
    * The candidate search and its INSERT. Creates racing for one price all pick the same first gap and one of
-   * them wins it, so of k racing, the last would lose k - 1 times and run out of tries (an attacker saw a 500
-   * with 90 creates of one price across two API servers). `inTurn`, after a lost search, holds the merchant's
-   * amount lock for the try (until the end of em's transaction when there is one, a plan's charge): the
-   * losers then take the gaps one after the other, each seeing the one before, and only a create on its
-   * first search can still take a gap from them. The lock costs nothing where nothing races.
+   * them wins it, so of k racing, the last would lose k - 1 times, and past MAX_AMOUNT_RETRIES fail (a 500).
+   * `inTurn`, after a lost search, holds the merchant's amount lock for the try (until the end of em's
+   * transaction when there is one, a plan's charge): the losers then take the gaps one after the other, each
+   * seeing the one before, and only a create on its first search can still take a gap from them. Where
+   * nothing races the lock is never taken; where it is, it costs one transaction per try.
    */
   private async searchAndInsert(em: EntityManager, merchantId: string, params: unknown[], inTurn: boolean): Promise<RequestRow[]> {
     const insert = (on: EntityManager) => preparedQuery<RequestRow>(on, 'request_insert', INSERT_SQL, params);
