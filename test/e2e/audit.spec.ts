@@ -273,6 +273,21 @@ describe('refused changes leave no row', () => {
 });
 
 describe('portal changes', () => {
+  it('records every sign-in as the user’s, with its address; a failed one leaves no row', async () => {
+    const p = await createPartner(svc);
+    const email = `signin-${randomBytes(4).toString('hex')}@example.com`;
+    const user = await admin(svc, 'POST', `/partners/${p.id}/users`, { email, password: PASSWORD, role: 'member' });
+    expect(user.status).toBe(201);
+    await noRow(p.id, 401, () => new PortalClient(svc.publicUrl).signIn(email, 'not the password'));
+    const row = await oneRow(p.id, async () => expect((await new PortalClient(svc.publicUrl).signIn(email, PASSWORD)).status).toBe(303));
+    expect(row).toMatchObject({
+      actor_kind: 'portal_user', actor_id: user.body.user_id, partner_id: p.id, client_address: expect.stringMatching(/127\.0\.0\.1|::1/),
+      action: 'portal_user.signed_in', target_id: user.body.user_id, details: { email },
+    });
+    const listed = await admin(svc, 'GET', `/audit?partner_id=${p.id}&action=portal_user.signed_in`);
+    expect(listed.body.events.map((e: { event_id: string }) => e.event_id)).toEqual([row.id]);
+  });
+
   it('records each change as the signed-in user’s, and lists only the partner’s own events to its admins', async () => {
     const p = await createPartner(svc);
     const other = await createPartner(svc);

@@ -4,6 +4,7 @@ import type { Browser } from 'playwright-core';
 import { ALL_QUEUES } from '../../src/common/queue/queues';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { launchBrowser } from '../support/browser';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 
 /**
@@ -21,6 +22,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
+  await closeSql();
   await svc?.close();
 });
 
@@ -81,6 +83,27 @@ describe('cross-site requests (DESIGN §7: 415 unless application/json, 403 from
     const json = await call(svc.adminUrl, 'POST', add, { headers: auth, raw: job });
     expect(json.status).toBe(200);
     expect(await queue().count()).toBe(before + 1);
+    await queue().drain();
+  });
+
+  it('stores each act in the audit trail (method and path, never the body); refused acts and reads store nothing', async () => {
+    const acts = () => sql<{ actor_kind: string; client_address: string | null; partner_id: string | null; details: { method: string; path: string } }>(
+      `SELECT actor_kind, client_address, partner_id, details FROM audit_events WHERE action = 'queue_board.action' ORDER BY at, id`);
+    const before = (await acts()).length;
+    expect((await call(svc.adminUrl, 'GET', '/admin/queues/api/queues', { headers: auth })).status).toBe(200);
+    expect((await call(svc.adminUrl, 'POST', add, { headers: { ...auth, 'content-type': 'text/plain' }, raw: job })).status).toBe(415);
+    expect((await call(svc.adminUrl, 'POST', add, { headers: { ...auth, origin: 'https://evil.example' } })).status).toBe(403);
+    expect((await call(svc.adminUrl, 'POST', add, { headers: { authorization: basic('admin', 'wrong') }, raw: job })).status).toBe(401);
+    expect((await acts()).length).toBe(before);
+
+    const secretData = JSON.stringify({ name: 'audited', data: { note: 'job data stays out of the trail' }, options: {} });
+    expect((await call(svc.adminUrl, 'POST', add, { headers: auth, raw: secretData })).status).toBe(200);
+    const after = await acts();
+    expect(after.slice(before)).toEqual([{
+      actor_kind: 'admin', client_address: expect.stringMatching(/127\.0\.0\.1|::1/), partner_id: null,
+      details: { method: 'POST', path: add },
+    }]);
+    expect(JSON.stringify(after)).not.toContain('job data stays out');
     await queue().drain();
   });
 

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 
-/** The fixed vocabulary of audited changes (the audit_events_action_check constraint lists the same). */
+/**
+ * The fixed vocabulary of audited changes (the audit_events_action_check constraint lists the same), and
+ * two acts that change no row of ours but decide who can: a portal user's sign-in, an operator's action on
+ * the queue board.
+ */
 export const AUDIT_ACTIONS = [
   'partner.created',
   'partner.updated',
@@ -17,6 +21,8 @@ export const AUDIT_ACTIONS = [
   'portal_user.removed',
   'portal_user.role_changed',
   'portal_user.password_changed',
+  'portal_user.signed_in',
+  'queue_board.action',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

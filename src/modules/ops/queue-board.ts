@@ -2,15 +2,17 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
-import type { INestApplication } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, Response } from 'express';
+import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
 import { mediaType, unsupportedMediaType } from '../../common/http/body';
 import { ALL_QUEUES } from '../../common/queue/queues';
 import type { AppConfig } from '../../config/config';
 import { adminClient, type AdminAuthFailures } from '../admin/admin-token.guard';
+import { AuditService } from '../audit/audit.service';
 
 export const QUEUE_BOARD_PATH = '/admin/queues';
 export const QUEUE_BOARD_USER = 'admin';
@@ -99,6 +101,31 @@ function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
 }
 
 /**
+ * Every act on the board (not GET/HEAD: a retry, a clean, a promote, a job added or removed) is stored in the
+ * audit trail as `queue_board.action` with the method and the path (queue, job and what was done; never the
+ * body, which may carry a job's data), before the board does it. Its change is in Redis, so the row cannot
+ * share a transaction with it: stored first, an act never happens without its row; one that fails after has
+ * a row all the same. A row that cannot be stored stops the act (500 internal_error).
+ */
+function auditedActs(audit: AuditService, dataSource: DataSource, logger: Logger) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (req.method === 'GET' || req.method === 'HEAD') return next();
+    try {
+      await audit.record(dataSource.manager, { kind: 'admin', address: adminClient(req) }, {
+        partnerId: null, action: 'queue_board.action', targetId: null,
+        details: { method: req.method, path: `${QUEUE_BOARD_PATH}${req.path}`.slice(0, 500) },
+      });
+    } catch (e) {
+      logger.error(`cannot store a queue board action in the audit trail, refused: ${(e as Error).message}`);
+      res.setHeader('cache-control', 'no-store');
+      res.status(500).json({ ok: false, error: 'internal_error' });
+      return;
+    }
+    next();
+  };
+}
+
+/**
  * The BullMQ board at /admin/queues with every queue of the service. Mounted on the Express app before the
  * Nest routes; the listener gate (bootstrap) already keeps /admin/* off the public listener.
  */
@@ -113,5 +140,6 @@ export function mountQueueBoard(app: INestApplication, config: AppConfig, failur
   });
   const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
   router.disable?.('x-powered-by');
-  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), sameOriginOnly, jsonOnly, router);
+  const audited = auditedActs(app.get(AuditService, { strict: false }), app.get(DataSource), new Logger('QueueBoard'));
+  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), sameOriginOnly, jsonOnly, audited, router);
 }

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
 import { addressBucket } from '../../common/rate-limit/client-address';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { RedisConnections } from '../../common/redis/redis.module';
+import { AuditService } from '../audit/audit.service';
 import { normalizeEmail, PortalUsersService } from './portal-users.service';
 import { PortalSessionsService } from './portal-sessions.service';
 
@@ -38,6 +40,8 @@ export class PortalAuthService {
   private readonly logger = new Logger('PortalAuth');
 
   constructor(
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
     private readonly users: PortalUsersService,
     private readonly sessions: PortalSessionsService,
     private readonly limiter: PartnerLimiter,
@@ -73,7 +77,13 @@ export class PortalAuthService {
       return null;
     }
     await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error({ reqId }, `cannot remember a sign-in address: ${e.message}`));
-    const { token } = await this.sessions.create(user.id);
+    // The session and its audit row in one transaction: the partner's trail lists every sign-in, with its address.
+    const { token } = await this.dataSource.transaction(async (em) => {
+      const session = await this.sessions.create(user.id, em);
+      await this.audit.record(em, { kind: 'portal_user', userId: user.id, partnerId: user.partnerId, address: clientAddress },
+        { partnerId: user.partnerId, action: 'portal_user.signed_in', targetId: user.id, details: { email: user.email } });
+      return session;
+    });
     return { token };
   }
 

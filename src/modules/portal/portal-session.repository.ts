@@ -31,8 +31,8 @@ export class PortalSessionRepository {
   }
 
   /** A session lasting ttlMs from now by the database's clock, the one that judges expiry. */
-  async insert(id: Buffer, userId: string, csrfToken: string, ttlMs: number): Promise<Date> {
-    const r = await this.sessions
+  async insert(id: Buffer, userId: string, csrfToken: string, ttlMs: number, em: EntityManager = this.sessions.manager): Promise<Date> {
+    const r = await em
       .createQueryBuilder()
       .insert()
       .into(PortalSessionEntity)

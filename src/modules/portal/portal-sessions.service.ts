@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { randomToken, sameToken, SESSION_TOKEN_SHAPE, sessionKey } from '../../common/crypto/session-token';
 import { PartnersService } from '../admin/partners.service';
 import { PortalSessionRepository } from './portal-session.repository';
@@ -36,10 +37,11 @@ export class PortalSessionsService {
   constructor(private readonly repo: PortalSessionRepository, private readonly partners: PartnersService) {}
 
   /** A new session for the user; returns the cookie token. The user's ended sessions are swept here. */
-  async create(userId: string): Promise<{ token: string; expiresAt: Date }> {
+  /** In em's transaction when given (a sign-in stores its audit row with it). */
+  async create(userId: string, em?: EntityManager): Promise<{ token: string; expiresAt: Date }> {
     const token = randomToken();
     await this.repo.deleteEndedOf(userId, SESSION_IDLE_MS);
-    const expiresAt = await this.repo.insert(sessionId(token), userId, randomToken(), SESSION_TTL_MS);
+    const expiresAt = await this.repo.insert(sessionId(token), userId, randomToken(), SESSION_TTL_MS, em);
     return { token, expiresAt };
   }
 
