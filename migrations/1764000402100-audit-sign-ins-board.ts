@@ -10,7 +10,7 @@ const BEFORE = `'partner.created', 'partner.updated', 'key.issued', 'key.revoked
  * an operator's action on the queue board (`queue_board.action`: a retry, a clean, a job added or removed).
  * The check is replaced in the migration's transaction; audit_events is append-only, and the new check is
  * a superset of the old one, so every row already stored passes it. Down cannot delete the new rows (the
- * table refuses DELETE): it keeps the wider check when such rows exist, and says so.
+ * table refuses DELETE): it fails while such rows exist, rather than be marked reverted with the check wide.
  */
 export class AuditSignInsBoard1764000402100 implements MigrationInterface {
   name = 'AuditSignInsBoard1764000402100';
@@ -23,8 +23,7 @@ export class AuditSignInsBoard1764000402100 implements MigrationInterface {
     const [{ n }] = await q.query(`SELECT count(*)::int AS n FROM audit_events WHERE action IN ('portal_user.signed_in', 'queue_board.action')`);
     if (n > 0) {
       // The trail is append-only: its sign-in and board rows stay, and so must the check that allows them.
-      console.warn(`audit_events keeps ${n} sign-in and queue board rows: audit_events_action_check stays wide`);
-      return;
+      throw new Error(`audit_events holds ${n} sign-in and queue board rows (append-only): this migration cannot be reverted`);
     }
     await replaceCheck(q, BEFORE);
   }

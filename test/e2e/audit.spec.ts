@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { DataSource } from 'typeorm';
 import { AUDIT_ACTIONS } from '../../src/modules/audit/audit';
+import { PortalSessionsService } from '../../src/modules/portal/portal-sessions.service';
 import { recordProofEvent } from '../factories/events';
 import { admin, createOnboardedMerchant, createPartner, uniqueSlug, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -103,10 +105,13 @@ describe('admin changes', () => {
     const settings = { name: 'Unchanged Ltd', default_expiry_minutes: 60 };
     expect((await admin(svc, 'PATCH', `/partners/${p.id}`, settings)).status).toBe(200);
     const before = await count();
+    const updatedAt = async () => (await sql(`SELECT updated_at FROM partners WHERE id = $1`, [p.id]))[0].updated_at.getTime();
+    const stamp = await updatedAt();
     const same = await admin(svc, 'PATCH', `/partners/${p.id}`, settings);
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ ok: true });
     expect(await count()).toBe(before);
+    expect(await updatedAt()).toBe(stamp); // nothing written at all
   });
 
   it('records issuing and revoking a key, never the key', async () => {
@@ -286,7 +291,15 @@ describe('portal changes', () => {
     });
     const listed = await admin(svc, 'GET', `/audit?partner_id=${p.id}&action=portal_user.signed_in`);
     expect(listed.body.events.map((e: { event_id: string }) => e.event_id)).toEqual([row.id]);
-  });
+
+    // Each sign-in's session is stored on its transaction's connection: twenty-five at once on the service's
+    // pool of twenty complete (with a second connection each, they held all twenty and waited for ever).
+    const sessions = svc.app.get(PortalSessionsService);
+    await Promise.all(Array.from({ length: 25 }, () => svc.app.get(DataSource).transaction(async (em) => {
+      await em.query('SELECT 1');
+      await sessions.create(user.body.user_id, em);
+    })));
+  }, 30_000);
 
   it('records each change as the signed-in user’s, and lists only the partner’s own events to its admins', async () => {
     const p = await createPartner(svc);

@@ -71,11 +71,13 @@ export class PartnersService {
       const def = dto.default_expiry_minutes ?? before.defaultExpiryMinutes;
       checkDefaultExpiry(allowed, def);
       const settings = { name: dto.name ?? before.name, defaultCurrency: currency ?? before.defaultCurrency, allowedExpiryMinutes: allowed, defaultExpiryMinutes: def };
+      // A PATCH that changes nothing writes nothing: no update, no cache eviction, no audit row (the trail
+      // lists changes, not calls).
+      const changed = changes(auditSettings(before), auditSettings(settings));
+      if (Object.keys(changed).length === 0) return before;
       const row = await this.repo.update(em, id, settings);
       await announce(id);
-      // A PATCH that changes nothing leaves no row: the trail lists changes, not calls.
-      const changed = changes(auditSettings(before), auditSettings(settings));
-      if (Object.keys(changed).length > 0) await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changed });
+      await this.audit.record(em, actor, { partnerId: id, action: 'partner.updated', targetId: id, details: changed });
       return row;
     });
     if (!updated) throw AppError.notFound();

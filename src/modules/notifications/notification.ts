@@ -83,12 +83,13 @@ export type SendResult =
   | { kind: 'sent'; response: string | null }
   /** Refused for good (SMTP 5xx, an SMS 4xx other than 429, an address the transport cannot use). */
   | { kind: 'refused'; error: string }
-  /** Worth another try (SMTP 4xx, SMS 5xx or 429, connection refused, timeouts). */
+  /** Worth another try (SMTP 4xx, SMS 429, 503 and other 5xx, connection refused, timeouts before it went out). */
   | { kind: 'transient'; error: string }
   /**
    * Failed or cut off after the message was handed over and before the server's final answer (late, lost, or
-   * past the send's deadline): it may have arrived. Never resent (at most once), as for a worker that died
-   * mid-send.
+   * past the send's deadline), or an SMS answered 500, 502 or 504 (the provider, or a gateway that forwarded
+   * it, failed while handling it): it may have arrived. Never resent (at most once), as for a worker that
+   * died mid-send.
    */
   | { kind: 'in_doubt'; error: string };
 

@@ -109,7 +109,7 @@ function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
  */
 function auditedActs(audit: AuditService, dataSource: DataSource, logger: Logger) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
-    if (req.method === 'GET' || req.method === 'HEAD') return next();
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return next();
     try {
       await audit.record(dataSource.manager, { kind: 'admin', address: adminClient(req) }, {
         partnerId: null, action: 'queue_board.action', targetId: null,

@@ -553,7 +553,7 @@ export function auditBody(events: AuditEvent[], emails: Map<string, string>, o: 
   const who = (e: AuditEvent) =>
     e.actorKind === 'admin' ? html`${badge('operator', 'info')}` : html`${emails.get(e.actorId ?? '') ?? html`<span class="muted">removed user</span> <code>${e.actorId}</code>`}`;
   return html`${title('Audit log')}
-<p class="lead">Every change made to this account in the portal or by the service's operators, newest first: keys, webhook settings, users, redeliveries, rate refreshes. It never shows secrets, keys or passwords. Entries cannot be changed or deleted.</p>
+<p class="lead">Every change made to this account in the portal or by the service's operators, and every sign-in to the portal, newest first: keys, webhook settings, users, redeliveries, rate refreshes, sign-ins. It never shows secrets, keys or passwords. Entries cannot be changed or deleted.</p>
 <section class="card">
 ${
   events.length

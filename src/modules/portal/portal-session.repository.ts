@@ -18,8 +18,8 @@ export class PortalSessionRepository {
   constructor(@InjectRepository(PortalSessionEntity) private readonly sessions: Repository<PortalSessionEntity>) {}
 
   /** The user's sessions that are over, by the absolute or the idle limit. */
-  async deleteEndedOf(userId: string, idleMs: number): Promise<void> {
-    await this.sessions
+  async deleteEndedOf(userId: string, idleMs: number, em: EntityManager = this.sessions.manager): Promise<void> {
+    await em
       .createQueryBuilder()
       .delete()
       .from(PortalSessionEntity)

@@ -37,10 +37,13 @@ export class PortalSessionsService {
   constructor(private readonly repo: PortalSessionRepository, private readonly partners: PartnersService) {}
 
   /** A new session for the user; returns the cookie token. The user's ended sessions are swept here. */
-  /** In em's transaction when given (a sign-in stores its audit row with it). */
+  /**
+   * In em's transaction when given (a sign-in stores its audit row with it), every statement on em's
+   * connection: one from the pool besides it, awaited by twenty sign-ins at once, would hang the pool.
+   */
   async create(userId: string, em?: EntityManager): Promise<{ token: string; expiresAt: Date }> {
     const token = randomToken();
-    await this.repo.deleteEndedOf(userId, SESSION_IDLE_MS);
+    await this.repo.deleteEndedOf(userId, SESSION_IDLE_MS, em);
     const expiresAt = await this.repo.insert(sessionId(token), userId, randomToken(), SESSION_TTL_MS, em);
     return { token, expiresAt };
   }
