@@ -264,6 +264,19 @@ describe('POST /dashboard/api/plans/:id/advance (test clock)', () => {
     expect(plan.missed_in_row).toBe(1);
   });
 
+  it('twenty-five advances of one plan at once all answer: each waits on the plan\'s lock holding only its own connection', async () => {
+    // A merchant of its own: the dashboard allows 60 changes a minute per merchant.
+    const c = await signInDashboard(svc, (await createOnboardedMerchant(svc, pa.testKey)).wallet);
+    const p = await mustPlan(c, { max_charges: 100 });
+    // Before, a charge read its partner and the plan's charges on a second pool connection: the advances
+    // queued on the lock held all twenty of the service's connections, and the holder waited for ever.
+    const answers = await Promise.all(Array.from({ length: 25 }, () => c.call('POST', `/plans/${p.plan_id}/advance`)));
+    const statuses = answers.map((r) => r.status);
+    // Two misses pause the plan: the first two advances answer 200, the rest 409 plan_not_active.
+    expect(statuses.filter((x) => x === 200)).toHaveLength(2);
+    expect(statuses.filter((x) => x === 409)).toHaveLength(23);
+  }, 60_000);
+
   it('two missed charges in a row pause the plan (unpaid); then advance is 409 plan_not_active', async () => {
     const p = await mustPlan(a, {});
     expect((await a.call('POST', `/plans/${p.plan_id}/advance`)).body.status).toBe('active');

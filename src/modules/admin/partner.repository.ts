@@ -15,8 +15,9 @@ export class PartnerRepository {
     return toPartner(await partners.save(partners.create({ slug, ...settings })));
   }
 
-  async findById(id: string): Promise<Partner | null> {
-    const row = await this.partners.findOneBy({ id });
+  /** On em's connection when given (inside a transaction: see PartnersService.get). */
+  async findById(id: string, em?: EntityManager): Promise<Partner | null> {
+    const row = await (em ? em.getRepository(PartnerEntity) : this.partners).findOneBy({ id });
     return row ? toPartner(row) : null;
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { AppError } from '../../common/errors';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { isUniqueViolation } from '../../database/pg-errors';
@@ -52,8 +52,12 @@ export class PartnersService {
   }
 
   /** The partner, or the API's 404 (route ids are checked by UuidParamPipe). */
-  async get(id: string): Promise<Partner> {
-    const row = await this.repo.findById(id);
+  /**
+   * `em` inside a transaction: a read on a second pool connection while the transaction holds one hangs the
+   * process once twenty such transactions run at once (a plan's charge, 2026-11-27).
+   */
+  async get(id: string, em?: EntityManager): Promise<Partner> {
+    const row = await this.repo.findById(id, em);
     if (!row) throw AppError.notFound();
     return row;
   }

@@ -33,7 +33,7 @@ export class PlanChargesService {
   ) {}
 
   async charge(em: EntityManager, plan: Plan, k: number): Promise<ChargeOutcome> {
-    const outcome = await this.requests.createIn(em, await this.creatorOf(plan), {
+    const outcome = await this.requests.createIn(em, await this.creatorOf(plan, em), {
       merchantId: plan.merchantId,
       fiatAmount: plan.fiatAmount,
       // An assertion, as a partner's fiat_currency_code is: a plan charges in its own currency or not at all.
@@ -85,8 +85,8 @@ export class PlanChargesService {
     return [...new Set([...p.allowedExpiryMinutes, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES])].sort((a, b) => a - b);
   }
 
-  private async creatorOf(plan: Plan): Promise<RequestCreator> {
-    const p = await this.partners.get(plan.partnerId);
+  private async creatorOf(plan: Plan, em: EntityManager): Promise<RequestCreator> {
+    const p = await this.partners.get(plan.partnerId, em);
     return {
       partnerId: p.id,
       mode: plan.testMode ? 'test' : 'live',

@@ -58,7 +58,7 @@ export class PlanSchedulerService {
             if (plan.status !== 'active') return 'paused' as const;
           }
           const k = periodToCharge(plan, now);
-          const merchant = await this.merchants.currentForCreate(plan.merchantId);
+          const merchant = await this.merchants.currentForCreate(plan.merchantId, em);
           if (merchant?.disabled) {
             await this.plans.update(em, plan.id, afterSkip(plan, k));
             return 'skipped' as const;

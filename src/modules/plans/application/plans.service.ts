@@ -218,13 +218,14 @@ export class PlansService {
       // A charge that lapsed while its expiry job is late counts its miss first, as the job would have.
       if (await this.charges.storeLapsed(em, plan)) plan = await this.locked(em, m, id);
       if (plan.status !== 'active') return plan;
-      const open = openCharge(await this.requests.chargesOf(plan.id), new Date());
+      // In the transaction: it sees the expiries storeLapsed just wrote, and takes no second connection.
+      const open = openCharge(await this.requests.chargesOf(plan.id, em), new Date());
       if (open && open.proofStatus === 'none' && (await this.requests.expireNow(em, open.id))) {
         await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);
         plan = await this.locked(em, m, id);
       }
       if (plan.status !== 'active') return plan;
-      const merchant = await this.merchants.currentForCreate(m.id);
+      const merchant = await this.merchants.currentForCreate(m.id, em);
       if (!merchant || merchant.disabled) throw new AppError('merchant_disabled');
       outcome = await this.charges.charge(em, plan, plan.nextPeriodIndex);
       return this.locked(em, m, id);

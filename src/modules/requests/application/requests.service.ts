@@ -249,9 +249,9 @@ export class RequestsService {
     };
   }
 
-  /** A plan's charges, oldest first (the plans module's detail and payer page). */
-  chargesOf(planId: string): Promise<PaymentRequest[]> {
-    return this.repo.chargesOf(planId);
+  /** A plan's charges, oldest first (the plans module's detail and payer page); in em's transaction when given. */
+  chargesOf(planId: string, em?: EntityManager): Promise<PaymentRequest[]> {
+    return this.repo.chargesOf(planId, em);
   }
 
   /**

@@ -515,8 +515,8 @@ export class RequestsRepository {
   }
 
   /** A plan's charges, oldest first (DESIGN §5: the plan's detail and the payer's page). */
-  async chargesOf(planId: string): Promise<PaymentRequest[]> {
-    const rows = await this.requests.query<RequestRow[]>(
+  async chargesOf(planId: string, em?: EntityManager): Promise<PaymentRequest[]> {
+    const rows = await this.repo(em).query<RequestRow[]>(
       `SELECT ${REQUEST_COLUMNS} FROM payment_requests WHERE plan_id = $1 ORDER BY period_index, created_at, id`,
       [planId],
     );
