@@ -10,7 +10,15 @@ export const ENTITIES_GLOB = join(__dirname, '..', 'modules', '**', '*.entity.{t
  * One DataSource definition for the app (TypeOrmModule.forRootAsync), the migration command and the schema
  * drift check. Schema changes are hand-reviewed migrations only: never synchronize.
  */
-export function dataSourceOptions(databaseUrl: string, poolSize = 20): DataSourceOptions {
+/**
+ * How long a query waits for a pool connection before it fails. Waits of this length mean the pool is stuck,
+ * not busy (p99 of a create at 50 connections on a pool of 20 is ~100-300 ms): a transaction that awaits a
+ * second connection while holding one, twenty at once, waited for ever and hung the process (plan advances,
+ * 2026-11-27). With the timeout they fail, roll back and give their connections back.
+ */
+export const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
+
+export function dataSourceOptions(databaseUrl: string, poolSize = 20, acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS): DataSourceOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
@@ -26,13 +34,13 @@ export function dataSourceOptions(databaseUrl: string, poolSize = 20): DataSourc
     // status=expired's lapsed-row subqueries are estimated from the whole table's statistics, and once the
     // partial expiring indexes passed min_parallel_index_scan_size each ran under a Gather, 3-10 ms of worker
     // start-up to read a few index pages (measured at 10 M rows, README "Lists").
-    extra: { max: poolSize, options: '-c jit=off -c max_parallel_workers_per_gather=0' },
+    extra: { max: poolSize, connectionTimeoutMillis: acquireTimeoutMs, options: '-c jit=off -c max_parallel_workers_per_gather=0' },
     logging: false,
   };
 }
 
-export function createDataSource(databaseUrl: string, poolSize = 20): DataSource {
-  return new DataSource(dataSourceOptions(databaseUrl, poolSize));
+export function createDataSource(databaseUrl: string, poolSize = 20, acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS): DataSource {
+  return new DataSource(dataSourceOptions(databaseUrl, poolSize, acquireTimeoutMs));
 }
 
 /** Creates the database named in the URL when it does not exist yet (DESIGN §2). */
