@@ -28,6 +28,8 @@ export interface AppConfig {
    */
   production: boolean;
   databaseUrl: string;
+  /** Postgres connections each process pools (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   redisUrl: string;
   port: number;
   adminPort: number;
@@ -381,6 +383,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
   return {
     production,
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/prs', ['postgres:', 'postgresql:']),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     port,
     adminPort,
