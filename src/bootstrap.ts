@@ -7,7 +7,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger as JsonLogger } from 'nestjs-pino';
 import { AppModule, type Extensions, type Roles } from './app.module';
-import type { AppConfig } from './config/config';
+import { ConfigError, type AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
@@ -34,6 +34,8 @@ interface ListenerTagged extends IncomingMessage {
 }
 
 const PARTNER_API = /^\/api\//i;
+/** The smallest pool a worker runs on (see start). */
+const WORKER_MIN_POOL = 3;
 const PUBLIC_ONLY = ['/pay', '/onboarding', '/portal', '/assets/', '/terms', '/dashboard', '/m/', '/plan/'];
 
 /** Paths each listener serves: /admin only on ADMIN_PORT; pages only on PORT; the partner API on both. */
@@ -71,6 +73,10 @@ export async function start(
   roles: Roles,
   opts: Extensions & { logger?: LoggerService | false } = {},
 ): Promise<Running> {
+  if (roles.worker && config.databasePoolSize < WORKER_MIN_POOL) {
+    // Two chain scans at once each hold a connection for the scan's lock while their reads take others.
+    throw new ConfigError('DATABASE_POOL_SIZE', `must be at least ${WORKER_MIN_POOL} for a worker, got ${config.databasePoolSize}`);
+  }
   // Without a logger of the caller's, every line goes out as JSON through pino (src/modules/ops/logging.ts);
   // `logger: false` (tests) silences pino's request lines too.
   const json = opts.logger === undefined;

@@ -3,7 +3,8 @@ import { Wallet } from 'ethers';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import { start } from '../../src/bootstrap';
+import { startService, testConfig, type TestService } from '../support/app';
 import { call } from '../support/http';
 import { PortalClient } from '../support/portal-client';
 
@@ -34,8 +35,9 @@ afterAll(async () => {
 
 const ok = (r: { status: number; text: string }, status: number) => expect({ status: r.status, text: r.text }).toMatchObject({ status });
 
-it('runs on one connection (the setting reaches the pool)', () => {
+it('runs on one connection (the setting reaches the pool); a worker refuses fewer than 3', async () => {
   expect(svc.config.databasePoolSize).toBe(1);
+  await expect(start(testConfig({ DATABASE_POOL_SIZE: '2' }), { http: false, worker: true })).rejects.toThrow(/DATABASE_POOL_SIZE.*at least 3 for a worker/);
 });
 
 it('admin changes: partner update, keys, webhook settings and rotation, merchant disable and enable, portal users', async () => {
