@@ -288,6 +288,26 @@ it('SMS: 5xx and 429 are retried, another 4xx fails at once', async () => {
   sms.respond = () => 201;
 });
 
+it('SMS: a 502 (a gateway that forwarded the call) is failed in doubt after one POST, and counted for operators', async () => {
+  const gatewayed = `+1999${Math.floor(Math.random() * 1e7)}`;
+  const metrics = svc.app.get(MetricsService).registry;
+  const count = async (outcome: string) => sample(await metrics.metrics(), 'prs_notification_attempts_total', { channel: 'sms', outcome }) ?? 0;
+  const [inDoubt, sent] = [await count('in_doubt'), await count('sent')];
+  sms.respond = (p) => (p.form.To === gatewayed ? 502 : 201);
+  try {
+    const [id] = await writeReceipt((await newRequest()).id, { phone: gatewayed });
+    await waitFor(async () => (await statusOf(id)) === 'failed', 15000);
+    expect(sms.to(gatewayed)).toHaveLength(1);
+    expect((await attempts(id)).map((a) => a.outcome)).toEqual(['in_doubt']);
+    expect(await count('in_doubt')).toBe(inDoubt + 1);
+    const [ok] = await writeReceipt((await newRequest()).id, { phone: `+1555${Math.floor(Math.random() * 1e7)}` });
+    await waitFor(async () => (await statusOf(ok)) === 'sent', 15000);
+    expect(await count('sent')).toBe(sent + 1);
+  } finally {
+    sms.respond = () => 201;
+  }
+});
+
 it('SMS: a provider that took the message and answers after the timeout is not sent it again: failed in doubt', async () => {
   const slow = `+1888${Math.floor(Math.random() * 1e7)}`;
   sms.answerAfterMs = (p) => (p.form.To === slow ? 3000 : 0); // NOTIFY_SEND_TIMEOUT_MS is 2 s

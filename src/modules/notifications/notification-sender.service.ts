@@ -104,6 +104,7 @@ export class NotificationSender {
       this.logger.error(`notification ${id}: attempt ${attempt} ended (${result.kind}) after its lease; left as the re-drive marked it`);
       return;
     }
+    this.metrics.countNotificationAttempt(row.channel, step.outcome);
     if (step.outcome === 'retry') await this.queue.scheduleRetry({ id, attempt: attempt + 1 }, delayMs);
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
   }

@@ -41,6 +41,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *  - `prs_notifications_unbuildable_total{kind,channel}`: `countUnbuildableNotification()`, fed by the
  *    worker's notification sender.
  *  - `prs_webhook_attempts_total{outcome}`: `countWebhookAttempt()`, fed by the worker's webhook delivery.
+ *  - `prs_notification_attempts_total{channel,outcome}`: `countNotificationAttempt()`, fed by the worker's
+ *    notification sender (sent, retry, failed, in_doubt, abandoned).
  * Scrape-time gauges (queue depths, the webhook backlog) register themselves through `gauge()`.
  */
 @Injectable()
@@ -92,6 +94,13 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  private readonly notificationAttempts = new Counter({
+    name: 'prs_notification_attempts_total',
+    help: 'Email and SMS send attempts recorded by this process, by channel and outcome (sent, retry, failed, in_doubt, abandoned)',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   private readonly sourceUp = new Gauge({
     name: 'prs_scrape_source_up',
     help: '1 when the last scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
@@ -139,6 +148,11 @@ export class MetricsService {
   /** One webhook delivery attempt recorded by this process, with its outcome. */
   countWebhookAttempt(outcome: AttemptOutcome): void {
     this.webhookAttempts.inc({ outcome });
+  }
+
+  /** One email or SMS attempt recorded by this process; `in_doubt` ones are never resent, so alert on them. */
+  countNotificationAttempt(channel: string, outcome: string): void {
+    this.notificationAttempts.inc({ channel, outcome });
   }
 
   /** One notification abandoned by this process because its message could not be built (last_error says why). */
