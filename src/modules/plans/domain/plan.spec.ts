@@ -1,4 +1,4 @@
-import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, type PauseReason, type Plan, type PlanStatus } from './plan';
+import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, LAST_DUE_AT, type PauseReason, type Plan, type PlanStatus } from './plan';
 
 const START = new Date('2027-01-10T00:00:00.000Z');
 const NOW = new Date('2027-03-20T12:00:00.000Z');
@@ -52,5 +52,18 @@ describe('afterChargeFailed', () => {
     const failing = plan({ status: 'active', pauseReason: null, nextChargeAt: new Date('2027-03-10T00:00:00.000Z'), chargeFailures: 3, retryAt: NOW });
     expect(afterCharge(failing, 2, true)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 2, nextPeriodIndex: 3 });
     expect(afterSkip(failing, 2)).toMatchObject({ chargeFailures: 0, retryAt: null, latestChargePeriod: 1, nextPeriodIndex: 3 });
+  });
+});
+
+describe('afterCharge at the end of four-digit years', () => {
+  it('completes a plan whose next period would fall after 9999-12-31 (next_charge_at must stay ISO 8601 with four digits)', () => {
+    // Every 12 years from 2035-06-01: period 663 is due in 9991, period 664 would be in 10003.
+    const p = plan({ interval: 'year', intervalCount: 12, startAt: new Date('2035-06-01T00:00:00.000Z'), status: 'active', pauseReason: null, missedInRow: 0 });
+    const last = afterCharge(p, 663, true);
+    expect(last).toMatchObject({ status: 'completed', nextChargeAt: null, nextPeriodIndex: 664 });
+    const before = afterCharge(p, 662, true);
+    expect(before.status).toBe('active');
+    expect(before.nextChargeAt!.toISOString()).toBe('9991-06-01T00:00:00.000Z');
+    expect(before.nextChargeAt! <= LAST_DUE_AT).toBe(true);
   });
 });

@@ -63,13 +63,24 @@ export function periodToCharge(p: Plan, now: Date): number {
   return Math.max(p.nextPeriodIndex, latestDuePeriod(scheduleOf(p), now) ?? 0);
 }
 
-/** After the charge of period k was created: the next period, or completed at max_charges (DESIGN §8). */
+/**
+ * The last due time a plan may have: timestamps leave the service as ISO 8601 with four-digit years, and
+ * Date.toISOString() writes year 10000 as `+010000-…`. A plan whose next period would fall later completes.
+ */
+export const LAST_DUE_AT = new Date('9999-12-31T23:59:59.999Z');
+
+/**
+ * After the charge of period k was created: the next period, or completed at max_charges (DESIGN §8) or
+ * when the next period would fall after LAST_DUE_AT (the test clock can advance a plan that far).
+ */
 export function afterCharge(p: Plan, k: number, created: boolean): PlanChange {
   const chargesCreated = p.chargesCreated + (created ? 1 : 0);
   // k is at least next_period_index, past every earlier charge; not created means period k's charge existed.
   const moved = { pauseReason: null, nextPeriodIndex: k + 1, chargesCreated, missedInRow: p.missedInRow, latestChargePeriod: k, ...NO_FAILURES };
   if (p.maxCharges !== null && chargesCreated >= p.maxCharges) return { ...moved, status: 'completed', nextChargeAt: null };
-  return { ...moved, status: 'active', nextChargeAt: dueAt(scheduleOf(p), k + 1) };
+  const next = dueAt(scheduleOf(p), k + 1);
+  if (next > LAST_DUE_AT) return { ...moved, status: 'completed', nextChargeAt: null };
+  return { ...moved, status: 'active', nextChargeAt: next };
 }
 
 /** Period k skipped (the merchant is disabled): not a charge, not a miss; the plan waits for k + 1. */
