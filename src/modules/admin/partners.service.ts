@@ -51,10 +51,10 @@ export class PartnersService {
     }
   }
 
-  /** The partner, or the API's 404 (route ids are checked by UuidParamPipe). */
   /**
-   * `em` inside a transaction: a read on a second pool connection while the transaction holds one hangs the
-   * process once twenty such transactions run at once (a plan's charge, 2026-11-27).
+   * The partner, or the API's 404 (route ids are checked by UuidParamPipe). `em` inside a transaction: a read
+   * on a second pool connection while the transaction holds one hangs the process once twenty such
+   * transactions run at once (a plan's charge, 2026-11-27).
    */
   async get(id: string, em?: EntityManager): Promise<Partner> {
     const row = await this.repo.findById(id, em);
