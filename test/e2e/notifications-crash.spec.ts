@@ -6,10 +6,12 @@ import { start, type Running } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config/config';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { MetricsService } from '../../src/modules/ops/metrics.service';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, testEnvVars, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { sample } from '../support/metrics';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 import { spawnWorker } from '../support/worker-process';
@@ -87,6 +89,8 @@ it('a worker killed after the SMTP server took the message → never sent twice;
     { attempt: 1, outcome: 'in_doubt' },
   ]);
   expect(smtp.to(customer)).toHaveLength(1);
+  // Counted for operators' alerts, like an in-doubt send (the second worker's re-drive decided it).
+  expect(sample(await second.app.get(MetricsService).registry.metrics(), 'prs_notification_attempts_total', { channel: 'email', outcome: 'in_doubt' })).toBe(1);
 
   const listed = await fetch(`${svc.adminUrl}/admin/api/notifications?status=failed&request_id=${r.request_id}`, {
     headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },

@@ -104,6 +104,11 @@ describe('cross-site requests (DESIGN §7: 415 unless application/json, 403 from
       details: { method: 'POST', path: add },
     }]);
     expect(JSON.stringify(after)).not.toContain('job data stays out');
+    // A path sent percent-encoded is stored as the board read it, so the trail is searchable by queue name.
+    const name = ALL_QUEUES[0];
+    const encoded = `/admin/queues/api/queues/%${name.charCodeAt(0).toString(16)}${name.slice(1)}/add`;
+    expect((await call(svc.adminUrl, 'POST', encoded, { headers: auth, raw: job })).status).toBe(200);
+    expect((await acts()).at(-1)!.details).toEqual({ method: 'POST', path: add });
     await queue().drain();
   });
 

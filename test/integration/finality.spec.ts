@@ -337,6 +337,40 @@ describe('a batch payment re-included at other log indexes', () => {
   });
 });
 
+describe('resolving claim_unmovable alerts', () => {
+  it('reads the open alerts page by page: 1,001 stuck for good do not hold back one whose claim settled', async () => {
+    const seed = await newRequest();
+    // 1,001 requests cloned from one (no amount held, no claim), each with an open claim_unmovable alert;
+    // the newest alert's claim settles.
+    const ids = (await db.query<{ id: string }>(
+      `INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency, rate, amount,
+              chain_id, token_address, recipient, payment_mode, expires_at, claim_until, source, amount_locked)
+       SELECT gen_random_uuid(), partner_id, merchant_id, test_mode, 'unmovable-' || g || '-' || md5(random()::text), fiat_amount,
+              fiat_currency, rate, amount, chain_id, token_address, recipient, payment_mode, expires_at, claim_until, source, false
+         FROM payment_requests, generate_series(1, 1001) g WHERE id = $1
+       RETURNING id`, [seed.id])).map((r) => r.id);
+    await db.query(
+      `INSERT INTO alerts (kind, request_id, details, created_at)
+       SELECT 'claim_unmovable', r, '{}', now() - (1002 - o) * interval '1 ms' FROM unnest($1::uuid[]) WITH ORDINALITY AS t(r, o)`,
+      [ids],
+    );
+    const newest = ids[ids.length - 1];
+    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = $1`, [newest]);
+    try {
+      const resolved = await waitFor(async () => {
+        const [a] = await db.query<{ resolved_at: Date | null }>(`SELECT resolved_at FROM alerts WHERE request_id = $1`, [newest]);
+        return a.resolved_at;
+      }, 15000);
+      expect(resolved).toBeInstanceOf(Date);
+      expect((await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM alerts WHERE request_id = ANY($1::uuid[]) AND resolved_at IS NULL`, [ids]))[0].n).toBe(1000);
+    } finally {
+      // Out of the next tests' runs.
+      await db.query(`UPDATE alerts SET resolved_at = now() WHERE request_id = ANY($1::uuid[]) AND resolved_at IS NULL`, [ids]);
+    }
+  });
+});
+
 describe('ClaimFinalityRepository.due', () => {
   it('pages in (block, unknown first; id) order: page after page is the whole list once', async () => {
     const repo = svc.app.get(ClaimFinalityRepository);

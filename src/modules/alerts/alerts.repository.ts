@@ -33,14 +33,15 @@ export class AlertsRepository {
     return rows[0] ? fromRow(rows[0]) : null;
   }
 
-  /** The requests with an open alert of `kind`, at most `limit` (the oldest first). */
-  async openRequestIds(kind: AlertKind, limit: number): Promise<string[]> {
-    const rows = await this.alerts.query<Array<{ request_id: string }>>(
-      `SELECT request_id FROM alerts WHERE kind = $1 AND resolved_at IS NULL AND request_id IS NOT NULL
-        ORDER BY created_at LIMIT $2`,
-      [kind, limit],
+  /** A page of the open alerts of `kind` (id and request), in id order after `afterId`, at most `limit`. */
+  async openPage(kind: AlertKind, limit: number, afterId?: string): Promise<Array<{ id: string; requestId: string }>> {
+    const rows = await this.alerts.query<Array<{ id: string; request_id: string }>>(
+      `SELECT id, request_id FROM alerts WHERE kind = $1 AND resolved_at IS NULL AND request_id IS NOT NULL
+          AND ($3::uuid IS NULL OR id > $3::uuid)
+        ORDER BY id LIMIT $2`,
+      [kind, limit, afterId ?? null],
     );
-    return rows.map((r) => r.request_id);
+    return rows.map((r) => ({ id: r.id, requestId: r.request_id }));
   }
 
   /** Stamps the open alerts of `kind` of these requests resolved; returns the request ids it resolved. */

@@ -5,8 +5,8 @@ import type { Alert, AlertKind, NewAlert } from './alert';
 import { AlertsRepository } from './alerts.repository';
 import type { ListAlertsQuery } from './alerts.dto';
 
-/** Open alerts one openRequestIds call reads at most. */
-const OPEN_READ = 1000;
+/** Open alerts resolveWhere reads at a time. */
+const OPEN_PAGE = 1000;
 
 export interface AlertPage {
   alerts: Alert[];
@@ -25,9 +25,21 @@ export class AlertsService {
     return this.repo.insert(em, alert);
   }
 
-  /** The requests with an open alert of `kind` (the oldest OPEN_READ first: a next call reads the next ones once these are resolved). */
-  openRequestIds(kind: AlertKind): Promise<string[]> {
-    return this.repo.openRequestIds(kind, OPEN_READ);
+  /**
+   * Resolves every open alert of `kind` whose request `closed` picks (it gets a page of request ids and
+   * answers those whose condition is over), page by page of OPEN_PAGE: however many alerts stay open, none
+   * waits behind them. Returns the request ids resolved.
+   */
+  async resolveWhere(kind: AlertKind, closed: (requestIds: string[]) => Promise<string[]>): Promise<string[]> {
+    const resolved: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.repo.openPage(kind, OPEN_PAGE, after);
+      if (page.length === 0) return resolved;
+      resolved.push(...(await this.repo.resolve(kind, await closed(page.map((a) => a.requestId)))));
+      if (page.length < OPEN_PAGE) return resolved;
+      after = page[page.length - 1].id;
+    }
   }
 
   /** Stamps resolved the open alerts of `kind` of these requests; returns the request ids it resolved. */

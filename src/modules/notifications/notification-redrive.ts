@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { NOTIFICATION_JOBS } from '../../common/queue/queues';
 import { keepSchedules } from '../../common/queue/schedules';
+import { MetricsService } from '../ops/metrics.service';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
 
@@ -21,11 +22,14 @@ export class NotificationRedrive implements OnApplicationBootstrap, OnModuleDest
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repo: NotificationsRepository,
     private readonly queue: NotificationQueue,
+    private readonly metrics: MetricsService,
   ) {}
 
   async run(): Promise<number> {
     const doubtful = await this.repo.failInDoubt();
-    if (doubtful.length > 0) this.logger.error(`${doubtful.length} notification(s) in doubt after their worker stopped mid-send, not resent: ${doubtful.join(', ')}`);
+    // Counted with the sender's in-doubt attempts: a receipt that may be missing, whichever way it came to be.
+    for (const d of doubtful) this.metrics.countNotificationAttempt(d.channel, 'in_doubt');
+    if (doubtful.length > 0) this.logger.error(`${doubtful.length} notification(s) in doubt after their worker stopped mid-send, not resent: ${doubtful.map((d) => d.id).join(', ')}`);
     const overdue = await this.repo.overdue(this.config.notifyRedriveMs, REDRIVE_BATCH);
     const added = (await Promise.all(overdue.map((due) => this.queue.ensureJob(due)))).filter(Boolean).length;
     if (added > 0) this.logger.warn(`re-queued ${added} notification(s) whose job was missing`);

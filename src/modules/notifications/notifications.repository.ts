@@ -172,21 +172,21 @@ export class NotificationsRepository {
    * Messages whose worker held them past the lease without recording an outcome: the message may or may not
    * have gone out. They are failed 'in doubt' and never sent again automatically (at most once).
    */
-  async failInDoubt(): Promise<string[]> {
-    const rows = await this.dataSource.query<Array<{ id: string }>>(
+  async failInDoubt(): Promise<Array<{ id: string; channel: string }>> {
+    const rows = await this.dataSource.query<Array<{ id: string; channel: string }>>(
       `WITH n AS (
          UPDATE notifications
             SET status = 'failed', lease_until = NULL,
                 last_error = 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
           WHERE status = 'pending' AND lease_until < now()
-         RETURNING id, attempts)
+         RETURNING id, attempts, channel)
        , a AS (
          UPDATE notification_attempts a SET outcome = 'in_doubt', finished_at = now()
            FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
-         RETURNING a.notification_id AS id)
-       SELECT id FROM a`,
+         RETURNING a.notification_id AS id, n.channel)
+       SELECT id, channel FROM a`,
     );
-    return rows.map((r) => r.id);
+    return rows;
   }
 
   /** Pending messages due for longer than graceMs and held by nobody: each should have a job by now. */

@@ -100,6 +100,15 @@ function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
   next();
 }
 
+/** The path as the board reads it (`%72ates` is the rates queue), so the trail is searchable; as sent when malformed. */
+function decoded(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
 /**
  * Every act on the board (not GET/HEAD: a retry, a clean, a promote, a job added or removed) is stored in the
  * audit trail as `queue_board.action` with the method and the path (queue, job and what was done; never the
@@ -113,7 +122,7 @@ function auditedActs(audit: AuditService, dataSource: DataSource, logger: Logger
     try {
       await audit.record(dataSource.manager, { kind: 'admin', address: adminClient(req) }, {
         partnerId: null, action: 'queue_board.action', targetId: null,
-        details: { method: req.method, path: `${QUEUE_BOARD_PATH}${req.path}`.slice(0, 500) },
+        details: { method: req.method, path: `${QUEUE_BOARD_PATH}${decoded(req.path)}`.slice(0, 500) },
       });
     } catch (e) {
       logger.error(`cannot store a queue board action in the audit trail, refused: ${(e as Error).message}`);

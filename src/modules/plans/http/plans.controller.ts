@@ -15,8 +15,8 @@ import type { Plan } from '../domain/plan';
 import { CreatePlanDto, ListPlansQuery } from './plans.dto';
 import { planJson } from './plans.mapper';
 
-/** How far ahead a plan may start. */
-const START_AT_MAX_AHEAD_MS = 10 * 366 * 86_400_000;
+/** How far ahead a plan may start, in calendar years. */
+const START_AT_MAX_AHEAD_YEARS = 10;
 
 /** The signed-in merchant's plans (DESIGN §5): the dashboard's cookie, and its CSRF header on every change. */
 @Controller('dashboard/api/plans')
@@ -34,7 +34,9 @@ export class PlansController {
     @Res({ passthrough: true }) res: Response,
   ) {
     const startAt = dto.start_at === undefined ? undefined : new Date(dto.start_at);
-    if (startAt && startAt.getTime() > Date.now() + START_AT_MAX_AHEAD_MS) {
+    const latest = new Date();
+    latest.setUTCFullYear(latest.getUTCFullYear() + START_AT_MAX_AHEAD_YEARS);
+    if (startAt && startAt > latest) {
       // Far ahead, next_charge_at left the four-digit years ISO 8601 clients read (year 9999 gave "+010000-…").
       throw AppError.invalid([{ field: 'start_at', message: 'start_at must be within 10 years from now' }]);
     }

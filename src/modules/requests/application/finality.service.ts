@@ -204,12 +204,10 @@ export class FinalityService {
    * own `verified_reorged` alert says so) no longer needs operators: stamped resolved. Read from what is
    * stored, at the start of every run, so a run that failed after a claim changed, or an alert stored just
    * after another worker moved its claim, is resolved by the next run all the same. Open alerts are few:
-   * one short read of the partial index when there are none.
+   * one short read when there are none; many stuck for good are read page by page, never holding back others.
    */
   private async resolveUnmovable(): Promise<void> {
-    const open = await this.alerts.openRequestIds('claim_unmovable');
-    const closed = await this.claims.closed(open);
-    for (const id of await this.alerts.resolve('claim_unmovable', closed)) {
+    for (const id of await this.alerts.resolveWhere('claim_unmovable', (ids) => this.claims.closed(ids))) {
       this.logger.log(`verified request ${id}: its claim settled or was lost; its claim_unmovable alert is resolved`);
     }
   }
