@@ -42,11 +42,6 @@ export class AlertsService {
     }
   }
 
-  /** Stamps resolved the open alerts of `kind` of these requests; returns the request ids it resolved. */
-  resolve(kind: AlertKind, requestIds: readonly string[]): Promise<string[]> {
-    return this.repo.resolve(kind, requestIds);
-  }
-
   async list(q: ListAlertsQuery): Promise<AlertPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;

@@ -12,7 +12,7 @@ import type { PaymentRequest } from '../../requests/domain/payment-request';
 import { SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../../requests/domain/request-rules';
 import { effectiveStatus } from '../../requests/domain/transitions';
 import { RequestsService } from '../../requests/application/requests.service';
-import { afterResume, changeOf, firstPeriod, type Plan, type PlanChange, type PlanStatus } from '../domain/plan';
+import { afterResume, changeOf, firstPeriod, START_AT_MAX_AHEAD_YEARS, startAtAllowed, type Plan, type PlanChange, type PlanStatus } from '../domain/plan';
 import { dueAt, type PlanInterval } from '../domain/schedule';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
@@ -84,6 +84,11 @@ export class PlansService {
    * other check, as a request's replay is (DESIGN §3); two creates racing with one key make one plan.
    */
   async create(m: Merchant, input: NewPlanInput, idempotencyKey?: string): Promise<{ plan: Plan; created: boolean }> {
+    // A body error, before the replay as the body's other checks are. Far ahead, next_charge_at left the
+    // four-digit years ISO 8601 clients read (year 9999 gave "+010000-…").
+    if (input.startAt && !startAtAllowed(input.startAt, this.clock.now())) {
+      throw AppError.invalid([{ field: 'start_at', message: `start_at must be within ${START_AT_MAX_AHEAD_YEARS} years from now` }]);
+    }
     const replay = idempotencyKey === undefined ? null : await this.plans.findByKey(m.id, idempotencyKey);
     if (replay) return { plan: replay, created: false };
     const current = await this.merchants.currentForCreate(m.id);

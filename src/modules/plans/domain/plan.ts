@@ -69,6 +69,16 @@ export function periodToCharge(p: Plan, now: Date): number {
  */
 export const LAST_DUE_AT = new Date('9999-12-31T23:59:59.999Z');
 
+/** How far ahead a plan may start, in calendar years: far enough for any real plan, far from LAST_DUE_AT. */
+export const START_AT_MAX_AHEAD_YEARS = 10;
+
+/** Whether a plan may start at `startAt`, seen at `now`. */
+export function startAtAllowed(startAt: Date, now: Date): boolean {
+  const latest = new Date(now);
+  latest.setUTCFullYear(latest.getUTCFullYear() + START_AT_MAX_AHEAD_YEARS);
+  return startAt <= latest;
+}
+
 /**
  * After the charge of period k was created: the next period, or completed at max_charges (DESIGN §8) or
  * when the next period would fall after LAST_DUE_AT (the test clock can advance a plan that far).

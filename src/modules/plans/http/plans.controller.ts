@@ -1,7 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { AppError } from '../../../common/errors';
 import { BodyCheckGuard } from '../../../common/http/body';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 import { RateLimit } from '../../../common/rate-limit/rate-limit';
@@ -14,9 +13,6 @@ import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
 import { CreatePlanDto, ListPlansQuery } from './plans.dto';
 import { planJson } from './plans.mapper';
-
-/** How far ahead a plan may start, in calendar years. */
-const START_AT_MAX_AHEAD_YEARS = 10;
 
 /** The signed-in merchant's plans (DESIGN §5): the dashboard's cookie, and its CSRF header on every change. */
 @Controller('dashboard/api/plans')
@@ -33,20 +29,13 @@ export class PlansController {
     @IdempotencyKeyHeader() idempotencyKey: string | undefined,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const startAt = dto.start_at === undefined ? undefined : new Date(dto.start_at);
-    const latest = new Date();
-    latest.setUTCFullYear(latest.getUTCFullYear() + START_AT_MAX_AHEAD_YEARS);
-    if (startAt && startAt > latest) {
-      // Far ahead, next_charge_at left the four-digit years ISO 8601 clients read (year 9999 gave "+010000-…").
-      throw AppError.invalid([{ field: 'start_at', message: 'start_at must be within 10 years from now' }]);
-    }
     const { plan, created } = await this.plans.create(s.merchant, {
       title: dto.title,
       fiatAmount: dto.fiat_amount_int,
       fiatCurrencyCode: dto.fiat_currency_code,
       interval: dto.interval,
       intervalCount: dto.interval_count,
-      startAt,
+      startAt: dto.start_at === undefined ? undefined : new Date(dto.start_at),
       maxCharges: dto.max_charges,
       expiryMinutes: dto.expiry_minutes,
       payerName: dto.payer_name,
