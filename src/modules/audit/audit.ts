@@ -23,6 +23,7 @@ export const AUDIT_ACTIONS = [
   'portal_user.password_changed',
   'portal_user.signed_in',
   'queue_board.action',
+  'notification.resent',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -6,6 +6,7 @@
  */
 export interface NotifiedRequest {
   requestId: string;
+  partnerId: string;
   merchantId: string;
   testMode: boolean;
   fiatAmount: number;

@@ -4,7 +4,7 @@ import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
 import { MetricsService } from '../ops/metrics.service';
-import { nextStep, type SendResult, type StoredNotification } from './notification';
+import { nextStep, retriesSince, type SendResult, type StoredNotification } from './notification';
 import { NotificationRequestsPort } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
@@ -86,7 +86,7 @@ export class NotificationSender {
     const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS);
     if (!claimed) return; // another run of the same attempt got there first
     const result = await this.send(message, deadline);
-    const step = nextStep(result, attempt, Date.now() - row.createdAt.getTime(), {
+    const step = nextStep(result, attempt, Date.now() - retriesSince(row).getTime(), {
       baseMs: this.config.notifyRetryBaseMs,
       maxMs: this.config.notifyRetryMaxMs,
       giveUpMs: this.config.notifyGiveUpMs,
@@ -109,10 +109,10 @@ export class NotificationSender {
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
   }
 
-  /** Retried (the job fails) until the message is NOTIFY_GIVE_UP_MS old, then abandoned with the reason. */
+  /** Retried (the job fails) until the message is NOTIFY_GIVE_UP_MS old (or resent that long ago), then abandoned with the reason. */
   private async unbuildable(row: StoredNotification, attempt: number, e: UnbuildableMessage): Promise<void> {
     const error = `not sent: the message cannot be built: ${e.message}`;
-    if (Date.now() - row.createdAt.getTime() < this.config.notifyGiveUpMs) {
+    if (Date.now() - retriesSince(row).getTime() < this.config.notifyGiveUpMs) {
       await this.repo.noteUnsent(row.id, attempt, error);
       throw e;
     }

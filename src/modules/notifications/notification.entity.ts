@@ -63,4 +63,8 @@ export class NotificationEntity {
 
   @Column('timestamp with time zone', { name: 'created_at', precision: 3, default: () => 'now()' })
   createdAt!: Date;
+
+  /** When an operator last sent it again (it had failed or been abandoned): its retries' 24 hours count from here. */
+  @Column('timestamp with time zone', { name: 'resent_at', precision: 3, nullable: true })
+  resentAt!: Date | null;
 }

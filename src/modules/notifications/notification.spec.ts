@@ -1,4 +1,4 @@
-import { messageIdFor, messagesForCharge, messagesForVerified, nextStep } from './notification';
+import { messageIdFor, messagesForCharge, messagesForVerified, nextStep, resendRefusal, retriesSince } from './notification';
 
 const policy = { baseMs: 100, maxMs: 1000, giveUpMs: 5000 };
 
@@ -69,5 +69,40 @@ describe('messageIdFor', () => {
     expect(messageIdFor('abc', 'Shop <receipts@mail.example.com>', 'http://localhost:3000')).toBe('<abc@mail.example.com>');
     expect(messageIdFor('abc', 'receipts@example.org', 'http://localhost:3000')).toBe('<abc@example.org>');
     expect(messageIdFor('abc', null, 'https://pay.example.net')).toBe('<abc@pay.example.net>');
+  });
+});
+
+describe('resendRefusal', () => {
+  it.each([
+    ['failed', 'failed', false, null],
+    ['failed', 'retry', false, null],
+    ['abandoned', 'abandoned', false, null],
+    ['abandoned', null, false, null],
+    ['failed', 'in_doubt', false, /may have reached the recipient.*allow_duplicate/],
+    ['failed', 'in_doubt', true, null],
+    ['pending', 'retry', true, /still being sent/],
+    ['pending', null, false, /still being sent/],
+    ['sent', 'sent', true, /was sent/],
+  ] as const)('%s after %s, allow_duplicate %s → %s', (status, last, allow, expected) => {
+    const refusal = resendRefusal(status, last, allow);
+    if (expected === null) expect(refusal).toBeNull();
+    else expect(refusal).toMatch(expected);
+  });
+});
+
+describe('retriesSince', () => {
+  it('the creation until an operator resends it, then the resend', () => {
+    const createdAt = new Date('2026-11-01T00:00:00Z');
+    const resentAt = new Date('2026-11-03T00:00:00Z');
+    expect(retriesSince({ createdAt, resentAt: null })).toBe(createdAt);
+    expect(retriesSince({ createdAt, resentAt })).toBe(resentAt);
+  });
+
+  it("gives a resent message's transient failure a retry where the age since creation would abandon it", () => {
+    const now = Date.parse('2026-11-03T00:00:01Z');
+    const n = { createdAt: new Date('2026-11-01T00:00:00Z'), resentAt: new Date('2026-11-03T00:00:00Z') };
+    const transient = { kind: 'transient', error: '451' } as const;
+    expect(nextStep(transient, 3, now - n.createdAt.getTime(), policy)).toEqual({ outcome: 'abandoned' });
+    expect(nextStep(transient, 3, now - retriesSince(n).getTime(), policy)).toEqual({ outcome: 'retry', delayMs: 400 });
   });
 });

@@ -42,6 +42,8 @@ export interface StoredNotification {
   lastError: string | null;
   sentAt: Date | null;
   createdAt: Date;
+  /** When an operator last sent it again; null until then. */
+  resentAt: Date | null;
 }
 
 /** Which channels are on (SMTP_URL set; all four SMS_* set). */
@@ -109,7 +111,8 @@ export type NextStep =
 /**
  * After attempt n: sent, refused and in doubt end the message (in doubt is never resent: at most once). A
  * transient failure waits with exponential back-off (base × 2^(n-1), capped at max); a message whose next
- * attempt would fall later than giveUp after it was written is abandoned instead (24 hours by default).
+ * attempt would fall later than giveUp after it was written (or resent: retriesSince) is abandoned instead
+ * (24 hours by default).
  */
 export function nextStep(result: SendResult, attempt: number, ageMs: number, p: RetryPolicy): NextStep {
   switch (result.kind) {
@@ -123,6 +126,34 @@ export function nextStep(result: SendResult, attempt: number, ageMs: number, p: 
       const delayMs = doubling(p.baseMs, p.maxMs, attempt - 1);
       return ageMs + delayMs > p.giveUpMs ? { outcome: 'abandoned' } : { outcome: 'retry', delayMs };
     }
+  }
+}
+
+/**
+ * Where a message's retry schedule starts: its creation, or an operator's latest resend. The give-up age
+ * (NOTIFY_GIVE_UP_MS, 24 hours by default) counts from here, so a resend gets a full schedule of its own.
+ */
+export function retriesSince(n: Pick<StoredNotification, 'createdAt' | 'resentAt'>): Date {
+  return n.resentAt ?? n.createdAt;
+}
+
+/**
+ * Why an operator may not send a message again, or null when they may. Only a message that did not go out
+ * (failed, abandoned) is sent again; a pending one is still being sent, and a sent one went out (at most
+ * once). One whose last attempt ended in doubt may have arrived: it is sent again only when the operator
+ * accepts a possible duplicate. The repository's reopen applies the same rule in its statement.
+ */
+export function resendRefusal(status: NotificationStatus, lastOutcome: AttemptOutcome | null, allowDuplicate: boolean): string | null {
+  switch (status) {
+    case 'pending':
+      return 'the message is still being sent';
+    case 'sent':
+      return 'the message was sent';
+    case 'failed':
+    case 'abandoned':
+      return lastOutcome === 'in_doubt' && !allowDuplicate
+        ? 'its last attempt may have reached the recipient: send it again with allow_duplicate: true to accept a possible duplicate'
+        : null;
   }
 }
 

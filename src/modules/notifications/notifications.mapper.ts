@@ -6,7 +6,7 @@ export function sentMessageJson(m: SentMessage) {
   return { kind: m.kind, channel: m.channel, to: m.to, status: m.status, sent_at: iso(m.sentAt) };
 }
 
-function recordJson(n: NotificationRecord) {
+export function recordJson(n: NotificationRecord) {
   return {
     notification_id: n.id,
     ...sentMessageJson(n),
@@ -18,6 +18,7 @@ function recordJson(n: NotificationRecord) {
     last_error: n.lastError,
     next_attempt_at: n.status === 'pending' ? iso(n.nextAttemptAt) : null,
     created_at: iso(n.createdAt),
+    resent_at: iso(n.resentAt),
   };
 }
 

@@ -3,7 +3,7 @@ import { InjectRepository } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, In, type EntityManager, type Repository } from 'typeorm';
 import { oneOf } from '../../database/state-test';
-import { NOTIFICATION_STATUSES, type NewNotification, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
+import { NOTIFICATION_STATUSES, type AttemptOutcome, type NewNotification, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
 import { NotificationEntity } from './notification.entity';
 
 /** A message claimed for one attempt: what the sender needs to build and send it. */
@@ -199,6 +199,49 @@ export class NotificationsRepository {
     );
   }
 
+  /** One message, with the outcome of its last attempt (null before the first). */
+  async get(id: string): Promise<(StoredNotification & { lastOutcome: AttemptOutcome | null }) | null> {
+    const e = await this.rows.findOneBy({ id });
+    if (!e) return null;
+    const [last] = await this.dataSource.query<Array<{ outcome: AttemptOutcome }>>(
+      `SELECT outcome FROM notification_attempts WHERE notification_id = $1 AND attempt = $2`,
+      [id, e.attempts],
+    );
+    return { ...toStored(e), lastOutcome: last?.outcome ?? null };
+  }
+
+  /**
+   * Makes a message that did not go out (failed, abandoned) pending again, due now, with resent_at = now (its
+   * retry schedule starts again), in the caller's transaction, by the rule of resendRefusal: never one
+   * that is pending or sent, and one whose last attempt ended in doubt only when `allowDuplicate`. The row
+   * is locked first, so of two resends at once only one reopens it. Returns the message as reopened, with
+   * what it was before; null when the rule refused it (or it does not exist).
+   */
+  async reopen(
+    em: EntityManager,
+    id: string,
+    allowDuplicate: boolean,
+  ): Promise<{ notification: StoredNotification; previousStatus: NotificationStatus; lastOutcome: AttemptOutcome | null } | null> {
+    const rows = await em.query<Array<{ id: string; previous_status: NotificationStatus; last_outcome: AttemptOutcome | null }>>(
+      `WITH cur AS (
+         SELECT n.id, n.status,
+                (SELECT a.outcome FROM notification_attempts a WHERE a.notification_id = n.id AND a.attempt = n.attempts) AS last_outcome
+           FROM notifications n WHERE n.id = $1 FOR UPDATE)
+       , reopened AS (
+         UPDATE notifications n SET status = 'pending', next_attempt_at = now(), resent_at = now()
+           FROM cur
+          WHERE n.id = cur.id AND cur.status IN ('failed', 'abandoned') AND n.lease_until IS NULL
+            AND ($2::boolean OR cur.last_outcome IS DISTINCT FROM 'in_doubt')
+         RETURNING n.id, cur.status AS previous_status, cur.last_outcome)
+       SELECT * FROM reopened`,
+      [id, allowDuplicate],
+    );
+    const [reopened] = rows;
+    if (!reopened) return null;
+    const e = await em.getRepository(NotificationEntity).findOneByOrFail({ id });
+    return { notification: toStored(e), previousStatus: reopened.previous_status, lastOutcome: reopened.last_outcome };
+  }
+
   /** The messages of one request, oldest first. */
   async forRequest(requestId: string): Promise<StoredNotification[]> {
     return (await this.rows.find({ where: { requestId }, order: { createdAt: 'ASC', kind: 'ASC', channel: 'ASC' } })).map(toStored);
@@ -235,6 +278,6 @@ function toStored(e: NotificationEntity): StoredNotification {
   return {
     id: e.id, kind: e.kind, channel: e.channel, to: e.to, requestId: e.requestId, planId: e.planId, periodIndex: e.periodIndex,
     dueAt: e.dueAt, status: e.status, messageId: e.messageId, attempts: e.attempts, nextAttemptAt: e.nextAttemptAt,
-    lastError: e.lastError, sentAt: e.sentAt, createdAt: e.createdAt,
+    lastError: e.lastError, sentAt: e.sentAt, createdAt: e.createdAt, resentAt: e.resentAt,
   };
 }

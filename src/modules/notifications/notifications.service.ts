@@ -1,6 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppError } from '../../common/errors';
 import { PAGE_DEFAULT } from '../../common/paging';
-import type { NotificationChannel, NotificationKind, NotificationStatus, StoredNotification } from './notification';
+import type { Actor } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
+import { resendRefusal, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
+import { NotificationRequestsPort } from './notification-facts.port';
+import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
 
 /** What was sent about a request, as the dashboard shows it (DESIGN §8). */
@@ -23,6 +29,7 @@ export interface NotificationRecord extends SentMessage {
   lastError: string | null;
   nextAttemptAt: Date;
   createdAt: Date;
+  resentAt: Date | null;
 }
 
 export interface NotificationPage {
@@ -32,10 +39,21 @@ export interface NotificationPage {
   offset: number;
 }
 
-/** The read side of the notifications outbox: per request for the dashboard, the unsent ones for operators. */
+/**
+ * The notifications outbox for people: per request for the dashboard; for operators, the messages that did
+ * not go out and sending one of them again.
+ */
 @Injectable()
 export class NotificationsService {
-  constructor(private readonly repo: NotificationsRepository) {}
+  private readonly logger = new Logger('Notifications');
+
+  constructor(
+    private readonly repo: NotificationsRepository,
+    private readonly requests: NotificationRequestsPort,
+    private readonly queue: NotificationQueue,
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
+  ) {}
 
   async sentFor(requestId: string): Promise<SentMessage[]> {
     return (await this.repo.forRequest(requestId)).map((n) => ({ kind: n.kind, channel: n.channel, to: n.to, status: n.status, sentAt: n.sentAt }));
@@ -48,12 +66,54 @@ export class NotificationsService {
     const rows = await this.repo.list({ statuses: q.status ? [q.status] : ['failed', 'abandoned'], requestId: q.requestId, limit: limit + 1, offset });
     return { notifications: rows.slice(0, limit).map(toRecord), hasMore: rows.length > limit, limit, offset };
   }
+
+  /**
+   * Sends a message that did not go out (failed, abandoned) again, under its Message-ID, with a new retry
+   * schedule of its own (resendRefusal says which may be). Audited as `notification.resent` with the
+   * message's partner, in the transaction that reopens it. The job is added after the commit; if Redis is
+   * away, the re-drive adds it once the message is overdue.
+   */
+  async resend(id: string, allowDuplicate: boolean, actor: Actor): Promise<NotificationRecord> {
+    const current = await this.repo.get(id);
+    if (!current) throw AppError.notFound();
+    const refusal = resendRefusal(current.status, current.lastOutcome, allowDuplicate);
+    if (refusal) throw conflict(refusal);
+    // The outbox row references its request (foreign key), so it is there.
+    const request = await this.requests.notifiedRequest(current.requestId);
+    const reopened = await this.dataSource.transaction(async (em) => {
+      const r = await this.repo.reopen(em, id, allowDuplicate);
+      if (r) {
+        await this.audit.record(em, actor, {
+          partnerId: request?.partnerId ?? null, action: 'notification.resent', targetId: id,
+          details: {
+            kind: r.notification.kind, channel: r.notification.channel, request_id: r.notification.requestId,
+            previous_status: r.previousStatus, last_outcome: r.lastOutcome, attempts_before: r.notification.attempts,
+          },
+        });
+      }
+      return r;
+    });
+    if (!reopened) {
+      // Changed since it was read (another operator's resend, most likely): explain it as it is now.
+      const now = await this.repo.get(id);
+      throw conflict((now && resendRefusal(now.status, now.lastOutcome, allowDuplicate)) ?? 'the message changed meanwhile; read it again');
+    }
+    const n = reopened.notification;
+    try {
+      await this.queue.ensureJob({ id, attempt: n.attempts + 1 });
+    } catch (e) {
+      this.logger.error(`resend of notification ${id} not enqueued yet (the re-drive will): ${(e as Error).message}`);
+    }
+    return toRecord(n);
+  }
 }
+
+const conflict = (message: string) => new AppError('conflict', { errors: [{ field: 'notification_id', message }] });
 
 function toRecord(n: StoredNotification): NotificationRecord {
   return {
     id: n.id, kind: n.kind, channel: n.channel, to: n.to, status: n.status, sentAt: n.sentAt, requestId: n.requestId, planId: n.planId,
     periodIndex: n.periodIndex, messageId: n.messageId, attempts: n.attempts, lastError: n.lastError, nextAttemptAt: n.nextAttemptAt,
-    createdAt: n.createdAt,
+    createdAt: n.createdAt, resentAt: n.resentAt,
   };
 }

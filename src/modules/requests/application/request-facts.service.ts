@@ -16,7 +16,7 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
     const r = await this.repo.findById(requestId);
     return r
       ? {
-          requestId: r.id, merchantId: r.merchantId, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
+          requestId: r.id, partnerId: r.partnerId, merchantId: r.merchantId, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
           amount: r.amount, chainId: r.chainId, tokenAddress: r.tokenAddress, txHash: r.txHash, expiresAt: r.expiresAt,
           proofVerifiedAt: r.proofVerifiedAt,
         }
