@@ -212,34 +212,23 @@ export class NotificationsRepository {
 
   /**
    * Makes a message that did not go out (failed, abandoned) pending again, due now, with resent_at = now (its
-   * retry schedule starts again), in the caller's transaction, by the rule of resendRefusal: never one
-   * that is pending or sent, and one whose last attempt ended in doubt only when `allowDuplicate`. The row
-   * is locked first, so of two resends at once only one reopens it. Returns the message as reopened, with
-   * what it was before; null when the rule refused it (or it does not exist).
+   * retry schedule starts again) and no last_error, in the caller's transaction: only while it is still at
+   * attempt `attempts` and `status`, as the caller read and judged it (resendRefusal). Its attempt number
+   * moves only forward, so the row's lock and the re-check of the row as committed let one of several
+   * resends at once through, and never one decided on an older attempt (a last outcome since in doubt).
+   * Returns the message as reopened; null when it is no longer as read.
    */
-  async reopen(
-    em: EntityManager,
-    id: string,
-    allowDuplicate: boolean,
-  ): Promise<{ notification: StoredNotification; previousStatus: NotificationStatus; lastOutcome: AttemptOutcome | null } | null> {
-    const rows = await em.query<Array<{ id: string; previous_status: NotificationStatus; last_outcome: AttemptOutcome | null }>>(
-      `WITH cur AS (
-         SELECT n.id, n.status,
-                (SELECT a.outcome FROM notification_attempts a WHERE a.notification_id = n.id AND a.attempt = n.attempts) AS last_outcome
-           FROM notifications n WHERE n.id = $1 FOR UPDATE)
-       , reopened AS (
-         UPDATE notifications n SET status = 'pending', next_attempt_at = now(), resent_at = now()
-           FROM cur
-          WHERE n.id = cur.id AND cur.status IN ('failed', 'abandoned') AND n.lease_until IS NULL
-            AND ($2::boolean OR cur.last_outcome IS DISTINCT FROM 'in_doubt')
-         RETURNING n.id, cur.status AS previous_status, cur.last_outcome)
-       SELECT * FROM reopened`,
-      [id, allowDuplicate],
+  async reopen(em: EntityManager, id: string, read: { attempts: number; status: 'failed' | 'abandoned' }): Promise<StoredNotification | null> {
+    const rows = await em.query<Array<{ id: string }>>(
+      `WITH reopened AS (
+         UPDATE notifications SET status = 'pending', next_attempt_at = now(), resent_at = now(), last_error = NULL
+          WHERE id = $1 AND attempts = $2 AND status = $3 AND lease_until IS NULL
+         RETURNING id)
+       SELECT id FROM reopened`,
+      [id, read.attempts, read.status],
     );
-    const [reopened] = rows;
-    if (!reopened) return null;
-    const e = await em.getRepository(NotificationEntity).findOneByOrFail({ id });
-    return { notification: toStored(e), previousStatus: reopened.previous_status, lastOutcome: reopened.last_outcome };
+    if (rows.length === 0) return null;
+    return toStored(await em.getRepository(NotificationEntity).findOneByOrFail({ id }));
   }
 
   /** The messages of one request, oldest first. */

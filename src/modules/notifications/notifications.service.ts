@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
+import { waitBriefly } from '../../common/queue/after-commit-wait';
 import { PAGE_DEFAULT } from '../../common/paging';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
@@ -70,41 +71,34 @@ export class NotificationsService {
   /**
    * Sends a message that did not go out (failed, abandoned) again, under its Message-ID, with a new retry
    * schedule of its own (resendRefusal says which may be). Audited as `notification.resent` with the
-   * message's partner, in the transaction that reopens it. The job is added after the commit; if Redis is
-   * away, the re-drive adds it once the message is overdue.
+   * message's partner, in the transaction that reopens it. The job is added after the commit, waited for
+   * briefly like every after-commit hook: with Redis away the call still answers, and the re-drive adds the job
+   * once the message is overdue.
    */
   async resend(id: string, allowDuplicate: boolean, actor: Actor): Promise<NotificationRecord> {
-    const current = await this.repo.get(id);
-    if (!current) throw AppError.notFound();
-    const refusal = resendRefusal(current.status, current.lastOutcome, allowDuplicate);
+    const read = await this.repo.get(id);
+    if (!read) throw AppError.notFound();
+    const refusal = resendRefusal(read.status, read.lastOutcome, allowDuplicate);
     if (refusal) throw conflict(refusal);
+    const status = read.status as 'failed' | 'abandoned'; // resendRefusal passes no other
     // The outbox row references its request (foreign key), so it is there.
-    const request = await this.requests.notifiedRequest(current.requestId);
+    const request = await this.requests.notifiedRequest(read.requestId);
     const reopened = await this.dataSource.transaction(async (em) => {
-      const r = await this.repo.reopen(em, id, allowDuplicate);
-      if (r) {
+      const n = await this.repo.reopen(em, id, { attempts: read.attempts, status });
+      if (n) {
         await this.audit.record(em, actor, {
           partnerId: request?.partnerId ?? null, action: 'notification.resent', targetId: id,
-          details: {
-            kind: r.notification.kind, channel: r.notification.channel, request_id: r.notification.requestId,
-            previous_status: r.previousStatus, last_outcome: r.lastOutcome, attempts_before: r.notification.attempts,
-          },
+          details: { kind: n.kind, channel: n.channel, request_id: n.requestId, previous_status: status, last_outcome: read.lastOutcome, attempts_before: read.attempts },
         });
       }
-      return r;
+      return n;
     });
-    if (!reopened) {
-      // Changed since it was read (another operator's resend, most likely): explain it as it is now.
-      const now = await this.repo.get(id);
-      throw conflict((now && resendRefusal(now.status, now.lastOutcome, allowDuplicate)) ?? 'the message changed meanwhile; read it again');
-    }
-    const n = reopened.notification;
-    try {
-      await this.queue.ensureJob({ id, attempt: n.attempts + 1 });
-    } catch (e) {
-      this.logger.error(`resend of notification ${id} not enqueued yet (the re-drive will): ${(e as Error).message}`);
-    }
-    return toRecord(n);
+    // Changed since it was read (another operator's resend, most likely): judged again only on a new read.
+    if (!reopened) throw conflict('the message changed while it was being resent; read it again');
+    await waitBriefly(this.logger, `resend of notification ${id}`, 'the notifications re-drive will enqueue it', () =>
+      this.queue.ensureJob({ id, attempt: reopened.attempts + 1 }),
+    );
+    return toRecord(reopened);
   }
 }
 

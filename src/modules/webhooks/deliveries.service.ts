@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../common/errors';
+import { waitBriefly } from '../../common/queue/after-commit-wait';
 import { PAGE_DEFAULT } from '../../common/paging';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
@@ -69,12 +70,10 @@ export class DeliveriesService {
     if (!reopened) {
       throw new AppError('conflict', { errors: [{ field: 'delivery_id', message: 'delivery still in progress' }] });
     }
-    try {
-      await this.queue.ensureJob({ id: deliveryId, attempt: reopened.attempts + 1, partnerId: reopened.partnerId });
-    } catch (e) {
-      // The event is pending in Postgres: the re-drive enqueues it when Redis answers again.
-      this.logger.error(`redelivery of ${deliveryId} not enqueued yet: ${(e as Error).message}`);
-    }
+    // The event is pending in Postgres: with Redis away the call answers, and the re-drive enqueues it later.
+    await waitBriefly(this.logger, `redelivery of ${deliveryId}`, 'the outbox re-drive will enqueue it', () =>
+      this.queue.ensureJob({ id: deliveryId, attempt: reopened.attempts + 1, partnerId: reopened.partnerId }),
+    );
     return toDeliveryView(reopened);
   }
 
