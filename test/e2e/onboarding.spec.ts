@@ -173,7 +173,7 @@ describe('wallet rules', () => {
     expect((await proveWallet(token, await siweProof(svc, token, given))).status).toBe(200);
   });
 
-  it('a wallet another merchant owns → 409 wallet_address_conflict', async () => {
+  it('a wallet another merchant named → 409 wallet_address_conflict for a test merchant', async () => {
     const owned = randomWallet();
     const otherPartner = await createPartner(svc);
     await createShellMerchant(svc, otherPartner.testKey, { wallet_address: owned.address });
@@ -183,6 +183,48 @@ describe('wallet rules', () => {
     expect(r.status).toBe(409);
     expect(r.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
     expect((await merchantGet(m.merchant_id)).body.wallet_address).toBeNull();
+  });
+
+  it("a live merchant's proof takes the wallet off a test merchant that only named it: a free test key cannot keep a wallet from its owner", async () => {
+    const owner = randomWallet();
+    const squatter = await createPartner(svc);
+    const claim = await createShellMerchant(svc, squatter.testKey, { wallet_address: owner.address });
+    // Spec §4.5 rule 2: while the test merchant names it, a create naming it elsewhere is a conflict.
+    const named = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.liveKey, body: { wallet_address: owner.address } });
+    expect(named.status).toBe(409);
+    expect(named.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+
+    // The owner onboards a live merchant created without a wallet, and proves it.
+    const live = await createShellMerchant(svc, p.liveKey, {});
+    const token = tokenOf(live.onboarding_url);
+    const proved = await proveWallet(token, await siweProof(svc, token, owner));
+    expect(proved.status).toBe(200);
+    expect(proved.body.wallet_address).toBe(owner.address.toLowerCase());
+    expect((await complete(token, { accept_terms: true })).status).toBe(200);
+    const liveNow = await call(svc.publicUrl, 'GET', `/api/v1/merchants/${live.merchant_id}`, { key: p.liveKey });
+    expect(liveNow.body).toMatchObject({ wallet_address: owner.address.toLowerCase(), onboarding_status: 'complete' });
+
+    // The test merchant lost the claim; naming the wallet again is now a conflict with the live owner.
+    const claimNow = await call(svc.publicUrl, 'GET', `/api/v1/merchants/${claim.merchant_id}`, { key: squatter.testKey });
+    expect(claimNow.body).toMatchObject({ wallet_address: null, onboarding_status: 'incomplete' });
+    const again = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: squatter.testKey, body: { wallet_address: owner.address } });
+    expect(again.status).toBe(409);
+  });
+
+  it('a wallet a test merchant proved, or a live merchant named, stays theirs: a live proof elsewhere → 409, nothing changes', async () => {
+    const other = await createPartner(svc);
+    const proven = await createOnboardedMerchant(svc, other.testKey);
+    const namedLive = randomWallet();
+    const liveClaim = await createShellMerchant(svc, other.liveKey, { wallet_address: namedLive.address });
+    for (const [w, holder, key] of [[proven.wallet, proven.id, other.testKey], [namedLive, liveClaim.merchant_id, other.liveKey]] as const) {
+      const live = await createShellMerchant(svc, p.liveKey, {});
+      const token = tokenOf(live.onboarding_url);
+      const r = await proveWallet(token, await siweProof(svc, token, w as ReturnType<typeof randomWallet>));
+      expect(r.status).toBe(409);
+      expect(r.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+      expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${live.merchant_id}`, { key: p.liveKey })).body.wallet_address).toBeNull();
+      expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${holder}`, { key })).body.wallet_address).toBe(w.address.toLowerCase());
+    }
   });
 
   it('a signed proof is single use: replaying it fails once it has been used', async () => {

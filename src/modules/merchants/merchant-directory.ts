@@ -63,10 +63,13 @@ export class MerchantDirectory implements OnModuleInit {
     this.cache.delete(id);
   }
 
-  /** Runs a change of the merchant in a transaction that tells every instance, at commit, to forget it. */
-  change<T>(id: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  /**
+   * Runs a change of the merchant in a transaction that tells every instance, at commit, to forget it; `also`
+   * announces another merchant the same change touched.
+   */
+  change<T>(id: string, work: (em: EntityManager, also: (otherId: string) => Promise<void>) => Promise<T>): Promise<T> {
     return this.feed.change(CHANGE_TOPICS.merchants, async (em, announce) => {
-      const result = await work(em);
+      const result = await work(em, announce);
       await announce(id);
       return result;
     });

@@ -125,6 +125,22 @@ export class MerchantRepository {
    * Records the proven wallet and replaces the nonce. The nonce is single use: the UPDATE only wins while it
    * still holds the nonce that was signed (false otherwise). A unique violation when another merchant has the wallet.
    */
+  /**
+   * Takes `wallet` off every test-mode merchant that only named it at create (never proved it, onboarding not
+   * complete). Returns the merchants it was taken from.
+   */
+  async releaseTestClaims(em: EntityManager, wallet: string): Promise<Array<{ id: string; partnerId: string }>> {
+    const rows = await em.query<Array<{ id: string; partner_id: string }>>(
+      `WITH released AS (
+         UPDATE merchants SET wallet_address = NULL, updated_at = now()
+          WHERE wallet_address = $1 AND test_mode AND wallet_verified_at IS NULL AND onboarding_status = 'incomplete'
+         RETURNING id, partner_id)
+       SELECT * FROM released`,
+      [wallet],
+    );
+    return rows.map((r) => ({ id: r.id, partnerId: r.partner_id }));
+  }
+
   async proveWallet(em: EntityManager, id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
     const r = await em
       .getRepository(MerchantEntity)

@@ -124,7 +124,7 @@ export class MerchantsService {
    * Runs a change of what create reads of this merchant (disabled, wallet, onboarding, currency) in one
    * transaction that tells every instance's merchant cache at commit (MerchantDirectory).
    */
-  change<T>(id: string, work: (em: EntityManager) => Promise<T>): Promise<T> {
+  change<T>(id: string, work: (em: EntityManager, also: (otherId: string) => Promise<void>) => Promise<T>): Promise<T> {
     return this.directory.change(id, work);
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/pg-errors';
@@ -32,6 +32,8 @@ export interface OnboardingState {
  */
 @Injectable()
 export class OnboardingService {
+  private readonly logger = new Logger('Onboarding');
+
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repo: MerchantRepository,
@@ -93,15 +95,38 @@ export class OnboardingService {
     if (m.walletAddress && m.walletAddress !== wallet) {
       throw new AppError('wallet_mismatch', { expected_wallet_address: m.walletAddress });
     }
-    let won: boolean;
-    try {
-      won = await this.merchants.change(m.id, (em) => this.repo.proveWallet(em, m.id, wallet, nonce, newNonce()));
-    } catch (e) {
-      if (isUniqueViolation(e)) throw new AppError('wallet_address_conflict');
-      throw e;
-    }
-    if (!won) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
+    await this.takeWallet(m, wallet, nonce);
     return this.state(token);
+  }
+
+  /**
+   * Sets the proven wallet on merchant `m`, spending `nonce`. Wallets are globally unique (spec §4.5; DESIGN
+   * §4: another merchant's wallet → 409), but a create only names one, and a test key costs nothing: a proof
+   * for a live merchant wins over test-mode merchants that merely named the wallet and never proved it, which
+   * lose it in the same transaction. Else anyone with a sandbox key could keep a wallet from its owner's live
+   * merchant for good. A wallet another merchant proved, or a live one named, stays theirs: 409. A test claim
+   * committed between the release and the update fails the update; the second round releases it too.
+   */
+  private async takeWallet(m: MerchantEntity, wallet: string, nonce: string): Promise<void> {
+    for (let round = 0; ; round++) {
+      try {
+        const releasedFrom = await this.merchants.change(m.id, async (em, also) => {
+          const from = m.testMode ? [] : await this.repo.releaseTestClaims(em, wallet);
+          for (const r of from) await also(r.id);
+          // Spent by a concurrent proof of this link: the release is undone with the rest.
+          if (!(await this.repo.proveWallet(em, m.id, wallet, nonce, newNonce()))) throw new NonceSpent();
+          return from;
+        });
+        for (const r of releasedFrom) {
+          this.logger.warn(`wallet ${wallet} proven by live merchant ${m.id}: taken off test merchant ${r.id} (partner ${r.partnerId}), which named it at create without proving it`);
+        }
+        return;
+      } catch (e) {
+        if (e instanceof NonceSpent) throw new AppError('invalid_signature', { errors: [{ field: 'message', message: 'nonce already used' }] });
+        if (!isUniqueViolation(e)) throw e;
+        if (round > 0 || m.testMode) throw new AppError('wallet_address_conflict');
+      }
+    }
   }
 
   async complete(token: string, dto: CompleteOnboardingDto): Promise<{ onboardingStatus: 'complete'; merchant: Merchant }> {
@@ -136,6 +161,9 @@ export class OnboardingService {
     throw AppError.notFound();
   }
 }
+
+/** The nonce a proof signed was spent by a concurrent proof of the same link. */
+class NonceSpent extends Error {}
 
 /** SIWE nonces are alphanumeric, at least 8 characters. */
 function newNonce(): string {
