@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { randomAddress, postMerchant } from '../factories/merchants';
-import { admin, createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import { createShellMerchant, randomAddress, randomWallet, postMerchant, siweProof } from '../factories/merchants';
+import { admin, createKey, createOnboardedMerchant, createPartner, tokenOf, type TestPartner } from '../factories/partners';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { ISO_MS_RE, keysOf, MERCHANT_FIELDS, UUID_RE, withoutReplay } from '../support/shapes';
 
@@ -15,6 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await svc?.close();
+  await closeSql();
 });
 
 const ONBOARDING_URL_RE = /^http:\/\/localhost:3999\/onboarding\/[A-Za-z0-9_-]+$/;
@@ -485,5 +487,65 @@ describe('admin disable / enable (DESIGN §4)', () => {
       expect(r.status).toBe(404);
       expect(r.body).toEqual({ ok: false, error: 'not_found' });
     }
+  });
+});
+
+describe('admin release-wallet: a wallet a merchant named at create but never proved', () => {
+  const released = (id: string) => sql(`SELECT actor_kind, partner_id, details FROM audit_events WHERE action = 'merchant.wallet_released' AND target_id = $1`, [id]);
+
+  it("frees it for its owner: the named merchant reads null, another partner's merchant onboards it, audited", async () => {
+    const owner = randomWallet();
+    const namer = await createPartner(svc);
+    const claim = await createShellMerchant(svc, namer.liveKey, { wallet_address: owner.address });
+    const p = await createPartner(svc);
+    expect((await postMerchant(svc, p.liveKey, { wallet_address: owner.address })).status).toBe(409);
+
+    const r = await admin(svc, 'POST', `/merchants/${claim.merchant_id}/release-wallet`);
+    expect(r.status).toBe(200);
+    expect(keysOf(r.body)).toEqual(MERCHANT_FIELDS);
+    expect(r.body).toMatchObject({ ok: true, merchant_id: claim.merchant_id, wallet_address: null, onboarding_status: 'incomplete' });
+    expect((await get(namer.liveKey, `/api/v1/merchants/${claim.merchant_id}`)).body.wallet_address).toBeNull();
+    expect(await released(claim.merchant_id)).toEqual([
+      { actor_kind: 'admin', partner_id: namer.id, details: { test_mode: false, wallet_address: owner.address.toLowerCase() } },
+    ]);
+
+    const mine = await createShellMerchant(svc, p.liveKey, {});
+    const token = tokenOf(mine.onboarding_url);
+    const proved = await call(svc.publicUrl, 'POST', `/onboarding/api/${token}/wallet`, { body: await siweProof(svc, token, owner) });
+    expect(proved.status).toBe(200);
+    expect(proved.body.wallet_address).toBe(owner.address.toLowerCase());
+    // Released once: there is nothing left to release.
+    const again = await admin(svc, 'POST', `/merchants/${claim.merchant_id}/release-wallet`);
+    expect(again.status).toBe(409);
+    expect(again.body.errors).toEqual([{ field: 'merchant_id', message: 'the merchant names no wallet' }]);
+    expect(await released(claim.merchant_id)).toHaveLength(1);
+  });
+
+  it('a proven wallet stays its merchant\'s (409); unknown or malformed id 404; no token 401; nothing changes', async () => {
+    const p = await createPartner(svc);
+    const proven = await createOnboardedMerchant(svc, p.testKey);
+    const named = await createShellMerchant(svc, p.testKey, { wallet_address: randomWallet().address });
+    // Proven but onboarding not complete yet: the wallet is still the merchant's own.
+    const w = randomWallet();
+    const half = await createShellMerchant(svc, p.testKey, { wallet_address: w.address });
+    const halfToken = tokenOf(half.onboarding_url);
+    expect((await call(svc.publicUrl, 'POST', `/onboarding/api/${halfToken}/wallet`, { body: await siweProof(svc, halfToken, w) })).status).toBe(200);
+    for (const id of [proven.id, half.merchant_id]) {
+      const before = (await get(p.testKey, `/api/v1/merchants/${id}`)).body;
+      const r = await admin(svc, 'POST', `/merchants/${id}/release-wallet`);
+      expect(r.status).toBe(409);
+      expect(r.body).toEqual({ ok: false, error: 'conflict', errors: [{ field: 'merchant_id', message: 'the merchant proved this wallet: it is theirs' }] });
+      expect((await get(p.testKey, `/api/v1/merchants/${id}`)).body).toEqual(before);
+      expect(await released(id)).toEqual([]);
+    }
+    for (const id of [randomUUID(), 'nope']) {
+      expect(await admin(svc, 'POST', `/merchants/${id}/release-wallet`)).toMatchObject({ status: 404, body: { ok: false, error: 'not_found' } });
+    }
+    // A named wallet, but a call without the admin token (or on the public listener) releases nothing.
+    const before = (await get(p.testKey, `/api/v1/merchants/${named.merchant_id}`)).body;
+    expect((await call(svc.adminUrl, 'POST', `/admin/api/merchants/${named.merchant_id}/release-wallet`)).status).toBe(401);
+    expect((await call(svc.publicUrl, 'POST', `/admin/api/merchants/${named.merchant_id}/release-wallet`, { key: ADMIN_TOKEN })).status).toBe(404);
+    expect((await get(p.testKey, `/api/v1/merchants/${named.merchant_id}`)).body).toEqual(before);
+    expect(await released(named.merchant_id)).toEqual([]);
   });
 });

@@ -70,6 +70,13 @@ export class AdminController {
     return merchantBody(await this.merchants.setDisabled(id, false, actor));
   }
 
+  /** → the merchant object, wallet_address null; 409 conflict when it has none or proved it. */
+  @Post('merchants/:id/release-wallet')
+  @HttpCode(200)
+  async releaseWallet(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+    return merchantBody(await this.merchants.releaseWallet(id, actor));
+  }
+
   @Get('rates')
   listRates() {
     return ratesBody(this.rates.list());

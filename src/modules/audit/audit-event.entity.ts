@@ -13,7 +13,8 @@ import type { AuditAction } from './audit';
           'partner.created', 'partner.updated', 'key.issued', 'key.revoked', 'merchant.disabled', 'merchant.enabled',
           'webhook.updated', 'webhook.secret_rotated', 'webhook.rotation_confirmed', 'delivery.redelivered',
           'rates.refreshed', 'portal_user.added', 'portal_user.removed', 'portal_user.role_changed',
-          'portal_user.password_changed', 'portal_user.signed_in', 'queue_board.action', 'notification.resent')`,
+          'portal_user.password_changed', 'portal_user.signed_in', 'queue_board.action', 'notification.resent',
+          'merchant.wallet_released')`,
 )
 @Index('audit_events_at', ['at', 'id'])
 @Index('audit_events_partner_at', ['partnerId', 'at', 'id'])

@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'portal_user.signed_in',
   'queue_board.action',
   'notification.resent',
+  'merchant.wallet_released',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

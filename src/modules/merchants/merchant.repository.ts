@@ -141,6 +141,25 @@ export class MerchantRepository {
     return rows.map((r) => ({ id: r.id, partnerId: r.partner_id }));
   }
 
+  /**
+   * Takes the wallet off merchant `id` when it only named it at create (never proved it, onboarding not
+   * complete), the row locked for the change. Returns what it was; null when there was nothing to release.
+   */
+  async releaseNamedWallet(em: EntityManager, id: string): Promise<{ partnerId: string; testMode: boolean; wallet: string } | null> {
+    const rows = await em.query<Array<{ partner_id: string; test_mode: boolean; wallet_address: string }>>(
+      `WITH old AS (SELECT id, wallet_address FROM merchants WHERE id = $1 FOR NO KEY UPDATE)
+       , released AS (
+         UPDATE merchants m SET wallet_address = NULL, updated_at = now()
+           FROM old
+          WHERE m.id = old.id AND m.wallet_address IS NOT NULL AND m.wallet_verified_at IS NULL AND m.onboarding_status = 'incomplete'
+         RETURNING m.partner_id, m.test_mode, old.wallet_address)
+       SELECT * FROM released`,
+      [id],
+    );
+    const r = rows[0];
+    return r ? { partnerId: r.partner_id, testMode: r.test_mode, wallet: r.wallet_address } : null;
+  }
+
   async proveWallet(em: EntityManager, id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
     const r = await em
       .getRepository(MerchantEntity)

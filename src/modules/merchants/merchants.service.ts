@@ -144,6 +144,29 @@ export class MerchantsService {
     return this.mustLoad(id);
   }
 
+  /**
+   * Admin: takes a wallet off a merchant that only named it at create and never proved it, so that its owner
+   * can onboard it elsewhere (a partner named someone else's wallet). A proven wallet is its merchant's: 409.
+   */
+  async releaseWallet(id: string, actor: Actor): Promise<Merchant> {
+    const released = await this.change(id, async (em) => {
+      const r = await this.repo.releaseNamedWallet(em, id);
+      if (r) {
+        await this.audit.record(em, actor, {
+          partnerId: r.partnerId, action: 'merchant.wallet_released', targetId: id, details: { test_mode: r.testMode, wallet_address: r.wallet },
+        });
+      }
+      return r;
+    });
+    if (!released) {
+      const m = await this.repo.findById(id);
+      if (!m) throw AppError.notFound();
+      const why = m.walletAddress === null ? 'the merchant names no wallet' : 'the merchant proved this wallet: it is theirs';
+      throw new AppError('conflict', { errors: [{ field: 'merchant_id', message: why }] });
+    }
+    return this.mustLoad(id);
+  }
+
   async mustLoad(id: string): Promise<Merchant> {
     const m = await this.repo.findById(id);
     if (!m) throw AppError.notFound();
