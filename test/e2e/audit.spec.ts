@@ -4,7 +4,8 @@ import { DataSource } from 'typeorm';
 import { AUDIT_ACTIONS } from '../../src/modules/audit/audit';
 import { PortalSessionsService } from '../../src/modules/portal/portal-sessions.service';
 import { recordProofEvent } from '../factories/events';
-import { admin, createOnboardedMerchant, createPartner, uniqueSlug, type TestPartner } from '../factories/partners';
+import { createShellMerchant, randomWallet, siweProof } from '../factories/merchants';
+import { admin, createOnboardedMerchant, createPartner, tokenOf, uniqueSlug, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
@@ -369,6 +370,33 @@ describe('portal changes', () => {
 
     const member = await portalUser(p.id, 'member');
     expect((await member.client.get('/portal/audit')).status).toBe(403);
+  });
+});
+
+describe("the service's own changes", () => {
+  it("a live wallet proof releasing a test merchant's named wallet: by `system`, in the losing partner's trail and portal page", async () => {
+    const squatter = await createPartner(svc);
+    const owner = randomWallet();
+    const claim = await createShellMerchant(svc, squatter.testKey, { wallet_address: owner.address });
+    const owners = await createPartner(svc);
+    const live = await createShellMerchant(svc, owners.liveKey, {});
+    const token = tokenOf(live.onboarding_url);
+    const row = await oneRow(squatter.id, async () => {
+      const r = await call(svc.publicUrl, 'POST', `/onboarding/api/${token}/wallet`, { body: await siweProof(svc, token, owner) });
+      expect(r.status).toBe(200);
+    });
+    expect(row).toMatchObject({ actor_kind: 'system', actor_id: null, client_address: null, action: 'merchant.wallet_released', target_id: claim.merchant_id });
+    // Nothing in it names the other partner or its merchant.
+    expect(JSON.stringify(row)).not.toContain(owners.id);
+    expect(JSON.stringify(row)).not.toContain(live.merchant_id);
+
+    const listed = await admin(svc, 'GET', `/audit?partner_id=${squatter.id}&action=merchant.wallet_released`);
+    expect(listed.body.events).toEqual([expect.objectContaining({ actor: { kind: 'system', id: null, address: null }, target_id: claim.merchant_id })]);
+    const { client } = await portalUser(squatter.id);
+    const page = await client.get('/portal/audit');
+    const shown = new RegExp(`<tr data-event-id="${row.id}"[\\s\\S]*?</tr>`).exec(page.text)![0];
+    expect(shown).toContain('>service<');
+    expect(shown).not.toContain('removed user');
   });
 });
 

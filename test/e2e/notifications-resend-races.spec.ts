@@ -4,10 +4,9 @@ import { DataSource } from 'typeorm';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { AFTER_COMMIT_WAIT_MS } from '../../src/common/queue/after-commit-wait';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
-import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
 import { NotificationsRepository } from '../../src/modules/notifications/notifications.repository';
-import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { verifiedReceipt } from '../factories/notifications';
+import { admin } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { RedisServer } from '../support/redis-server';
@@ -19,17 +18,6 @@ import { waitFor } from '../support/wait';
  * decided on a message that has moved on since (another resend, then an attempt that ended in doubt), and
  * Redis away when the job is to be added. From an attacker's findings on the first version.
  */
-
-/** A receipt in the outbox for a new request of a new merchant; its id and the request's. */
-async function receipt(svc: TestService, customer: string): Promise<{ id: string; requestId: string }> {
-  const p = await createPartner(svc);
-  const m = await createOnboardedMerchant(svc, p.testKey);
-  const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 1999, customer_email: customer });
-  const [id] = await svc.app.get(DataSource).transaction((em) =>
-    svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null }),
-  );
-  return { id, requestId: r.request_id };
-}
 
 const row = async (id: string) => (await sql(`SELECT status, attempts, last_error, resent_at FROM notifications WHERE id = $1`, [id]))[0];
 const resentRows = (id: string) => sql(`SELECT details FROM audit_events WHERE action = 'notification.resent' AND target_id = $1`, [id]);
@@ -48,7 +36,7 @@ describe('a resend decided on a message that moved on meanwhile', () => {
 
   it('read failed at attempt 1; meanwhile resent by another and attempt 2 ended in doubt → 409, nothing changes', async () => {
     const repo = svc.app.get(NotificationsRepository);
-    const { id } = await receipt(svc, `race-${randomBytes(4).toString('hex')}@example.com`);
+    const { id } = await verifiedReceipt(svc, `race-${randomBytes(4).toString('hex')}@example.com`);
     expect(await repo.claim(id, 1, 60000)).not.toBeNull();
     expect(await repo.record({ id, attempt: 1, outcome: 'failed', error: '550 no such mailbox', response: null, delayMs: 0 })).toBe(true);
 
@@ -84,13 +72,13 @@ describe('a resend decided on a message that moved on meanwhile', () => {
 
   it('a reopened message shows no last_error until its next attempt', async () => {
     const repo = svc.app.get(NotificationsRepository);
-    const { id } = await receipt(svc, `stale-${randomBytes(4).toString('hex')}@example.com`);
+    const { id } = await verifiedReceipt(svc, `stale-${randomBytes(4).toString('hex')}@example.com`);
     await repo.claim(id, 1, 60000);
     await repo.record({ id, attempt: 1, outcome: 'failed', error: '550 no such mailbox', response: null, delayMs: 0 });
     const r = await admin(svc, 'POST', `/notifications/${id}/resend`);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'pending', last_error: null });
-    expect((await resentRows(id))[0].details).toMatchObject({ previous_status: 'failed', last_outcome: 'failed', attempts_before: 1 });
+    expect((await resentRows(id))[0].details).toMatchObject({ previous_status: 'failed', last_outcome: 'failed', attempts_before: 1, allow_duplicate: false });
   }, 60000);
 });
 
@@ -118,7 +106,7 @@ describe('Redis away when the resend adds its job', () => {
   it('answers 200 within the after-commit wait; once Redis is back the re-drive sends it, once', async () => {
     const customer = `away-${randomBytes(4).toString('hex')}@example.com`;
     smtp.rcptRule = (to) => (to === customer ? 550 : null);
-    const { id } = await receipt(svc, customer);
+    const { id } = await verifiedReceipt(svc, customer);
     await svc.app.get(NotificationRelay).enqueue([id]);
     await waitFor(async () => (await row(id)).status === 'failed', 20000);
     smtp.rcptRule = () => null;

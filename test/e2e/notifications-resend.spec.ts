@@ -1,10 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
-import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
-import { admin, createOnboardedMerchant, createPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { verifiedReceipt } from '../factories/notifications';
+import { admin } from '../factories/partners';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
@@ -50,20 +48,14 @@ interface Receipt {
   partnerId: string;
 }
 
-/** A receipt written to the outbox and relayed, which the SMTP server refuses for good (550): failed after attempt 1. */
+/** A receipt of a verified request, relayed, which the SMTP server refuses for good (550): failed after attempt 1. */
 async function refusedReceipt(): Promise<Receipt> {
-  const p = await createPartner(svc);
-  const m = await createOnboardedMerchant(svc, p.testKey);
   const customer = `resend-${randomBytes(4).toString('hex')}@example.com`;
   rcpt.set(customer, 550);
-  const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 1999, customer_email: customer });
-  const ids = await svc.app.get(DataSource).transaction((em) =>
-    svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null }),
-  );
-  expect(ids).toHaveLength(1);
-  await svc.app.get(NotificationRelay).enqueue(ids);
-  await waitFor(async () => (await row(ids[0])).status === 'failed', 20000);
-  return { id: ids[0], customer, requestId: r.request_id, partnerId: p.id };
+  const r = await verifiedReceipt(svc, customer);
+  await svc.app.get(NotificationRelay).enqueue([r.id]);
+  await waitFor(async () => (await row(r.id)).status === 'failed', 20000);
+  return { ...r, customer };
 }
 
 async function row(id: string) {
@@ -92,7 +84,7 @@ it('a refused receipt, resent once its address works: one mail under its Message
   expect(await attempts(n.id)).toEqual([{ attempt: 1, outcome: 'failed' }, { attempt: 2, outcome: 'sent' }]);
   expect(await auditRows(n.id)).toEqual([{
     actor_kind: 'admin', client_address: expect.any(String), partner_id: n.partnerId,
-    details: { kind: 'receipt', channel: 'email', request_id: n.requestId, previous_status: 'failed', last_outcome: 'failed', attempts_before: 1 },
+    details: { kind: 'receipt', channel: 'email', request_id: n.requestId, previous_status: 'failed', last_outcome: 'failed', attempts_before: 1, allow_duplicate: false },
   }]);
 
   // Sent: never again (at most once), and the refusal changes nothing.
@@ -159,6 +151,19 @@ it('an abandoned two-day-old message gets a schedule of its own: a transient fai
   await waitFor(async () => (await row(n.id)).status === 'sent', 20000);
   expect(smtp.to(n.customer)).toHaveLength(1);
   expect((await auditRows(n.id))[0].details).toMatchObject({ previous_status: 'abandoned' });
+}, 60000);
+
+it('a receipt whose request is no longer verified (a reorg undid it) is not resent: 409, nothing changes', async () => {
+  const n = await refusedReceipt();
+  rcpt.delete(n.customer);
+  await sql(`UPDATE payment_requests SET proof_status = 'attached', proof_verified_at = NULL WHERE id = $1`, [n.requestId]);
+  const before = await row(n.id);
+  const r = await admin(svc, 'POST', `/notifications/${n.id}/resend`, { allow_duplicate: true });
+  expect(r.status).toBe(409);
+  expect(r.body.errors).toEqual([{ field: 'notification_id', message: expect.stringMatching(/no longer verified/) }]);
+  expect(await row(n.id)).toEqual(before);
+  expect(await auditRows(n.id)).toEqual([]);
+  expect(smtp.to(n.customer)).toHaveLength(0);
 }, 60000);
 
 it('bad calls change nothing: 404 unknown or malformed id, 400 bad body, 401 without the token, 409 while pending', async () => {

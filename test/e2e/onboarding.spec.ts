@@ -176,13 +176,14 @@ describe('wallet rules', () => {
   it('a wallet another merchant named → 409 wallet_address_conflict for a test merchant', async () => {
     const owned = randomWallet();
     const otherPartner = await createPartner(svc);
-    await createShellMerchant(svc, otherPartner.testKey, { wallet_address: owned.address });
+    const holder = await createShellMerchant(svc, otherPartner.testKey, { wallet_address: owned.address });
     const m = await createShellMerchant(svc, p.testKey, {});
     const token = tokenOf(m.onboarding_url);
     const r = await proveWallet(token, await siweProof(svc, token, owned));
     expect(r.status).toBe(409);
     expect(r.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
     expect((await merchantGet(m.merchant_id)).body.wallet_address).toBeNull();
+    expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${holder.merchant_id}`, { key: otherPartner.testKey })).body.wallet_address).toBe(owned.address.toLowerCase());
   });
 
   it("a live merchant's proof takes the wallet off a test merchant that only named it: a free test key cannot keep a wallet from its owner", async () => {
@@ -204,11 +205,34 @@ describe('wallet rules', () => {
     const liveNow = await call(svc.publicUrl, 'GET', `/api/v1/merchants/${live.merchant_id}`, { key: p.liveKey });
     expect(liveNow.body).toMatchObject({ wallet_address: owner.address.toLowerCase(), onboarding_status: 'complete' });
 
-    // The test merchant lost the claim; naming the wallet again is now a conflict with the live owner.
+    // The test merchant lost the claim, in its partner's audit trail by the service; naming the wallet again
+    // is now a conflict with the live owner, and so is proving it.
     const claimNow = await call(svc.publicUrl, 'GET', `/api/v1/merchants/${claim.merchant_id}`, { key: squatter.testKey });
     expect(claimNow.body).toMatchObject({ wallet_address: null, onboarding_status: 'incomplete' });
+    expect(await sql(`SELECT actor_kind, actor_id, client_address, partner_id, details FROM audit_events WHERE action = 'merchant.wallet_released' AND target_id = $1`, [claim.merchant_id])).toEqual([
+      { actor_kind: 'system', actor_id: null, client_address: null, partner_id: squatter.id,
+        details: { test_mode: true, wallet_address: owner.address.toLowerCase(), reason: 'proven by a live merchant' } },
+    ]);
     const again = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: squatter.testKey, body: { wallet_address: owner.address } });
     expect(again.status).toBe(409);
+    expect(again.body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+    const claimToken = tokenOf(claimNow.body.onboarding_url);
+    expect((await proveWallet(claimToken, await siweProof(svc, claimToken, owner))).body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+    // It can still onboard with a wallet of its own.
+    expect((await proveWallet(claimToken, await siweProof(svc, claimToken, randomWallet()))).status).toBe(200);
+  });
+
+  it('a test merchant that proved the wallet keeps it though its onboarding is not complete: a live proof elsewhere → 409', async () => {
+    const other = await createPartner(svc);
+    const w = randomWallet();
+    const half = await createShellMerchant(svc, other.testKey, { wallet_address: w.address });
+    const halfToken = tokenOf(half.onboarding_url);
+    expect((await proveWallet(halfToken, await siweProof(svc, halfToken, w))).status).toBe(200);
+    const live = await createShellMerchant(svc, p.liveKey, {});
+    const token = tokenOf(live.onboarding_url);
+    expect((await proveWallet(token, await siweProof(svc, token, w))).body).toEqual({ ok: false, error: 'wallet_address_conflict' });
+    expect((await call(svc.publicUrl, 'GET', `/api/v1/merchants/${half.merchant_id}`, { key: other.testKey })).body.wallet_address).toBe(w.address.toLowerCase());
+    expect(await sql(`SELECT 1 FROM audit_events WHERE action = 'merchant.wallet_released' AND target_id = $1`, [half.merchant_id])).toEqual([]);
   });
 
   it('a wallet a test merchant proved, or a live merchant named, stays theirs: a live proof elsewhere → 409, nothing changes', async () => {

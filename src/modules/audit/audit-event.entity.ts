@@ -5,7 +5,8 @@ import type { AuditAction } from './audit';
 @Entity('audit_events')
 @Check(
   'audit_events_actor_check',
-  `(actor_kind = 'admin' AND actor_id IS NULL) OR (actor_kind = 'portal_user' AND actor_id IS NOT NULL AND partner_id IS NOT NULL)`,
+  `(actor_kind = 'admin' AND actor_id IS NULL) OR (actor_kind = 'portal_user' AND actor_id IS NOT NULL AND partner_id IS NOT NULL)
+   OR (actor_kind = 'system' AND actor_id IS NULL)`,
 )
 @Check(
   'audit_events_action_check',
@@ -26,7 +27,7 @@ export class AuditEventEntity {
   at!: Date;
 
   @Column('text', { name: 'actor_kind' })
-  actorKind!: 'admin' | 'portal_user';
+  actorKind!: 'admin' | 'portal_user' | 'system';
 
   @Column('uuid', { name: 'actor_id', nullable: true })
   actorId!: string | null;

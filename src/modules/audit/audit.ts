@@ -34,7 +34,11 @@ export type AuditAction = (typeof AUDIT_ACTIONS)[number];
  */
 export type Actor =
   | { kind: 'admin'; address: string | null }
-  | { kind: 'portal_user'; userId: string; partnerId: string; address: string | null };
+  | { kind: 'portal_user'; userId: string; partnerId: string; address: string | null }
+  /** The service, by a rule, on someone else's act (a live wallet proof releasing a test merchant's claim). */
+  | { kind: 'system'; address: null };
+
+export const SYSTEM_ACTOR: Actor = { kind: 'system', address: null };
 
 /**
  * One change to record. `details` says what changed, as plain JSON, and NEVER holds a secret: no webhook

@@ -122,10 +122,6 @@ export class MerchantRepository {
   }
 
   /**
-   * Records the proven wallet and replaces the nonce. The nonce is single use: the UPDATE only wins while it
-   * still holds the nonce that was signed (false otherwise). A unique violation when another merchant has the wallet.
-   */
-  /**
    * Takes `wallet` off every test-mode merchant that only named it at create (never proved it, onboarding not
    * complete). Returns the merchants it was taken from.
    */
@@ -160,6 +156,10 @@ export class MerchantRepository {
     return r ? { partnerId: r.partner_id, testMode: r.test_mode, wallet: r.wallet_address } : null;
   }
 
+  /**
+   * Records the proven wallet and replaces the nonce. The nonce is single use: the UPDATE only wins while it
+   * still holds the nonce that was signed (false otherwise). A unique violation when another merchant has the wallet.
+   */
   async proveWallet(em: EntityManager, id: string, wallet: string, signedNonce: string, nextNonce: string): Promise<boolean> {
     const r = await em
       .getRepository(MerchantEntity)

@@ -3,6 +3,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUniqueViolation } from '../../database/pg-errors';
+import { SYSTEM_ACTOR } from '../audit/audit';
+import { AuditService } from '../audit/audit.service';
 import { contractCheckElsewhere, SignatureCheckUnavailable, SiweVerifier, type SiweVerdict } from '../chain/siwe-verifier.service';
 import { hashToken, onboardingLinkExpired, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
@@ -39,6 +41,7 @@ export class OnboardingService {
     private readonly repo: MerchantRepository,
     private readonly merchants: MerchantsService,
     private readonly siwe: SiweVerifier,
+    private readonly audit: AuditService,
   ) {}
 
   /** The chain the merchant's payments arrive on, where a contract wallet's signature must be checked. */
@@ -112,13 +115,20 @@ export class OnboardingService {
       try {
         const releasedFrom = await this.merchants.change(m.id, async (em, also) => {
           const from = m.testMode ? [] : await this.repo.releaseTestClaims(em, wallet);
-          for (const r of from) await also(r.id);
+          for (const r of from) {
+            await also(r.id);
+            // In the losing partner's trail, by the service: who proved it is another partner's business.
+            await this.audit.record(em, SYSTEM_ACTOR, {
+              partnerId: r.partnerId, action: 'merchant.wallet_released', targetId: r.id,
+              details: { test_mode: true, wallet_address: wallet, reason: 'proven by a live merchant' },
+            });
+          }
           // Spent by a concurrent proof of this link: the release is undone with the rest.
           if (!(await this.repo.proveWallet(em, m.id, wallet, nonce, newNonce()))) throw new NonceSpent();
           return from;
         });
         for (const r of releasedFrom) {
-          this.logger.warn(`wallet ${wallet} proven by live merchant ${m.id}: taken off test merchant ${r.id} (partner ${r.partnerId}), which named it at create without proving it`);
+          this.logger.warn(`wallet ${wallet} proven by live merchant ${m.id}: taken off test merchant ${r.id} (partner ${r.partnerId}), which named it at create without proving it; audited`);
         }
         return;
       } catch (e) {

@@ -1,6 +1,7 @@
 /**
- * What a notification reads of its payment request when it is built (at each attempt, so it shows the
- * stored request). Declared here, by the consumer; the requests module, which owns payment_requests,
+ * What a notification reads of its payment request: when it is built (at each attempt, so it shows the stored
+ * request), and when an operator resends it (its partner for the audit row; its state, which must still call
+ * for the message). Declared here, by the consumer; the requests module, which owns payment_requests,
  * provides it (`{ provide: NotificationRequestsPort, useExisting: … }`), so notifications never imports
  * requests, whose verification writes to this module's outbox.
  */
@@ -8,6 +9,9 @@ export interface NotifiedRequest {
   requestId: string;
   partnerId: string;
   merchantId: string;
+  /** The status as shown now (a lapsed request reads as expired) and the proof's. */
+  status: 'requested' | 'opened' | 'expired' | 'voided';
+  proofStatus: 'none' | 'attached' | 'verified';
   testMode: boolean;
   fiatAmount: number;
   fiatCurrency: string;

@@ -73,25 +73,39 @@ describe('messageIdFor', () => {
 });
 
 describe('resendRefusal', () => {
+  const verified = { status: 'opened', proofStatus: 'verified' };
+  const payable = { status: 'opened', proofStatus: 'none' };
   it.each([
-    ['failed', 'failed', false, null],
-    ['failed', 'retry', false, null],
-    ['abandoned', 'abandoned', false, null],
-    ['abandoned', null, false, null],
-    ['failed', 'in_doubt', false, /may have reached the recipient.*allow_duplicate/],
-    ['failed', 'in_doubt', true, null],
-    ['pending', 'retry', true, /still being sent/],
-    ['pending', null, false, /still being sent/],
-    ['sent', 'sent', true, /was sent/],
-  ] as const)('%s after %s, allow_duplicate %s → %s', (status, last, allow, expected) => {
-    const refusal = resendRefusal(status, last, allow);
+    ['receipt', 'failed', 'failed', verified, false, null],
+    ['merchant_note', 'abandoned', 'abandoned', { status: 'expired', proofStatus: 'verified' }, false, null],
+    ['receipt', 'abandoned', null, verified, false, null],
+    ['receipt', 'failed', 'in_doubt', verified, false, /may have reached the recipient.*allow_duplicate/],
+    ['receipt', 'failed', 'in_doubt', verified, true, null],
+    ['receipt', 'pending', 'retry', verified, true, /still being sent/],
+    ['receipt', 'pending', null, verified, false, /still being sent/],
+    ['receipt', 'sent', 'sent', verified, true, /was sent/],
+    ['receipt', 'sent', 'sent', verified, false, /was sent/],
+    // The message must still fit its request: a receipt once a reorg undid the verification does not.
+    ['receipt', 'failed', 'failed', { status: 'opened', proofStatus: 'attached' }, false, /no longer verified/],
+    ['merchant_note', 'failed', 'failed', { status: 'expired', proofStatus: 'none' }, true, /no longer verified/],
+    // A charge notice only while the charge can be paid.
+    ['charge_notice', 'failed', 'failed', payable, false, null],
+    ['charge_notice', 'failed', 'failed', { status: 'requested', proofStatus: 'none' }, false, null],
+    ['charge_notice', 'failed', 'failed', { status: 'opened', proofStatus: 'verified' }, false, /can no longer be paid/],
+    ['charge_notice', 'failed', 'failed', { status: 'opened', proofStatus: 'attached' }, false, /can no longer be paid/],
+    ['charge_notice', 'abandoned', 'abandoned', { status: 'expired', proofStatus: 'none' }, false, /can no longer be paid \(expired/],
+    ['charge_notice', 'failed', 'failed', { status: 'voided', proofStatus: 'none' }, true, /can no longer be paid \(voided/],
+    // In doubt is judged first: the operator learns that before anything about the request.
+    ['charge_notice', 'failed', 'in_doubt', { status: 'voided', proofStatus: 'none' }, false, /allow_duplicate/],
+  ] as const)('%s %s after %s, request %j, allow_duplicate %s → %s', (kind, status, last, request, allow, expected) => {
+    const refusal = resendRefusal({ kind, status, lastOutcome: last }, request, allow);
     if (expected === null) expect(refusal).toBeNull();
     else expect(refusal).toMatch(expected);
   });
 });
 
 describe('retriesSince', () => {
-  it('the creation until an operator resends it, then the resend', () => {
+  it('the give-up age counts from the creation until an operator resends it, then from the resend', () => {
     const createdAt = new Date('2026-11-01T00:00:00Z');
     const resentAt = new Date('2026-11-03T00:00:00Z');
     expect(retriesSince({ createdAt, resentAt: null })).toBe(createdAt);

@@ -130,8 +130,9 @@ export function nextStep(result: SendResult, attempt: number, ageMs: number, p: 
 }
 
 /**
- * Where a message's retry schedule starts: its creation, or an operator's latest resend. The give-up age
- * (NOTIFY_GIVE_UP_MS, 24 hours by default) counts from here, so a resend gets a full schedule of its own.
+ * Where a message's give-up age starts: its creation, or an operator's latest resend, so a resend gets
+ * NOTIFY_GIVE_UP_MS (24 hours by default) of retries of its own. The back-off goes on from the attempt
+ * number (capped at NOTIFY_RETRY_MAX_MS), which a resend does not reset.
  */
 export function retriesSince(n: Pick<StoredNotification, 'createdAt' | 'resentAt'>): Date {
   return n.resentAt ?? n.createdAt;
@@ -141,19 +142,34 @@ export function retriesSince(n: Pick<StoredNotification, 'createdAt' | 'resentAt
  * Why an operator may not send a message again, or null when they may. Only a message that did not go out
  * (failed, abandoned) is sent again; a pending one is still being sent, and a sent one went out (at most
  * once). One whose last attempt ended in doubt may have arrived: it is sent again only when the operator
- * accepts a possible duplicate. The repository's reopen applies the same rule in its statement.
+ * accepts a possible duplicate (the one exception to DESIGN §6's at most once, made on purpose). And the
+ * message must still fit its request as it is now: a receipt or a merchant's note only while the request is
+ * verified (a reorg can undo that), a charge notice only while the charge can still be paid (not paid, not
+ * voided, not lapsed), or the payer would read a second charge. The repository's reopen then changes it only
+ * while it is at the attempt and status this judged: once failed or abandoned, that attempt's outcome is
+ * final.
  */
-export function resendRefusal(status: NotificationStatus, lastOutcome: AttemptOutcome | null, allowDuplicate: boolean): string | null {
-  switch (status) {
+export function resendRefusal(
+  n: { kind: NotificationKind; status: NotificationStatus; lastOutcome: AttemptOutcome | null },
+  request: { status: string; proofStatus: string },
+  allowDuplicate: boolean,
+): string | null {
+  switch (n.status) {
     case 'pending':
       return 'the message is still being sent';
     case 'sent':
       return 'the message was sent';
     case 'failed':
     case 'abandoned':
-      return lastOutcome === 'in_doubt' && !allowDuplicate
-        ? 'its last attempt may have reached the recipient: send it again with allow_duplicate: true to accept a possible duplicate'
-        : null;
+      if (n.lastOutcome === 'in_doubt' && !allowDuplicate) {
+        return 'its last attempt may have reached the recipient: send it again with allow_duplicate: true to accept a possible duplicate';
+      }
+      if (n.kind === 'charge_notice') {
+        return request.proofStatus === 'none' && (request.status === 'requested' || request.status === 'opened')
+          ? null
+          : `the charge can no longer be paid (${request.status}, proof ${request.proofStatus}): a notice now would read as a second charge`;
+      }
+      return request.proofStatus === 'verified' ? null : `the request is no longer verified (proof ${request.proofStatus}): nothing to confirm`;
   }
 }
 

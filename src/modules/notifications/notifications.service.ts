@@ -69,8 +69,8 @@ export class NotificationsService {
   }
 
   /**
-   * Sends a message that did not go out (failed, abandoned) again, under its Message-ID, with a new retry
-   * schedule of its own (resendRefusal says which may be). Audited as `notification.resent` with the
+   * Sends a message that did not go out (failed, abandoned) again, under its Message-ID, with NOTIFY_GIVE_UP_MS
+   * of retries of its own (resendRefusal says which may be, judged on the message and its request as they are). Audited as `notification.resent` with the
    * message's partner, in the transaction that reopens it. The job is added after the commit, waited for
    * briefly like every after-commit hook: with Redis away the call still answers, and the re-drive adds the job
    * once the message is overdue.
@@ -78,17 +78,21 @@ export class NotificationsService {
   async resend(id: string, allowDuplicate: boolean, actor: Actor): Promise<NotificationRecord> {
     const read = await this.repo.get(id);
     if (!read) throw AppError.notFound();
-    const refusal = resendRefusal(read.status, read.lastOutcome, allowDuplicate);
+    const request = await this.requests.notifiedRequest(read.requestId);
+    // The outbox row references its request (foreign key): only a deleted one is missing.
+    if (!request) throw conflict(`request ${read.requestId} not found`);
+    const refusal = resendRefusal(read, request, allowDuplicate);
     if (refusal) throw conflict(refusal);
     const status = read.status as 'failed' | 'abandoned'; // resendRefusal passes no other
-    // The outbox row references its request (foreign key), so it is there.
-    const request = await this.requests.notifiedRequest(read.requestId);
     const reopened = await this.dataSource.transaction(async (em) => {
       const n = await this.repo.reopen(em, id, { attempts: read.attempts, status });
       if (n) {
         await this.audit.record(em, actor, {
-          partnerId: request?.partnerId ?? null, action: 'notification.resent', targetId: id,
-          details: { kind: n.kind, channel: n.channel, request_id: n.requestId, previous_status: status, last_outcome: read.lastOutcome, attempts_before: read.attempts },
+          partnerId: request.partnerId, action: 'notification.resent', targetId: id,
+          details: {
+            kind: n.kind, channel: n.channel, request_id: n.requestId, previous_status: status, last_outcome: read.lastOutcome,
+            attempts_before: read.attempts, allow_duplicate: allowDuplicate,
+          },
         });
       }
       return n;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { NotificationRequestsPort, type NotifiedRequest } from '../../notifications/notification-facts.port';
 import { RequestFactsPort, type RequestFacts } from '../../webhooks/request-facts.port';
+import { effectiveStatus } from '../domain/transitions';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 
 /** The requests module's side of the read ports of webhooks (a delivery's payload) and notifications (a message). */
@@ -16,7 +17,7 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
     const r = await this.repo.findById(requestId);
     return r
       ? {
-          requestId: r.id, partnerId: r.partnerId, merchantId: r.merchantId, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
+          requestId: r.id, partnerId: r.partnerId, merchantId: r.merchantId, status: effectiveStatus(r, new Date()), proofStatus: r.proofStatus, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
           amount: r.amount, chainId: r.chainId, tokenAddress: r.tokenAddress, txHash: r.txHash, expiresAt: r.expiresAt,
           proofVerifiedAt: r.proofVerifiedAt,
         }
