@@ -165,6 +165,50 @@ describe('a verified payment reorged away', () => {
   });
 });
 
+describe('a verified payment re-included after its claim window', () => {
+  it('pays nothing by the pay rule any more: the claim is lost with one verified_reorged alert, not moved and settled', async () => {
+    const r = await newRequest();
+    const provider = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
+    try {
+      const payer = new Wallet(PAYER, provider);
+      const data = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
+      // Signed once, so the same transaction can be mined again on the other branch.
+      const raw = await payer.signTransaction(await payer.populateTransaction({ to: token, data, gasLimit: 100000n }));
+      const snap = await snapshot(node.url);
+      const sent = await provider.broadcastTransaction(raw);
+      const first = (await sent.wait())!;
+      const firstTime = (await provider.getBlock(first.blockNumber))!.timestamp;
+      expect((await submit(r.id, sent.hash)).status).toBe(200);
+      await mine(node.url, CONFIRMATIONS - 1);
+      await waitFor(async () => (await get(r.id)).proof_status === 'verified');
+      // As if it had been paid in the window's last second.
+      await db.query(`UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`, [r.id, firstTime + 1]);
+
+      // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, and sinks deep.
+      await revert(node.url, snap);
+      await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 30]);
+      await provider.broadcastTransaction(raw);
+      await mine(node.url, 1);
+      const again = (await provider.getTransactionReceipt(sent.hash))!;
+      expect(again.blockHash).not.toBe(first.blockHash);
+      await mine(node.url, CONFIRMATIONS * 2 + 2);
+
+      const listed = (await waitFor(async () => {
+        const res = await alerts(`?request_id=${r.id}`);
+        return res.body.alerts.length ? res : null;
+      }))!;
+      expect(listed.body.alerts).toEqual([expect.objectContaining({ kind: 'verified_reorged', details: expect.objectContaining({ reason: 'moved_outside_window', tx_hash: sent.hash }) })]);
+      const row = await claimRow(r.id);
+      expect(row.claim_lost_at).not.toBeNull();
+      expect(row.claim_settled_at).toBeNull();
+      expect(Number(row.claimed_block_number)).toBe(first.blockNumber);
+      expect((await get(r.id)).proof_status).toBe('verified');
+    } finally {
+      provider.destroy();
+    }
+  });
+});
+
 describe('GET /admin/api/alerts', () => {
   it('lists newest first with paging', async () => {
     const r = await newRequest();

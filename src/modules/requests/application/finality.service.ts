@@ -136,7 +136,7 @@ export class FinalityService {
   /** Where each claim of one transaction stands now; the receipt is read once, and only if a block changed. */
   private async standings(reader: ChainReader, claims: UnsettledClaim[]): Promise<Array<{ claim: UnsettledClaim; standing: ClaimStanding }>> {
     const blocks = new Map<number, { hash: string } | null>();
-    let read: { receipt: ChainReceipt | null; receiptBlock: { hash: string } | null } | undefined;
+    let read: { receipt: ChainReceipt | null; receiptBlock: { hash: string; timestamp: number } | null } | undefined;
     const out: Array<{ claim: UnsettledClaim; standing: ClaimStanding }> = [];
     for (const claim of claims) {
       let blockAtClaim: { hash: string } | null = null;

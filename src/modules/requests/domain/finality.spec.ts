@@ -41,7 +41,13 @@ describe('whether a verified claim is still on the canonical chain', () => {
   const TO = '0x' + 'bb'.repeat(20);
   const FROM = '0x' + 'cc'.repeat(20);
   const topic = (a: string) => '0x' + a.slice(2).padStart(64, '0');
-  const claim: ClaimToRecheck = { txHash: '0x' + '11'.repeat(32), logIndex: 3, tokenAddress: TOKEN, recipient: TO, amount: 500n, blockNumber: 100, blockHash: '0xb100' };
+  // Created at T; claim window until T + 2 h. Blocks are timed inside it unless a test says otherwise.
+  const T = Date.parse('2026-11-27T12:00:00Z');
+  const IN_WINDOW = T / 1000 + 600;
+  const claim: ClaimToRecheck = {
+    txHash: '0x' + '11'.repeat(32), logIndex: 3, tokenAddress: TOKEN, recipient: TO, amount: 500n, blockNumber: 100, blockHash: '0xb100',
+    createdAt: new Date(T), claimUntil: new Date(T + 2 * 3600_000),
+  };
   const receipt = (over: Partial<ChainReceipt> & { value?: bigint; logIndex?: number } = {}): ChainReceipt => ({
     txHash: claim.txHash,
     status: 1,
@@ -66,22 +72,32 @@ describe('whether a verified claim is still on the canonical chain', () => {
   });
 
   it('vanished: a receipt the node still serves from the replaced block', () => {
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: receipt(), receiptBlock: { hash: '0xother' } })).toEqual({ kind: 'vanished', reason: 'receipt_not_canonical' });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: receipt(), receiptBlock: { hash: '0xother', timestamp: IN_WINDOW } })).toEqual({ kind: 'vanished', reason: 'receipt_not_canonical' });
   });
 
   it('vanished: re-included but reverted, or without the transfer', () => {
-    const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: r.blockHash } });
+    const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: r.blockHash, timestamp: IN_WINDOW } });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', status: 0 })))).toEqual({ kind: 'vanished', reason: 'transaction_failed' });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', value: 499n })))).toEqual({ kind: 'vanished', reason: 'transfer_missing' });
   });
 
   it('moved: the same transfer re-included in another canonical block, log index following it', () => {
     const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102' } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+  });
+
+  it('vanished: re-included in a block outside the pay window (after claim_until, or over 60 s before creation)', () => {
+    const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+    const at = (timestamp: number) => claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp } });
+    const until = claim.claimUntil.getTime() / 1000;
+    expect(at(until)).toMatchObject({ kind: 'moved' });
+    expect(at(until + 1)).toEqual({ kind: 'vanished', reason: 'moved_outside_window' });
+    expect(at(T / 1000 - 60)).toMatchObject({ kind: 'moved' });
+    expect(at(T / 1000 - 61)).toEqual({ kind: 'vanished', reason: 'moved_outside_window' });
   });
 
   it('a claim recorded before blocks were kept is located through its receipt', () => {
     const legacy = { ...claim, blockNumber: null, blockHash: null };
-    expect(claimStanding(legacy, { blockAtClaim: null, receipt: receipt(), receiptBlock: { hash: '0xb100' } })).toEqual({ kind: 'moved', blockNumber: 100, blockHash: '0xb100', logIndex: 3 });
+    expect(claimStanding(legacy, { blockAtClaim: null, receipt: receipt(), receiptBlock: { hash: '0xb100', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 100, blockHash: '0xb100', logIndex: 3 });
   });
 });

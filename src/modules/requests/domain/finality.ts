@@ -1,5 +1,6 @@
 import type { Confirmations } from '../../../config/config';
 import { decodeTransferLog, type ChainReceipt, type ChainTransfer } from '../../chain/chain-reader';
+import { EARLY_TOLERANCE_MS } from './pay-rule';
 
 /**
  * The depth rules of DESIGN §7 "Finality", pure. A requirement is a number of confirmations N (the
@@ -50,9 +51,12 @@ export interface ClaimToRecheck {
   /** Null for a claim verified before blocks were recorded: found again through its receipt. */
   blockNumber: number | null;
   blockHash: string | null;
+  /** The pay rule's window (DESIGN §3): a block the transfer moves to must lie within it too. */
+  createdAt: Date;
+  claimUntil: Date;
 }
 
-export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'transaction_failed' | 'transfer_missing';
+export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'transaction_failed' | 'transfer_missing' | 'moved_outside_window';
 
 export type ClaimStanding =
   | { kind: 'in_place'; blockNumber: number; blockHash: string }
@@ -63,12 +67,13 @@ export type ClaimStanding =
  * Whether the claimed log is still on the canonical chain. A block's content is fixed by its hash, so when
  * the canonical block at the claimed height still has the claimed hash, the log is there. Otherwise the
  * transaction's receipt decides: re-included in a canonical block with the same transfer (same token,
- * recipient and value; its log index may differ) the claim moved there; anything else means the money the
- * partner was told about is gone from the chain.
+ * recipient and value; its log index may differ) whose time is still within the pay rule's window, the
+ * claim moved there; anything else means the money the partner was told about is gone from the chain (a
+ * transfer re-included after claim_until pays nothing by DESIGN §3, however it first verified).
  */
 export function claimStanding(
   claim: ClaimToRecheck,
-  seen: { blockAtClaim: { hash: string } | null; receipt: ChainReceipt | null; receiptBlock: { hash: string } | null },
+  seen: { blockAtClaim: { hash: string } | null; receipt: ChainReceipt | null; receiptBlock: { hash: string; timestamp: number } | null },
 ): ClaimStanding {
   if (claim.blockNumber !== null && claim.blockHash !== null && seen.blockAtClaim?.hash === claim.blockHash) {
     return { kind: 'in_place', blockNumber: claim.blockNumber, blockHash: claim.blockHash };
@@ -84,5 +89,7 @@ export function claimStanding(
   if (r.blockNumber === claim.blockNumber && r.blockHash === claim.blockHash && found.logIndex === claim.logIndex) {
     return { kind: 'in_place', blockNumber: r.blockNumber, blockHash: r.blockHash };
   }
+  const at = seen.receiptBlock.timestamp * 1000;
+  if (at < claim.createdAt.getTime() - EARLY_TOLERANCE_MS || at > claim.claimUntil.getTime()) return { kind: 'vanished', reason: 'moved_outside_window' };
   return { kind: 'moved', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex };
 }

@@ -26,10 +26,12 @@ interface UnsettledRow {
   claimed_log_index: number;
   claimed_block_number: string | null;
   claimed_block_hash: string | null;
+  created_at: Date;
+  claim_until: Date;
 }
 
 const CLAIM_COLUMNS = `id, partner_id, merchant_id, test_mode, chain_id, token_address, recipient, amount, tx_hash,
-  claimed_log_index, claimed_block_number, claimed_block_hash`;
+  claimed_log_index, claimed_block_number, claimed_block_hash, created_at, claim_until`;
 
 /** Matches the partial index payment_requests_unsettled exactly, so the selection stays an index scan. */
 const UNSETTLED = `proof_status = 'verified' AND claim_settled_at IS NULL AND claim_lost_at IS NULL`;
@@ -158,5 +160,7 @@ function toClaim(r: UnsettledRow): UnsettledClaim {
     logIndex: r.claimed_log_index,
     blockNumber: r.claimed_block_number === null ? null : Number(r.claimed_block_number),
     blockHash: r.claimed_block_hash,
+    createdAt: r.created_at,
+    claimUntil: r.claim_until,
   };
 }
