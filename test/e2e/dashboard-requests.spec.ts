@@ -560,6 +560,21 @@ describe('response headers of the JSON APIs', () => {
       expect([r.status, r.headers.get('cache-control'), r.headers.get('x-content-type-options')]).toEqual([r.status, 'no-store', 'nosniff']);
     }
   });
+
+  it('so is every answer of the APIs a secret link opens: pay, payer plan, onboarding', async () => {
+    const created = await a.call('POST', '/requests', { body: { fiat_amount_int: 4321 } });
+    expect(created.status).toBe(201);
+    const replies = [
+      await call(svc.publicUrl, 'GET', `/pay/api/${created.body.request_id}`),
+      await call(svc.publicUrl, 'GET', '/pay/api/00000000-0000-4000-8000-000000000000'),
+      await call(svc.publicUrl, 'GET', '/plan/api/short'),
+      await call(svc.publicUrl, 'GET', `/onboarding/api/${'A'.repeat(43)}`),
+    ];
+    expect(replies.map((r) => r.status)).toEqual([200, 404, 404, 404]);
+    for (const r of replies) {
+      expect([r.headers.get('cache-control'), r.headers.get('x-content-type-options')]).toEqual(['no-store', 'nosniff']);
+    }
+  });
 });
 
 describe('GET and PATCH /dashboard/api/me', () => {

@@ -60,6 +60,13 @@ describe('HTTP', () => {
     expect(api.status).toBe(200);
     const names = (api.body.queues as Array<{ name: string }>).map((q) => q.name).sort();
     expect(names).toEqual([...ALL_QUEUES].sort());
+
+    // Never framed (a click in a framed board is same-origin), never cached: the page, its API and a refusal alike.
+    const refused = await call(svc.adminUrl, 'GET', '/admin/queues');
+    expect(refused.status).toBe(401);
+    for (const r of [page, api, refused]) {
+      expect([r.headers.get('x-frame-options'), r.headers.get('content-security-policy'), r.headers.get('cache-control')]).toEqual(['DENY', "frame-ancestors 'none'", 'no-store']);
+    }
   });
 });
 

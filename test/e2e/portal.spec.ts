@@ -7,7 +7,7 @@ import {
   LOGIN_FREE_FAILURES,
   PortalAuthService,
 } from '../../src/modules/portal/portal-auth.service';
-import { verifyPassword } from '../../src/modules/portal/password';
+import { hashPassword, verifyPassword } from '../../src/modules/portal/password';
 import { PortalUserRoles1764000004101 as Migration } from '../../migrations/1764000004101-portal-user-roles';
 import { DataSource } from 'typeorm';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
@@ -128,6 +128,24 @@ describe('signing in', () => {
     // Apart from the email echoed into the field, the two pages are byte for byte the same.
     expect(wrong.text.replace(email, 'E')).toBe(unknown.text.replace(`nobody-${email}`, 'E'));
     expect(c.cookies.has('prs_portal')).toBe(false);
+  });
+
+  it('a hash of another cost is made again at the current one on a successful sign-in, never on a failed one', async () => {
+    const email = await createUser(svc, partner.id);
+    // As if hashed before PORTAL_PASSWORD_COST changed: until it is redone, a wrong password for this email costs
+    // the old cost and an unknown email the current one, which a clock could tell apart.
+    const old = await hashPassword(PASSWORD, COST + 1);
+    await sql(`UPDATE portal_users SET password_hash = $2 WHERE email = $1`, [email, old]);
+    const stored = async () => (await sql(`SELECT password_hash FROM portal_users WHERE email = $1`, [email]))[0].password_hash as string;
+
+    expect((await client().signIn(email, 'not the password at all')).status).toBe(401);
+    expect(await stored()).toBe(old);
+    expect((await client().signIn(email, PASSWORD)).status).toBe(303);
+    const now = await stored();
+    expect(now).toMatch(new RegExp(`^\\$scrypt\\$ln=${COST},r=8,p=1\\$`));
+    expect(await verifyPassword(PASSWORD, now)).toBe(true);
+    expect((await client().signIn(email, PASSWORD)).status).toBe(303);
+    expect(await stored()).toBe(now);
   });
 
   it('starts a session on success: a random token in an HttpOnly, SameSite=Lax, /portal cookie, stored only hashed', async () => {

@@ -1,7 +1,11 @@
 import type { NextFunction, Request, Response } from 'express';
 
-/** Where signed-in or per-merchant JSON is served to browsers (DESIGN §5): the dashboard's API and the handle page's. */
-export const BROWSER_API_PATHS = ['/dashboard/api', '/m/api'];
+/**
+ * Where signed-in, per-merchant or capability JSON is served to browsers: the dashboard's API and the handle
+ * page's (DESIGN §5), and the APIs that a secret in the URL opens (a payer's plan, a pay link, an onboarding
+ * link), whose answers no cache along the way may keep.
+ */
+export const BROWSER_API_PATHS = ['/dashboard/api', '/m/api', '/plan/api', '/pay/api', '/onboarding/api'];
 
 /**
  * Set before anything else runs, so every answer carries them, errors of guards and body parsing included:

@@ -78,6 +78,17 @@ function jsonOnly(req: Request, res: Response, next: NextFunction): void {
  * POST (refused unless it is this listener's own host). A client that is no browser (curl, a script) sends
  * neither and is let through on its credentials alone.
  */
+/**
+ * Every board answer, refusals included: never framed by another page (a framed board would make a click
+ * same-origin), never kept by a cache (job data holds request ids and payloads).
+ */
+function boardHeaders(_req: Request, res: Response, next: NextFunction): void {
+  res.setHeader('x-frame-options', 'DENY');
+  res.setHeader('content-security-policy', "frame-ancestors 'none'");
+  res.setHeader('cache-control', 'no-store');
+  next();
+}
+
 function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
   if (req.method === 'GET' || req.method === 'HEAD') return next();
   const site = req.headers['sec-fetch-site'];
@@ -150,5 +161,5 @@ export function mountQueueBoard(app: INestApplication, config: AppConfig, failur
   const router = serverAdapter.getRouter() as { disable?: (setting: string) => void };
   router.disable?.('x-powered-by');
   const audited = auditedActs(app.get(AuditService, { strict: false }), app.get(DataSource), new Logger('QueueBoard'));
-  app.use(QUEUE_BOARD_PATH, basicAuth(config.adminToken, failures), sameOriginOnly, jsonOnly, audited, router);
+  app.use(QUEUE_BOARD_PATH, boardHeaders, basicAuth(config.adminToken, failures), sameOriginOnly, jsonOnly, audited, router);
 }

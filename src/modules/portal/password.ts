@@ -58,6 +58,12 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return timingSafeEqual(actual, expected);
 }
 
+/** The cost (log2 N) a stored string was hashed with; null for an unreadable one. */
+export function storedCost(stored: string): number | null {
+  const m = STORED.exec(stored);
+  return m ? Number(m[1]) : null;
+}
+
 const dummies = new Map<number, Promise<string>>();
 
 /**

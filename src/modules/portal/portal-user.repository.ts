@@ -55,4 +55,9 @@ export class PortalUserRepository {
   async setPasswordHash(em: EntityManager, id: string, passwordHash: string): Promise<void> {
     await em.getRepository(PortalUserEntity).update({ id }, { passwordHash });
   }
+
+  /** Replaces the hash only while `was` is still stored (a password change meanwhile wins). */
+  async rehash(id: string, was: string, passwordHash: string): Promise<void> {
+    await this.users.update({ id, passwordHash: was }, { passwordHash });
+  }
 }

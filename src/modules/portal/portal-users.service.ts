@@ -10,7 +10,7 @@ import { AuditService } from '../audit/audit.service';
 import { PortalSessionRepository } from './portal-session.repository';
 import { PORTAL_ROLES, type PortalRole } from './portal-user.entity';
 import { PortalUserRepository } from './portal-user.repository';
-import { dummyHash, hashPassword, PASSWORD_MAX, passwordProblem, verifyPassword } from './password';
+import { dummyHash, hashPassword, PASSWORD_MAX, passwordProblem, storedCost, verifyPassword } from './password';
 
 export interface PortalUser {
   id: string;
@@ -167,6 +167,12 @@ export class PortalUsersService {
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
     const row = email ? await this.repo.findByEmail(email) : null;
     const ok = await verifyPassword(pw, row?.passwordHash ?? (await dummyHash(this.config.portalPasswordCost)));
-    return row && ok ? { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role } : null;
+    if (!row || !ok) return null;
+    // A hash of another cost is made again at the current one, with the password at hand: until it is, a wrong
+    // password for this email costs its old cost, and an unknown email the current one, which a clock tells apart.
+    if (storedCost(row.passwordHash) !== this.config.portalPasswordCost) {
+      await this.repo.rehash(row.id, row.passwordHash, await hashPassword(pw, this.config.portalPasswordCost));
+    }
+    return { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role };
   }
 }
