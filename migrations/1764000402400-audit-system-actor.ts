@@ -5,7 +5,7 @@ const BEFORE = `(actor_kind = 'admin' AND actor_id IS NULL) OR (actor_kind = 'po
 /**
  * A third actor in the audit trail: the service itself (`system`, no actor id), for a change that a rule
  * makes to a partner's data on someone else's act. The first: a live merchant's wallet proof takes the wallet
- * off another partner's test merchant that only named it (`merchant.wallet_released`). The check is replaced
+ * off a test merchant that only named it (`merchant.wallet_released`). The check is replaced
  * in the migration's transaction (a superset). Down fails while such rows exist (append-only trail).
  */
 export class AuditSystemActor1764000402400 implements MigrationInterface {

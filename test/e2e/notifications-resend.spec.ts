@@ -153,14 +153,15 @@ it('an abandoned two-day-old message gets a schedule of its own: a transient fai
   expect((await auditRows(n.id))[0].details).toMatchObject({ previous_status: 'abandoned' });
 }, 60000);
 
-it('a receipt whose request is no longer verified (a reorg undid it) is not resent: 409, nothing changes', async () => {
+it('a receipt whose payment finality lost to a reorg (the request stays verified) is not resent: 409, nothing changes', async () => {
   const n = await refusedReceipt();
   rcpt.delete(n.customer);
-  await sql(`UPDATE payment_requests SET proof_status = 'attached', proof_verified_at = NULL WHERE id = $1`, [n.requestId]);
+  // As finality leaves it (finality.spec reorgs a payment away for real): verified, with its claim lost.
+  await sql(`UPDATE payment_requests SET claim_lost_at = now() WHERE id = $1`, [n.requestId]);
   const before = await row(n.id);
   const r = await admin(svc, 'POST', `/notifications/${n.id}/resend`, { allow_duplicate: true });
   expect(r.status).toBe(409);
-  expect(r.body.errors).toEqual([{ field: 'notification_id', message: expect.stringMatching(/no longer verified/) }]);
+  expect(r.body.errors).toEqual([{ field: 'notification_id', message: expect.stringMatching(/lost to a reorg/) }]);
   expect(await row(n.id)).toEqual(before);
   expect(await auditRows(n.id)).toEqual([]);
   expect(smtp.to(n.customer)).toHaveLength(0);

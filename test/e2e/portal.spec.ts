@@ -8,6 +8,7 @@ import {
   PortalAuthService,
 } from '../../src/modules/portal/portal-auth.service';
 import { hashPassword, verifyPassword } from '../../src/modules/portal/password';
+import { PortalUserRepository } from '../../src/modules/portal/portal-user.repository';
 import { PortalUserRoles1764000004101 as Migration } from '../../migrations/1764000004101-portal-user-roles';
 import { DataSource } from 'typeorm';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
@@ -146,6 +147,13 @@ describe('signing in', () => {
     expect(await verifyPassword(PASSWORD, now)).toBe(true);
     expect((await client().signIn(email, PASSWORD)).status).toBe(303);
     expect(await stored()).toBe(now);
+
+    // A re-hash decided on a hash that has since changed (a password change in between) changes nothing.
+    const changed = await hashPassword('a brand new password', COST);
+    await sql(`UPDATE portal_users SET password_hash = $2 WHERE email = $1`, [email, changed]);
+    const [{ id }] = await sql(`SELECT id FROM portal_users WHERE email = $1`, [email]);
+    await svc.app.get(PortalUserRepository).rehash(id, now, await hashPassword(PASSWORD, COST));
+    expect(await stored()).toBe(changed);
   });
 
   it('starts a session on success: a random token in an HttpOnly, SameSite=Lax, /portal cookie, stored only hashed', async () => {

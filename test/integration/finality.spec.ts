@@ -165,18 +165,45 @@ describe('a verified payment reorged away', () => {
   });
 });
 
+/** The transaction signed now and sent later (a reorg re-includes the same signed transaction). */
+async function signed(key: string, to: string, data: string, tipGwei: string): Promise<string> {
+  const provider = new JsonRpcProvider(node.url);
+  try {
+    const w = new Wallet(key, provider);
+    const nonce = await provider.getTransactionCount(w.address, 'pending');
+    return await w.signTransaction({
+      to, data, nonce, gasLimit: 400_000n, chainId: 31337n, type: 2,
+      maxFeePerGas: parseUnits('50', 'gwei'), maxPriorityFeePerGas: parseUnits(tipGwei, 'gwei'),
+    });
+  } finally {
+    provider.destroy();
+  }
+}
+
+/** Mines `raw` (signed with a tip of 1 gwei) in one block behind a mint, whose log then comes first. */
+async function reincludeBehindAnotherLog(raw: string): Promise<void> {
+  await setAutomine(node.url, false);
+  try {
+    await broadcast(node.url, await signed(DEV_KEYS[0], token, new Interface(['function mint(address,uint256)']).encodeFunctionData('mint', [Wallet.createRandom().address, 5n]), '5'));
+    await broadcast(node.url, raw);
+    await mine(node.url, 1);
+  } finally {
+    await setAutomine(node.url, true);
+  }
+}
+
 describe('a verified payment re-included after its claim window', () => {
-  it('pays nothing by the pay rule any more: the claim is lost with one verified_reorged alert, not moved and settled', async () => {
+  it('pays nothing by the pay rule any more: the claim is lost with one verified_reorged alert, keeps holding the transfer, and no request of the same price can take it', async () => {
     const r = await newRequest();
     const provider = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
     try {
-      const payer = new Wallet(PAYER, provider);
       const data = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
       // Signed once, so the same transaction can be mined again on the other branch.
-      const raw = await payer.signTransaction(await payer.populateTransaction({ to: token, data, gasLimit: 100000n }));
+      const raw = await signed(PAYER, token, data, '1');
       const snap = await snapshot(node.url);
       const sent = await provider.broadcastTransaction(raw);
       const first = (await sent.wait())!;
+      expect(first.logs.map((l) => l.index)).toEqual([0]);
       const firstTime = (await provider.getBlock(first.blockNumber))!.timestamp;
       expect((await submit(r.id, sent.hash)).status).toBe(200);
       await mine(node.url, CONFIRMATIONS - 1);
@@ -184,25 +211,48 @@ describe('a verified payment re-included after its claim window', () => {
       // As if it had been paid in the window's last second.
       await db.query(`UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`, [r.id, firstTime + 1]);
 
-      // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, and sinks deep.
+      // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, behind another
+      // transaction's log (so its transfer is log 1, not 0), and sinks deep.
       await revert(node.url, snap);
       await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 30]);
-      await provider.broadcastTransaction(raw);
-      await mine(node.url, 1);
+      await reincludeBehindAnotherLog(raw);
       const again = (await provider.getTransactionReceipt(sent.hash))!;
       expect(again.blockHash).not.toBe(first.blockHash);
+      expect(again.logs.map((l) => l.index)).toEqual([1]);
       await mine(node.url, CONFIRMATIONS * 2 + 2);
 
       const listed = (await waitFor(async () => {
         const res = await alerts(`?request_id=${r.id}`);
         return res.body.alerts.length ? res : null;
       }))!;
-      expect(listed.body.alerts).toEqual([expect.objectContaining({ kind: 'verified_reorged', details: expect.objectContaining({ reason: 'moved_outside_window', tx_hash: sent.hash }) })]);
+      const [newLog] = again.logs;
+      expect(listed.body.alerts).toEqual([expect.objectContaining({
+        kind: 'verified_reorged',
+        details: expect.objectContaining({
+          reason: 'moved_outside_window', tx_hash: sent.hash, block_number: first.blockNumber,
+          moved_to: { block_number: again.blockNumber, block_hash: again.blockHash.toLowerCase(), log_index: newLog.index },
+        }),
+      })]);
       const row = await claimRow(r.id);
       expect(row.claim_lost_at).not.toBeNull();
       expect(row.claim_settled_at).toBeNull();
-      expect(Number(row.claimed_block_number)).toBe(first.blockNumber);
+      // The claim followed its transfer, and holds it there.
+      expect(Number(row.claimed_block_number)).toBe(again.blockNumber);
+      const [{ claimed_log_index: held }] = await db.query(`SELECT claimed_log_index FROM payment_requests WHERE id = $1`, [r.id]);
+      expect(held).toBe(newLog.index);
       expect((await get(r.id)).proof_status).toBe('verified');
+
+      // A request of the same price now, whose window covers the new block: the transfer would pay it by the
+      // pay rule, but it is the lost claim's. One payment never verifies two requests. (The first request's
+      // amount is let go as the release sweep does once its window has closed by the chain's clock.)
+      await db.query(`UPDATE payment_requests SET amount_locked = false WHERE id = $1`, [r.id]);
+      const same = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { account_id: merchant.id, fiat_amount_int: fiat } });
+      expect(same.status).toBe(201);
+      expect(BigInt(same.body.amount)).toBe(r.amount);
+      const proof = await submit(same.body.request_id, sent.hash);
+      expect(proof.status).toBe(409);
+      expect(proof.body.error).toBe('tx_hash_already_used');
+      expect((await get(same.body.request_id)).proof_status).toBe('none');
     } finally {
       provider.destroy();
     }
@@ -244,20 +294,6 @@ describe('GET /admin/api/alerts', () => {
 });
 
 describe('a batch payment re-included at other log indexes', () => {
-  /** The transaction signed now and sent later (a reorg re-includes the same signed transaction). */
-  async function signed(key: string, to: string, data: string, tipGwei: string): Promise<string> {
-    const provider = new JsonRpcProvider(node.url);
-    try {
-      const w = new Wallet(key, provider);
-      const nonce = await provider.getTransactionCount(w.address, 'pending');
-      return await w.signTransaction({
-        to, data, nonce, gasLimit: 400_000n, chainId: 31337n, type: 2,
-        maxFeePerGas: parseUnits('50', 'gwei'), maxPriorityFeePerGas: parseUnits(tipGwei, 'gwei'),
-      });
-    } finally {
-      provider.destroy();
-    }
-  }
   const logIndexes = async (txHash: string) =>
     (await rpc<{ logs: Array<{ logIndex: string }> }>(node.url, 'eth_getTransactionReceipt', [txHash])).logs.map((l) => Number(l.logIndex));
   const claimOf = async (id: string) => (await db.query<{ claimed_log_index: number; claim_settled_at: Date | null; claim_lost_at: Date | null }>(
@@ -282,14 +318,7 @@ describe('a batch payment re-included at other log indexes', () => {
     await meanwhile(txHash);
 
     await revert(node.url, snap);
-    await setAutomine(node.url, false);
-    try {
-      await broadcast(node.url, await signed(DEV_KEYS[0], token, new Interface(['function mint(address,uint256)']).encodeFunctionData('mint', [Wallet.createRandom().address, 5n]), '5'));
-      await broadcast(node.url, raw);
-      await mine(node.url, 1);
-    } finally {
-      await setAutomine(node.url, true);
-    }
+    await reincludeBehindAnotherLog(raw);
     expect(await logIndexes(txHash)).toEqual([1, 2]);
     return txHash;
   }

@@ -12,6 +12,8 @@ export interface NotifiedRequest {
   /** The status as shown now (a lapsed request reads as expired) and the proof's. */
   status: 'requested' | 'opened' | 'expired' | 'voided';
   proofStatus: 'none' | 'attached' | 'verified';
+  /** A verified request whose claim finality lost (a reorg): verified still, but the money is not there. */
+  claimLost: boolean;
   testMode: boolean;
   fiatAmount: number;
   fiatCurrency: string;

@@ -73,11 +73,12 @@ describe('messageIdFor', () => {
 });
 
 describe('resendRefusal', () => {
-  const verified = { status: 'opened', proofStatus: 'verified' };
-  const payable = { status: 'opened', proofStatus: 'none' };
+  const req = (status: string, proofStatus: string, claimLost = false) => ({ status, proofStatus, claimLost });
+  const verified = req('opened', 'verified');
+  const payable = req('opened', 'none');
   it.each([
     ['receipt', 'failed', 'failed', verified, false, null],
-    ['merchant_note', 'abandoned', 'abandoned', { status: 'expired', proofStatus: 'verified' }, false, null],
+    ['merchant_note', 'abandoned', 'abandoned', req('expired', 'verified'), false, null],
     ['receipt', 'abandoned', null, verified, false, null],
     ['receipt', 'failed', 'in_doubt', verified, false, /may have reached the recipient.*allow_duplicate/],
     ['receipt', 'failed', 'in_doubt', verified, true, null],
@@ -85,18 +86,19 @@ describe('resendRefusal', () => {
     ['receipt', 'pending', null, verified, false, /still being sent/],
     ['receipt', 'sent', 'sent', verified, true, /was sent/],
     ['receipt', 'sent', 'sent', verified, false, /was sent/],
-    // The message must still fit its request: a receipt once a reorg undid the verification does not.
-    ['receipt', 'failed', 'failed', { status: 'opened', proofStatus: 'attached' }, false, /no longer verified/],
-    ['merchant_note', 'failed', 'failed', { status: 'expired', proofStatus: 'none' }, true, /no longer verified/],
-    // A charge notice only while the charge can be paid.
+    // The message must still fit its request: no receipt or note once finality lost the claim (it stays verified).
+    ['receipt', 'failed', 'failed', req('opened', 'verified', true), true, /lost to a reorg/],
+    ['merchant_note', 'abandoned', 'abandoned', req('expired', 'verified', true), false, /lost to a reorg/],
+    ['receipt', 'failed', 'failed', req('opened', 'attached'), false, /not verified/],
+    // A charge notice only while the charge waits for a payment.
     ['charge_notice', 'failed', 'failed', payable, false, null],
-    ['charge_notice', 'failed', 'failed', { status: 'requested', proofStatus: 'none' }, false, null],
-    ['charge_notice', 'failed', 'failed', { status: 'opened', proofStatus: 'verified' }, false, /can no longer be paid/],
-    ['charge_notice', 'failed', 'failed', { status: 'opened', proofStatus: 'attached' }, false, /can no longer be paid/],
-    ['charge_notice', 'abandoned', 'abandoned', { status: 'expired', proofStatus: 'none' }, false, /can no longer be paid \(expired/],
-    ['charge_notice', 'failed', 'failed', { status: 'voided', proofStatus: 'none' }, true, /can no longer be paid \(voided/],
+    ['charge_notice', 'failed', 'failed', req('requested', 'none'), false, null],
+    ['charge_notice', 'failed', 'failed', req('opened', 'verified'), false, /the charge is paid/],
+    ['charge_notice', 'failed', 'failed', req('opened', 'attached'), false, /being verified/],
+    ['charge_notice', 'abandoned', 'abandoned', req('expired', 'none'), false, /can no longer be paid \(expired\)/],
+    ['charge_notice', 'failed', 'failed', req('voided', 'none'), true, /can no longer be paid \(voided\)/],
     // In doubt is judged first: the operator learns that before anything about the request.
-    ['charge_notice', 'failed', 'in_doubt', { status: 'voided', proofStatus: 'none' }, false, /allow_duplicate/],
+    ['charge_notice', 'failed', 'in_doubt', req('voided', 'none'), false, /allow_duplicate/],
   ] as const)('%s %s after %s, request %j, allow_duplicate %s → %s', (kind, status, last, request, allow, expected) => {
     const refusal = resendRefusal({ kind, status, lastOutcome: last }, request, allow);
     if (expected === null) expect(refusal).toBeNull();

@@ -144,14 +144,15 @@ export function retriesSince(n: Pick<StoredNotification, 'createdAt' | 'resentAt
  * once). One whose last attempt ended in doubt may have arrived: it is sent again only when the operator
  * accepts a possible duplicate (the one exception to DESIGN §6's at most once, made on purpose). And the
  * message must still fit its request as it is now: a receipt or a merchant's note only while the request is
- * verified (a reorg can undo that), a charge notice only while the charge can still be paid (not paid, not
- * voided, not lapsed), or the payer would read a second charge. The repository's reopen then changes it only
- * while it is at the attempt and status this judged: once failed or abandoned, that attempt's outcome is
- * final.
+ * verified and its claim stands (finality loses a claim whose transfer a reorg took away, and the request
+ * stays verified: DESIGN §7), a charge notice only while the charge waits for a payment (not paid, none
+ * attached, not voided, not lapsed), or the payer would read a second charge. The repository's reopen then
+ * changes it only while it is at the attempt and status this judged: once failed or abandoned, that
+ * attempt's outcome is final.
  */
 export function resendRefusal(
   n: { kind: NotificationKind; status: NotificationStatus; lastOutcome: AttemptOutcome | null },
-  request: { status: string; proofStatus: string },
+  request: { status: string; proofStatus: string; claimLost: boolean },
   allowDuplicate: boolean,
 ): string | null {
   switch (n.status) {
@@ -164,12 +165,20 @@ export function resendRefusal(
       if (n.lastOutcome === 'in_doubt' && !allowDuplicate) {
         return 'its last attempt may have reached the recipient: send it again with allow_duplicate: true to accept a possible duplicate';
       }
-      if (n.kind === 'charge_notice') {
-        return request.proofStatus === 'none' && (request.status === 'requested' || request.status === 'opened')
-          ? null
-          : `the charge can no longer be paid (${request.status}, proof ${request.proofStatus}): a notice now would read as a second charge`;
-      }
-      return request.proofStatus === 'verified' ? null : `the request is no longer verified (proof ${request.proofStatus}): nothing to confirm`;
+      return requestRefusal(n.kind, request);
+  }
+}
+
+function requestRefusal(kind: NotificationKind, request: { status: string; proofStatus: string; claimLost: boolean }): string | null {
+  switch (kind) {
+    case 'charge_notice':
+      if (request.proofStatus === 'verified') return 'the charge is paid: a notice now would read as a second charge';
+      if (request.proofStatus === 'attached') return 'a payment of the charge is being verified: a notice now would read as a second charge';
+      return request.status === 'requested' || request.status === 'opened' ? null : `the charge can no longer be paid (${request.status})`;
+    case 'receipt':
+    case 'merchant_note':
+      if (request.proofStatus !== 'verified') return `the request is not verified (proof ${request.proofStatus}): nothing to confirm`;
+      return request.claimLost ? 'the payment was lost to a reorg (see GET /admin/api/alerts): nothing to confirm' : null;
   }
 }
 

@@ -70,15 +70,6 @@ function jsonOnly(req: Request, res: Response, next: NextFunction): void {
 }
 
 /**
- * A request that acts (not GET/HEAD) must come from the board's own page, or from no browser at all. A
- * cross-site request needs no body to act (a bodiless POST adds an empty job, retries or promotes one), and a
- * browser sends it without a preflight (`fetch` in no-cors mode, `navigator.sendBeacon`), with the operator's
- * cached basic-auth credentials. Browsers name where it comes from: `Sec-Fetch-Site` (anything but
- * same-origin, or none for a typed URL, is refused) or, in browsers without it, `Origin` on every cross-origin
- * POST (refused unless it is this listener's own host). A client that is no browser (curl, a script) sends
- * neither and is let through on its credentials alone.
- */
-/**
  * Every board answer, refusals included: never framed by another page (a framed board would make a click
  * same-origin), never kept by a cache (job data holds request ids and payloads).
  */
@@ -89,6 +80,15 @@ function boardHeaders(_req: Request, res: Response, next: NextFunction): void {
   next();
 }
 
+/**
+ * A request that acts (not GET/HEAD) must come from the board's own page, or from no browser at all. A
+ * cross-site request needs no body to act (a bodiless POST adds an empty job, retries or promotes one), and a
+ * browser sends it without a preflight (`fetch` in no-cors mode, `navigator.sendBeacon`), with the operator's
+ * cached basic-auth credentials. Browsers name where it comes from: `Sec-Fetch-Site` (anything but
+ * same-origin, or none for a typed URL, is refused) or, in browsers without it, `Origin` on every cross-origin
+ * POST (refused unless it is this listener's own host). A client that is no browser (curl, a script) sends
+ * neither and is let through on its credentials alone.
+ */
 function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
   if (req.method === 'GET' || req.method === 'HEAD') return next();
   const site = req.headers['sec-fetch-site'];

@@ -550,12 +550,16 @@ function partnerDetails(e: AuditEvent): Record<string, unknown> {
 }
 
 export function auditBody(events: AuditEvent[], emails: Map<string, string>, o: { offset: number; hasMore: boolean; pageSize: number }): SafeHtml {
-  const who = (e: AuditEvent) =>
-    e.actorKind === 'admin'
-      ? html`${badge('operator', 'info')}`
-      : e.actorKind === 'system'
-        ? html`${badge('service', 'muted')}`
-        : html`${emails.get(e.actorId ?? '') ?? html`<span class="muted">removed user</span> <code>${e.actorId}</code>`}`;
+  const who = (e: AuditEvent): SafeHtml => {
+    switch (e.actorKind) {
+      case 'admin':
+        return html`${badge('operator', 'info')}`;
+      case 'system':
+        return html`${badge('service', 'muted')}`;
+      case 'portal_user':
+        return html`${emails.get(e.actorId ?? '') ?? html`<span class="muted">removed user</span> <code>${e.actorId}</code>`}`;
+    }
+  };
   return html`${title('Audit log')}
 <p class="lead">Every change made to this account in the portal, by the service's operators or by the service itself, and every sign-in to the portal, newest first: keys, webhook settings, users, redeliveries, resends, rate refreshes, released wallets, sign-ins. It never shows secrets, keys or passwords. Entries cannot be changed or deleted.</p>
 <section class="card">

@@ -6,7 +6,7 @@ import { AssetRegistry } from '../../chain/asset-registry';
 import type { ChainReader, ChainReceipt } from '../../chain/chain-reader';
 import { isUniqueViolation } from '../../../database/pg-errors';
 import { MetricsService } from '../../ops/metrics.service';
-import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, type ClaimStanding, type VanishedReason } from '../domain/finality';
+import { claimStanding, deepThrough, isDeepEnough, settleDepth, type ChainHead, type ClaimStanding, type LostReason } from '../domain/finality';
 import { ClaimFinalityRepository, type UnsettledClaim } from '../infrastructure/claim-finality.repository';
 import { readHead } from './chain-head';
 
@@ -33,7 +33,9 @@ export interface SettleReport {
 /**
  * DESIGN §7 "Finality": a verified claim is re-read until it is twice the confirmation depth deep (or, with
  * `finalized`, until its block is finalized). Still there: settled, never read again. Re-included in
- * another block: it follows the transaction there and waits for that block's depth. Gone: an alert (error
+ * another block: it follows the transaction there and waits for that block's depth, unless that block lies
+ * outside the pay rule's window: then it follows it all the same (it keeps holding the transfer) and is lost
+ * with an alert, as when gone. Gone: an alert (error
  * log, `prs_verified_reorged_total`, a stored row listed by GET /admin/api/alerts). proof_status stays
  * `verified` and no event is sent: the partner was told, the money is a matter for operators, and a second
  * webhook saying the opposite is not in the partner contract.
@@ -105,7 +107,10 @@ export class FinalityService {
       if (await this.raise(run.mode, claim, standing.reason, run.head)) report.lost++;
       lost.push(claim.requestId);
     }
-    const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
+    // Moved outside the pay window moves too: the claim keeps holding its transfer where it now is (then is lost).
+    const moves = standings.flatMap(({ claim, standing }) =>
+      standing.kind === 'moved' || standing.kind === 'moved_outside_window' ? [{ claim, to: standing }] : [],
+    );
     // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
     // again, pays no other request).
     if (moves.length > 0) await this.claims.releaseIndexes(lost);
@@ -119,10 +124,14 @@ export class FinalityService {
       await this.raiseUnmovable(run, moves, (e as Error).message);
       return 0;
     }
-    report.moved += movedIds.size;
     for (const { claim, standing } of standings) {
       if (standing.kind === 'vanished') continue;
+      if (standing.kind === 'moved_outside_window') {
+        if (movedIds.has(claim.requestId) && (await this.raise(run.mode, claim, 'moved_outside_window', run.head, standing))) report.lost++;
+        continue;
+      }
       if (standing.kind === 'moved') {
+        if (movedIds.has(claim.requestId)) report.moved++;
         if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
         this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
       }
@@ -157,8 +166,15 @@ export class FinalityService {
     return out;
   }
 
-  private async raise(mode: Mode, claim: UnsettledClaim, reason: VanishedReason, head: ChainHead): Promise<boolean> {
-    const details = { ...claimDetails(mode, claim), reason, tip: head.tip, finalized: head.finalized };
+  /**
+   * The claim no longer pays its request: marked lost with its alert, in one transaction (false when another
+   * run decided it first). `movedTo`: where its transfer is now, for one re-included outside the pay window.
+   */
+  private async raise(mode: Mode, claim: UnsettledClaim, reason: LostReason, head: ChainHead, movedTo?: { blockNumber: number; blockHash: string; logIndex: number }): Promise<boolean> {
+    const details = {
+      ...claimDetails(mode, claim), reason, tip: head.tip, finalized: head.finalized,
+      ...(movedTo ? { moved_to: { block_number: movedTo.blockNumber, block_hash: movedTo.blockHash, log_index: movedTo.logIndex } } : {}),
+    };
     const raised = await this.dataSource.transaction(async (em) => {
       if (!(await this.claims.markLost(em, claim.requestId))) return false;
       await this.alerts.record(em, { kind: 'verified_reorged', requestId: claim.requestId, details });
@@ -166,9 +182,12 @@ export class FinalityService {
     });
     if (!raised) return false;
     this.metrics.countVerifiedReorged(mode);
+    const where = movedTo
+      ? `was re-included in block ${movedTo.blockNumber}, outside the request's pay window: it pays nothing (the claim keeps holding it)`
+      : 'is no longer on the canonical chain';
     this.logger.error(
       `verified request ${claim.requestId} lost its payment: ${claim.txHash}#${claim.logIndex} in block ${claim.blockNumber} ` +
-        `(${claim.blockHash}) is no longer on the canonical chain (${reason}, tip ${head.tip}); proof_status stays verified, see GET /admin/api/alerts`,
+        `(${claim.blockHash}) ${where} (${reason}, tip ${head.tip}); proof_status stays verified, see GET /admin/api/alerts`,
     );
     return true;
   }

@@ -17,8 +17,20 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
     const r = await this.repo.findById(requestId);
     return r
       ? {
-          requestId: r.id, partnerId: r.partnerId, merchantId: r.merchantId, status: effectiveStatus(r, new Date()), proofStatus: r.proofStatus, testMode: r.testMode, fiatAmount: r.fiatAmount, fiatCurrency: r.fiatCurrency,
-          amount: r.amount, chainId: r.chainId, tokenAddress: r.tokenAddress, txHash: r.txHash, expiresAt: r.expiresAt,
+          claimLost: r.proofStatus === 'verified' && (await this.repo.claimLost(requestId)),
+          requestId: r.id,
+          partnerId: r.partnerId,
+          merchantId: r.merchantId,
+          status: effectiveStatus(r, new Date()),
+          proofStatus: r.proofStatus,
+          testMode: r.testMode,
+          fiatAmount: r.fiatAmount,
+          fiatCurrency: r.fiatCurrency,
+          amount: r.amount,
+          chainId: r.chainId,
+          tokenAddress: r.tokenAddress,
+          txHash: r.txHash,
+          expiresAt: r.expiresAt,
           proofVerifiedAt: r.proofVerifiedAt,
         }
       : null;

@@ -86,14 +86,15 @@ describe('whether a verified claim is still on the canonical chain', () => {
     expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
   });
 
-  it('vanished: re-included in a block outside the pay window (after claim_until, or over 60 s before creation)', () => {
+  it('moved outside the window: re-included in a block after claim_until, or over 60 s before creation (pays nothing; the claim keeps its transfer)', () => {
     const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
     const at = (timestamp: number) => claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp } });
     const until = claim.claimUntil.getTime() / 1000;
     expect(at(until)).toMatchObject({ kind: 'moved' });
-    expect(at(until + 1)).toEqual({ kind: 'vanished', reason: 'moved_outside_window' });
+    const outside = { kind: 'moved_outside_window', blockNumber: 102, blockHash: '0xb102', logIndex: 0 };
+    expect(at(until + 1)).toEqual(outside);
     expect(at(T / 1000 - 60)).toMatchObject({ kind: 'moved' });
-    expect(at(T / 1000 - 61)).toEqual({ kind: 'vanished', reason: 'moved_outside_window' });
+    expect(at(T / 1000 - 61)).toEqual(outside);
   });
 
   it('a claim recorded before blocks were kept is located through its receipt', () => {

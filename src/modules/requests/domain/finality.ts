@@ -56,11 +56,20 @@ export interface ClaimToRecheck {
   claimUntil: Date;
 }
 
-export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'transaction_failed' | 'transfer_missing' | 'moved_outside_window';
+export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'transaction_failed' | 'transfer_missing';
+
+/** Why a claim is lost: its transfer vanished, or it is still there but outside the pay window. */
+export type LostReason = VanishedReason | 'moved_outside_window';
 
 export type ClaimStanding =
   | { kind: 'in_place'; blockNumber: number; blockHash: string }
   | { kind: 'moved'; blockNumber: number; blockHash: string; logIndex: number }
+  /**
+   * Re-included in a block outside the pay rule's window: it pays nothing, so the claim is lost, yet the
+   * transfer is on the chain, so the claim follows it there and keeps holding it (else it could pay another
+   * request of the same amount, and one payment would verify two).
+   */
+  | { kind: 'moved_outside_window'; blockNumber: number; blockHash: string; logIndex: number }
   | { kind: 'vanished'; reason: VanishedReason };
 
 /**
@@ -68,8 +77,8 @@ export type ClaimStanding =
  * the canonical block at the claimed height still has the claimed hash, the log is there. Otherwise the
  * transaction's receipt decides: re-included in a canonical block with the same transfer (same token,
  * recipient and value; its log index may differ) whose time is still within the pay rule's window, the
- * claim moved there; anything else means the money the partner was told about is gone from the chain (a
- * transfer re-included after claim_until pays nothing by DESIGN §3, however it first verified).
+ * claim moved there; in a block outside that window it pays nothing by DESIGN §3, however it first verified
+ * (moved_outside_window); anything else means the money the partner was told about is gone from the chain.
  */
 export function claimStanding(
   claim: ClaimToRecheck,
@@ -90,6 +99,6 @@ export function claimStanding(
     return { kind: 'in_place', blockNumber: r.blockNumber, blockHash: r.blockHash };
   }
   const at = seen.receiptBlock.timestamp * 1000;
-  if (at < claim.createdAt.getTime() - EARLY_TOLERANCE_MS || at > claim.claimUntil.getTime()) return { kind: 'vanished', reason: 'moved_outside_window' };
-  return { kind: 'moved', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex };
+  const inWindow = at >= claim.createdAt.getTime() - EARLY_TOLERANCE_MS && at <= claim.claimUntil.getTime();
+  return { kind: inWindow ? 'moved' : 'moved_outside_window', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex };
 }

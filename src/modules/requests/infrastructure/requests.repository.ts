@@ -230,6 +230,12 @@ export class RequestsRepository {
     return e ? toDomain(e) : null;
   }
 
+  /** Whether the request's verified claim was lost (finality: its transfer vanished, or pays it no more). */
+  async claimLost(id: string): Promise<boolean> {
+    const e = await this.requests.findOne({ where: { id }, select: { id: true, claimLostAt: true } });
+    return e?.claimLostAt != null;
+  }
+
   /**
    * The columns a webhook payload reads, for many requests in one query (the delivery worker's hot path: one
    * prepared statement for any batch size, rows read raw rather than hydrated as entities).
