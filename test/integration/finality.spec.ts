@@ -249,6 +249,10 @@ describe('a verified payment re-included after its claim window', () => {
       const same = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: partner.testKey, body: { account_id: merchant.id, fiat_amount_int: fiat } });
       expect(same.status).toBe(201);
       expect(BigInt(same.body.amount)).toBe(r.amount);
+      // The pay rule would take the transfer for it: its window covers the block the transfer is in now.
+      const [{ created_at: sameCreated }] = await db.query(`SELECT created_at FROM payment_requests WHERE id = $1`, [same.body.request_id]);
+      const againTime = (await provider.getBlock(again.blockNumber))!.timestamp;
+      expect(againTime * 1000).toBeGreaterThanOrEqual(new Date(sameCreated).getTime() - 60_000);
       const proof = await submit(same.body.request_id, sent.hash);
       expect(proof.status).toBe(409);
       expect(proof.body.error).toBe('tx_hash_already_used');

@@ -107,10 +107,9 @@ export class FinalityService {
       if (await this.raise(run.mode, claim, standing.reason, run.head)) report.lost++;
       lost.push(claim.requestId);
     }
-    // Moved outside the pay window moves too: the claim keeps holding its transfer where it now is (then is lost).
-    const moves = standings.flatMap(({ claim, standing }) =>
-      standing.kind === 'moved' || standing.kind === 'moved_outside_window' ? [{ claim, to: standing }] : [],
-    );
+    // A claim follows its transaction wherever it was re-included, inside the pay window or not: it holds the
+    // transfer while it is re-read, and the window is judged when its block is deep enough (below).
+    const moves = standings.flatMap(({ claim, standing }) => (standing.kind === 'moved' ? [{ claim, to: standing }] : []));
     // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
     // again, pays no other request).
     if (moves.length > 0) await this.claims.releaseIndexes(lost);
@@ -119,24 +118,31 @@ export class FinalityService {
       movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to }))));
     } catch (e) {
       // A claim outside this transaction's unsettled ones (settled, or of the other mode) holds an index the
-      // move needs: an alert for operators, and the claims are read again next run (a later reorg may free it).
+      // move needs. For a claim the move would take outside its window, that claim has the transfer by the pay
+      // rule and this one is lost; the others cannot follow: an alert for operators, and the claims are read
+      // again next run (a later reorg may free the index).
       if (!isUniqueViolation(e, 'payment_requests_claim')) throw e;
-      await this.raiseUnmovable(run, moves, (e as Error).message);
+      for (const { claim, to } of moves) {
+        if (!to.inWindow && (await this.raise(run.mode, claim, 'moved_outside_window', run.head, to))) report.lost++;
+      }
+      const stuck = moves.filter(({ to }) => to.inWindow);
+      if (stuck.length > 0) await this.raiseUnmovable(run, stuck, (e as Error).message);
       return 0;
     }
     for (const { claim, standing } of standings) {
       if (standing.kind === 'vanished') continue;
-      if (standing.kind === 'moved_outside_window') {
-        if (movedIds.has(claim.requestId) && (await this.raise(run.mode, claim, 'moved_outside_window', run.head, standing))) report.lost++;
-        continue;
-      }
       if (standing.kind === 'moved') {
-        if (movedIds.has(claim.requestId)) report.moved++;
         if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
+        report.moved++;
         this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
       }
-      if (isDeepEnough(standing.blockNumber, run.required, run.head) && (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash))) {
-        report.settled++;
+      if (!isDeepEnough(standing.blockNumber, run.required, run.head)) continue;
+      if (standing.inWindow) {
+        if (await this.claims.settle(claim.requestId, standing.blockNumber, standing.blockHash)) report.settled++;
+      } else {
+        // Deep enough outside the pay window: the transfer pays nothing, and the claim, which holds it, is lost.
+        const at = { blockNumber: standing.blockNumber, blockHash: standing.blockHash, logIndex: standing.kind === 'moved' ? standing.logIndex : claim.logIndex };
+        if (await this.raise(run.mode, claim, 'moved_outside_window', run.head, at)) report.lost++;
       }
     }
     return claims.length;
@@ -144,11 +150,11 @@ export class FinalityService {
 
   /** Where each claim of one transaction stands now; the receipt is read once, and only if a block changed. */
   private async standings(reader: ChainReader, claims: UnsettledClaim[]): Promise<Array<{ claim: UnsettledClaim; standing: ClaimStanding }>> {
-    const blocks = new Map<number, { hash: string } | null>();
+    const blocks = new Map<number, { hash: string; timestamp: number } | null>();
     let read: { receipt: ChainReceipt | null; receiptBlock: { hash: string; timestamp: number } | null } | undefined;
     const out: Array<{ claim: UnsettledClaim; standing: ClaimStanding }> = [];
     for (const claim of claims) {
-      let blockAtClaim: { hash: string } | null = null;
+      let blockAtClaim: { hash: string; timestamp: number } | null = null;
       if (claim.blockNumber !== null) {
         if (!blocks.has(claim.blockNumber)) blocks.set(claim.blockNumber, await reader.block(claim.blockNumber));
         blockAtClaim = blocks.get(claim.blockNumber)!;

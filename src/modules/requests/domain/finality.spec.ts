@@ -63,42 +63,45 @@ describe('whether a verified claim is still on the canonical chain', () => {
   });
 
   it('is in place while the canonical block at its height keeps its hash (no receipt needed)', () => {
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xb100' }, receipt: null, receiptBlock: null })).toEqual({ kind: 'in_place', blockNumber: 100, blockHash: '0xb100' });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xb100', timestamp: IN_WINDOW }, receipt: null, receiptBlock: null })).toEqual({ kind: 'in_place', blockNumber: 100, blockHash: '0xb100', inWindow: true });
   });
 
   it('vanished: block replaced and no receipt', () => {
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: null, receiptBlock: null })).toEqual({ kind: 'vanished', reason: 'receipt_missing' });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother', timestamp: IN_WINDOW }, receipt: null, receiptBlock: null })).toEqual({ kind: 'vanished', reason: 'receipt_missing' });
     expect(claimStanding(claim, { blockAtClaim: null, receipt: null, receiptBlock: null })).toEqual({ kind: 'vanished', reason: 'receipt_missing' });
   });
 
   it('vanished: a receipt the node still serves from the replaced block', () => {
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: receipt(), receiptBlock: { hash: '0xother', timestamp: IN_WINDOW } })).toEqual({ kind: 'vanished', reason: 'receipt_not_canonical' });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother', timestamp: IN_WINDOW }, receipt: receipt(), receiptBlock: { hash: '0xother', timestamp: IN_WINDOW } })).toEqual({ kind: 'vanished', reason: 'receipt_not_canonical' });
   });
 
   it('vanished: re-included but reverted, or without the transfer', () => {
-    const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: r.blockHash, timestamp: IN_WINDOW } });
+    const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother', timestamp: IN_WINDOW }, receipt: r, receiptBlock: { hash: r.blockHash, timestamp: IN_WINDOW } });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', status: 0 })))).toEqual({ kind: 'vanished', reason: 'transaction_failed' });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', value: 499n })))).toEqual({ kind: 'vanished', reason: 'transfer_missing' });
   });
 
   it('moved: the same transfer re-included in another canonical block, log index following it', () => {
     const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
-    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xother', timestamp: IN_WINDOW }, receipt: r, receiptBlock: { hash: '0xb102', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0, inWindow: true });
   });
 
-  it('moved outside the window: re-included in a block after claim_until, or over 60 s before creation (pays nothing; the claim keeps its transfer)', () => {
+  it('says whether the block it is in lies in the pay window: up to claim_until, from 60 s before creation', () => {
     const r = receipt({ blockNumber: 102, blockHash: '0xb102', logIndex: 0 });
-    const at = (timestamp: number) => claimStanding(claim, { blockAtClaim: { hash: '0xother' }, receipt: r, receiptBlock: { hash: '0xb102', timestamp } });
+    const moved = (timestamp: number) => claimStanding(claim, { blockAtClaim: { hash: '0xother', timestamp }, receipt: r, receiptBlock: { hash: '0xb102', timestamp } });
     const until = claim.claimUntil.getTime() / 1000;
-    expect(at(until)).toMatchObject({ kind: 'moved' });
-    const outside = { kind: 'moved_outside_window', blockNumber: 102, blockHash: '0xb102', logIndex: 0 };
-    expect(at(until + 1)).toEqual(outside);
-    expect(at(T / 1000 - 60)).toMatchObject({ kind: 'moved' });
-    expect(at(T / 1000 - 61)).toEqual(outside);
+    const where = { kind: 'moved', blockNumber: 102, blockHash: '0xb102', logIndex: 0 };
+    expect(moved(until)).toEqual({ ...where, inWindow: true });
+    expect(moved(until + 1)).toEqual({ ...where, inWindow: false });
+    expect(moved(T / 1000 - 60)).toEqual({ ...where, inWindow: true });
+    expect(moved(T / 1000 - 61)).toEqual({ ...where, inWindow: false });
+    // In place too (a claim stored where it moved outside the window is lost, not settled, when deep enough).
+    expect(claimStanding(claim, { blockAtClaim: { hash: '0xb100', timestamp: until + 1 }, receipt: null, receiptBlock: null }))
+      .toEqual({ kind: 'in_place', blockNumber: 100, blockHash: '0xb100', inWindow: false });
   });
 
   it('a claim recorded before blocks were kept is located through its receipt', () => {
     const legacy = { ...claim, blockNumber: null, blockHash: null };
-    expect(claimStanding(legacy, { blockAtClaim: null, receipt: receipt(), receiptBlock: { hash: '0xb100', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 100, blockHash: '0xb100', logIndex: 3 });
+    expect(claimStanding(legacy, { blockAtClaim: null, receipt: receipt(), receiptBlock: { hash: '0xb100', timestamp: IN_WINDOW } })).toEqual({ kind: 'moved', blockNumber: 100, blockHash: '0xb100', logIndex: 3, inWindow: true });
   });
 });

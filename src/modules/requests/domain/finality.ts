@@ -61,31 +61,41 @@ export type VanishedReason = 'receipt_missing' | 'receipt_not_canonical' | 'tran
 /** Why a claim is lost: its transfer vanished, or it is still there but outside the pay window. */
 export type LostReason = VanishedReason | 'moved_outside_window';
 
+/**
+ * Where a claim stands. `inWindow`: whether the block it is in now lies within the pay rule's window (DESIGN
+ * §3); a transaction re-included outside it pays nothing, however it first verified. Such a claim still
+ * follows its transfer and holds it while it is re-read (else one payment could verify a request of the same
+ * amount too, and a later reorg back into the window would find it lost), and is lost, not settled, once
+ * its block is deep enough.
+ */
 export type ClaimStanding =
-  | { kind: 'in_place'; blockNumber: number; blockHash: string }
-  | { kind: 'moved'; blockNumber: number; blockHash: string; logIndex: number }
-  /**
-   * Re-included in a block outside the pay rule's window: it pays nothing, so the claim is lost, yet the
-   * transfer is on the chain, so the claim follows it there and keeps holding it (else it could pay another
-   * request of the same amount, and one payment would verify two).
-   */
-  | { kind: 'moved_outside_window'; blockNumber: number; blockHash: string; logIndex: number }
+  | { kind: 'in_place'; blockNumber: number; blockHash: string; inWindow: boolean }
+  | { kind: 'moved'; blockNumber: number; blockHash: string; logIndex: number; inWindow: boolean }
   | { kind: 'vanished'; reason: VanishedReason };
+
+/** Whether a block of this time (unix seconds) lies within the claim's pay window (pay-rule.ts's bounds). */
+function inPayWindow(claim: ClaimToRecheck, blockTime: number): boolean {
+  const at = blockTime * 1000;
+  return at >= claim.createdAt.getTime() - EARLY_TOLERANCE_MS && at <= claim.claimUntil.getTime();
+}
 
 /**
  * Whether the claimed log is still on the canonical chain. A block's content is fixed by its hash, so when
  * the canonical block at the claimed height still has the claimed hash, the log is there. Otherwise the
  * transaction's receipt decides: re-included in a canonical block with the same transfer (same token,
- * recipient and value; its log index may differ) whose time is still within the pay rule's window, the
- * claim moved there; in a block outside that window it pays nothing by DESIGN §3, however it first verified
- * (moved_outside_window); anything else means the money the partner was told about is gone from the chain.
+ * recipient and value; its log index may differ) the claim moved there; anything else means the money the
+ * partner was told about is gone from the chain. Either way it says whether that block is in the pay window.
  */
 export function claimStanding(
   claim: ClaimToRecheck,
-  seen: { blockAtClaim: { hash: string } | null; receipt: ChainReceipt | null; receiptBlock: { hash: string; timestamp: number } | null },
+  seen: {
+    blockAtClaim: { hash: string; timestamp: number } | null;
+    receipt: ChainReceipt | null;
+    receiptBlock: { hash: string; timestamp: number } | null;
+  },
 ): ClaimStanding {
   if (claim.blockNumber !== null && claim.blockHash !== null && seen.blockAtClaim?.hash === claim.blockHash) {
-    return { kind: 'in_place', blockNumber: claim.blockNumber, blockHash: claim.blockHash };
+    return { kind: 'in_place', blockNumber: claim.blockNumber, blockHash: claim.blockHash, inWindow: inPayWindow(claim, seen.blockAtClaim.timestamp) };
   }
   const r = seen.receipt;
   if (!r) return { kind: 'vanished', reason: 'receipt_missing' };
@@ -95,10 +105,9 @@ export function claimStanding(
   const same = (t: ChainTransfer) => t.token === claim.tokenAddress && t.to === claim.recipient && t.value === claim.amount;
   const found = transfers.find((t) => same(t) && t.logIndex === claim.logIndex) ?? transfers.find(same);
   if (!found) return { kind: 'vanished', reason: 'transfer_missing' };
+  const inWindow = inPayWindow(claim, seen.receiptBlock.timestamp);
   if (r.blockNumber === claim.blockNumber && r.blockHash === claim.blockHash && found.logIndex === claim.logIndex) {
-    return { kind: 'in_place', blockNumber: r.blockNumber, blockHash: r.blockHash };
+    return { kind: 'in_place', blockNumber: r.blockNumber, blockHash: r.blockHash, inWindow };
   }
-  const at = seen.receiptBlock.timestamp * 1000;
-  const inWindow = at >= claim.createdAt.getTime() - EARLY_TOLERANCE_MS && at <= claim.claimUntil.getTime();
-  return { kind: inWindow ? 'moved' : 'moved_outside_window', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex };
+  return { kind: 'moved', blockNumber: r.blockNumber, blockHash: r.blockHash, logIndex: found.logIndex, inWindow };
 }
