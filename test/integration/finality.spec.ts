@@ -211,15 +211,25 @@ describe('a verified payment re-included after its claim window', () => {
       // As if it had been paid in the window's last second.
       await db.query(`UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`, [r.id, firstTime + 1]);
 
-      // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, behind another
-      // transaction's log (so its transfer is log 1, not 0), and sinks deep.
+      // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, two blocks higher,
+      // behind another transaction's log (so its transfer is log 1, not 0).
       await revert(node.url, snap);
+      await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 10]);
+      await mine(node.url, 2);
       await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 30]);
       await reincludeBehindAnotherLog(raw);
       const again = (await provider.getTransactionReceipt(sent.hash))!;
-      expect(again.blockHash).not.toBe(first.blockHash);
+      expect(again.blockNumber).toBe(first.blockNumber + 2);
       expect(again.logs.map((l) => l.index)).toEqual([1]);
-      await mine(node.url, CONFIRMATIONS * 2 + 2);
+      // The old block is at the settle depth, the new one not yet (CONFIRMATIONS 2: settled 4 deep): the claim
+      // follows the transfer and holds it, and nothing is decided (a reorg back into the window would find it whole).
+      await mine(node.url, 1);
+      await waitFor(async () => Number((await claimRow(r.id)).claimed_block_number) === again.blockNumber);
+      await sleep(CHECK_MS * 3); // runs that see it moved and not deep
+      expect((await claimRow(r.id)).claim_lost_at).toBeNull();
+      expect((await alerts(`?request_id=${r.id}`)).body.alerts).toEqual([]);
+      // At the settle depth it is lost, not settled.
+      await mine(node.url, 2);
 
       const listed = (await waitFor(async () => {
         const res = await alerts(`?request_id=${r.id}`);
@@ -229,7 +239,8 @@ describe('a verified payment re-included after its claim window', () => {
       expect(listed.body.alerts).toEqual([expect.objectContaining({
         kind: 'verified_reorged',
         details: expect.objectContaining({
-          reason: 'moved_outside_window', tx_hash: sent.hash, block_number: first.blockNumber,
+          // The claim's block as last recorded: it had followed the transfer before it was lost.
+          reason: 'moved_outside_window', tx_hash: sent.hash, block_number: again.blockNumber,
           moved_to: { block_number: again.blockNumber, block_hash: again.blockHash.toLowerCase(), log_index: newLog.index },
         }),
       })]);

@@ -33,9 +33,9 @@ export interface SettleReport {
 /**
  * DESIGN §7 "Finality": a verified claim is re-read until it is twice the confirmation depth deep (or, with
  * `finalized`, until its block is finalized). Still there: settled, never read again. Re-included in
- * another block: it follows the transaction there and waits for that block's depth, unless that block lies
- * outside the pay rule's window: then it follows it all the same (it keeps holding the transfer) and is lost
- * with an alert, as when gone. Gone: an alert (error
+ * another block: it follows the transaction there and waits for that block's depth. A claim whose block lies
+ * outside the pay rule's window at that depth is lost with an alert instead of settled (the transfer pays
+ * nothing; until then the claim holds it). Gone: an alert (error
  * log, `prs_verified_reorged_total`, a stored row listed by GET /admin/api/alerts). proof_status stays
  * `verified` and no event is sent: the partner was told, the money is a matter for operators, and a second
  * webhook saying the opposite is not in the partner contract.
@@ -118,14 +118,15 @@ export class FinalityService {
       movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to }))));
     } catch (e) {
       // A claim outside this transaction's unsettled ones (settled, or of the other mode) holds an index the
-      // move needs. For a claim the move would take outside its window, that claim has the transfer by the pay
-      // rule and this one is lost; the others cannot follow: an alert for operators, and the claims are read
-      // again next run (a later reorg may free the index).
+      // move needs: the claims cannot follow; an alert for operators, and they are read again next run (a
+      // later reorg may free the index).
       if (!isUniqueViolation(e, 'payment_requests_claim')) throw e;
-      for (const { claim, to } of moves) {
-        if (!to.inWindow && (await this.raise(run.mode, claim, 'moved_outside_window', run.head, to))) report.lost++;
-      }
-      const stuck = moves.filter(({ to }) => to.inWindow);
+      // Outside its window at the settle depth, a claim is lost whoever holds its new index (the window alone
+      // decides it), and lets go of its old index for its siblings. Every other one waits, with its alert.
+      const lostNow = moves.filter(({ to }) => !to.inWindow && isDeepEnough(to.blockNumber, run.required, run.head));
+      for (const { claim, to } of lostNow) if (await this.raise(run.mode, claim, 'moved_outside_window', run.head, to)) report.lost++;
+      await this.claims.releaseIndexes(lostNow.map(({ claim }) => claim.requestId));
+      const stuck = moves.filter((m) => !lostNow.includes(m));
       if (stuck.length > 0) await this.raiseUnmovable(run, stuck, (e as Error).message);
       return 0;
     }
@@ -134,7 +135,8 @@ export class FinalityService {
       if (standing.kind === 'moved') {
         if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
         report.moved++;
-        this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})`);
+        const outside = standing.inWindow ? '' : ', outside its pay window: lost at the settle depth unless a reorg moves it back';
+        this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})${outside}`);
       }
       if (!isDeepEnough(standing.blockNumber, run.required, run.head)) continue;
       if (standing.inWindow) {
@@ -189,7 +191,7 @@ export class FinalityService {
     if (!raised) return false;
     this.metrics.countVerifiedReorged(mode);
     const where = movedTo
-      ? `was re-included in block ${movedTo.blockNumber}, outside the request's pay window: it pays nothing (the claim keeps holding it)`
+      ? `is in block ${movedTo.blockNumber}, outside the request's pay window: it pays nothing`
       : 'is no longer on the canonical chain';
     this.logger.error(
       `verified request ${claim.requestId} lost its payment: ${claim.txHash}#${claim.logIndex} in block ${claim.blockNumber} ` +

@@ -136,7 +136,7 @@ export class ClaimFinalityRepository {
     return rows.map((r) => r.id);
   }
 
-  /** The claimed log vanished. In the caller's transaction, with the alert; false when already decided. */
+  /** The claim pays its request no more (its log vanished, or sits outside the pay window). In the caller's transaction, with the alert; false when already decided. */
   async markLost(em: EntityManager, id: string): Promise<boolean> {
     const [rows] = await em.query<[unknown[], number]>(
       `UPDATE payment_requests SET claim_lost_at = now() WHERE id = $1 AND ${UNSETTLED} RETURNING id`,
