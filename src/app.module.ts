@@ -23,6 +23,7 @@ import { PlansCoreModule, type PlansModuleOptions } from './modules/plans/plans-
 import { PlansModule } from './modules/plans/plans.module';
 import { PortalModule } from './modules/portal/portal.module';
 import { RatesModule, type RatesModuleOptions } from './modules/rates/rates.module';
+import { RequestFactsModule } from './modules/requests/request-facts.module';
 import { RequestsModule } from './modules/requests/requests.module';
 import { WebhooksModule } from './modules/webhooks/webhooks.module';
 import { WorkerModule } from './worker.module';
@@ -85,6 +86,9 @@ export class AppModule {
         ChainModule.forRoot(extensions.chain),
         WebhooksModule,
         NotificationsModule,
+        // The requests module's read ports, which webhooks and notifications inject (an operator's resend reads
+        // its request): in every role, a process with neither listener nor worker included (bench/webhook-producer.ts).
+        RequestFactsModule,
         RatesModule.forRoot(extensions.rates),
         PlansCoreModule.forRoot(extensions.plans),
         ...http,
