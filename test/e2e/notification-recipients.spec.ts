@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
+import { DataSource } from 'typeorm';
 import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { signInDashboard } from '../factories/dashboard';
+import { markVerified } from '../factories/notifications';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
@@ -88,6 +90,7 @@ it('a receipt row stored before the outbox checked its recipient is refused by t
   const m = await createOnboardedMerchant(svc, p.testKey);
   const victim = `victim-${tag()}@example.com`;
   const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 800 });
+  await svc.app.get(DataSource).transaction((em) => markVerified(em, r.request_id));
   // As an older release wrote it: the re-drive finds it pending with no job and queues it.
   const [row] = await sql(
     `INSERT INTO notifications (id, kind, channel, "to", request_id, message_id)

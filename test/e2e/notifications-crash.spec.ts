@@ -6,6 +6,7 @@ import { start, type Running } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config/config';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { markVerified } from '../factories/notifications';
 import { MetricsService } from '../../src/modules/ops/metrics.service';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -67,9 +68,10 @@ it('a worker killed after the SMTP server took the message → never sent twice;
   };
 
   const outbox = svc.app.get(NotificationsOutbox);
-  const ids = await svc.app.get(DataSource).transaction((em) =>
-    outbox.requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null }),
-  );
+  const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    await markVerified(em, r.request_id);
+    return outbox.requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null });
+  });
   expect(ids).toHaveLength(1);
   await svc.app.get(NotificationRelay).enqueue(ids);
 

@@ -167,6 +167,20 @@ it('a receipt whose payment finality lost to a reorg (the request stays verified
   expect(smtp.to(n.customer)).toHaveLength(0);
 }, 60000);
 
+it('the sender too: a receipt retried after its payment was lost to a reorg is abandoned unsent', async () => {
+  const customer = `lost-${randomBytes(4).toString('hex')}@example.com`;
+  rcpt.set(customer, 451);
+  const r = await verifiedReceipt(svc, customer);
+  await svc.app.get(NotificationRelay).enqueue([r.id]);
+  await waitFor(async () => (await attempts(r.id)).some((a: { outcome: string }) => a.outcome === 'retry'), 20000);
+  await sql(`UPDATE payment_requests SET claim_lost_at = now() WHERE id = $1`, [r.requestId]);
+  rcpt.delete(customer);
+  await waitFor(async () => (await row(r.id)).status === 'abandoned', 20000);
+  expect((await row(r.id)).last_error).toMatch(/^not sent: the payment was lost to a reorg/);
+  expect((await attempts(r.id)).map((a: { outcome: string }) => a.outcome)).toEqual(['retry', 'abandoned']);
+  expect(smtp.to(customer)).toHaveLength(0);
+}, 60000);
+
 it('bad calls change nothing: 404 unknown or malformed id, 400 bad body, 401 without the token, 409 while pending', async () => {
   const n = await refusedReceipt();
   const before = await row(n.id);

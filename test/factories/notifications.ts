@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
 import type { TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner } from './partners';
@@ -14,13 +14,22 @@ export async function verifiedReceipt(svc: TestService, customer: string): Promi
   const m = await createOnboardedMerchant(svc, p.testKey);
   const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 1999, customer_email: customer });
   const [id] = await svc.app.get(DataSource).transaction(async (em) => {
-    await em.query(
-      `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, proof_source = 'payer', payer_address = $3,
-              proof_attached_at = now(), proof_verified_at = now()
-        WHERE id = $1`,
-      [r.request_id, `0x${randomBytes(32).toString('hex')}`, `0x${randomBytes(20).toString('hex')}`],
-    );
+    await markVerified(em, r.request_id);
     return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null });
   });
   return { id, requestId: r.request_id, partnerId: p.id };
+}
+
+/**
+ * Marks a request verified by a made-up transaction, in `em` (the transaction that writes its receipt, as
+ * verification does): a receipt is only sent for a verified request. Its claim is settled, so a worker's
+ * finality job never looks for the made-up transaction on the chain (it would find it gone and lose the claim).
+ */
+export async function markVerified(em: EntityManager, requestId: string): Promise<void> {
+  await em.query(
+    `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, proof_source = 'payer', payer_address = $3,
+            proof_attached_at = now(), proof_verified_at = now(), claim_settled_at = now()
+      WHERE id = $1`,
+    [requestId, `0x${randomBytes(32).toString('hex')}`, `0x${randomBytes(20).toString('hex')}`],
+  );
 }

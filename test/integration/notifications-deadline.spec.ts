@@ -4,6 +4,7 @@ import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationQueue, notificationJobId } from '../../src/modules/notifications/notification.queue';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { markVerified } from '../factories/notifications';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
@@ -58,9 +59,10 @@ const unique = () => randomBytes(4).toString('hex');
 
 async function receiptFor(customer: string): Promise<{ id: string; requestId: string }> {
   const r = await mustCreateRequest(svc, partner.testKey, { account_id: merchant.id, fiat_amount_int: 2500, customer_email: customer });
-  const ids = await svc.app.get(DataSource).transaction((em) =>
-    svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: merchant.id, customerEmail: customer, customerPhone: null }),
-  );
+  const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    await markVerified(em, r.request_id);
+    return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: merchant.id, customerEmail: customer, customerPhone: null });
+  });
   expect(ids).toHaveLength(1);
   return { id: ids[0], requestId: r.request_id };
 }

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { markVerified } from '../factories/notifications';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
@@ -50,9 +51,10 @@ let fiat = 2000;
 
 async function receiptFor(customer: string): Promise<{ requestId: string; id: string }> {
   const r = await mustCreateRequest(svc, partnerKey, { account_id: merchantId, fiat_amount_int: (fiat += 7) });
-  const ids = await svc.app.get(DataSource).transaction((em) =>
-    svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId, customerEmail: customer, customerPhone: null }),
-  );
+  const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    await markVerified(em, r.request_id);
+    return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId, customerEmail: customer, customerPhone: null });
+  });
   await svc.app.get(NotificationRelay).enqueue(ids);
   return { requestId: r.request_id, id: ids[0] };
 }

@@ -6,6 +6,7 @@ import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { markVerified } from '../factories/notifications';
 import { MetricsService } from '../../src/modules/ops/metrics.service';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { idemKey, mustCreateRequest } from '../factories/requests';
@@ -101,6 +102,7 @@ const attempts = (notificationId: string) =>
 async function writeReceipt(requestId: string, to: { email?: string; phone?: string }, relay = true, writtenAgoMs = 0): Promise<string[]> {
   const outbox = svc.app.get(NotificationsOutbox);
   const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    await markVerified(em, requestId);
     const written = await outbox.requestVerified(em, { requestId, merchantId: merchant.id, customerEmail: to.email ?? null, customerPhone: to.phone ?? null });
     if (writtenAgoMs > 0) await em.query(`UPDATE notifications SET created_at = created_at - make_interval(secs => $2) WHERE id = ANY($1)`, [written, writtenAgoMs / 1000]);
     return written;

@@ -4,8 +4,8 @@ import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
 import { MetricsService } from '../ops/metrics.service';
-import { nextStep, retriesSince, type SendResult, type StoredNotification } from './notification';
-import { NotificationRequestsPort } from './notification-facts.port';
+import { nextStep, noLongerFits, retriesSince, type SendResult, type StoredNotification } from './notification';
+import { NotificationRequestsPort, type NotifiedRequest } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
 import { SmsClient } from './sms-client';
@@ -76,7 +76,11 @@ export class NotificationSender {
     }
     let message: Built;
     try {
-      message = await this.build(row, await this.factsOf(row));
+      const { facts, request } = await this.factsOf(row);
+      // A charge paid (or a payment lost to a reorg) while its message waited: not sent, never.
+      const misfit = noLongerFits(row.kind, request);
+      if (misfit) return this.outdated(row, attempt, misfit);
+      message = await this.build(row, facts);
     } catch (e) {
       if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long
       return this.unbuildable(row, attempt, e);
@@ -121,6 +125,13 @@ export class NotificationSender {
     this.logger.error(`notification ${row.id} (${row.kind} by ${row.channel} for request ${row.requestId}) abandoned: ${error}`);
   }
 
+  /** Abandoned unsent, with the reason: the message would tell its recipient something no longer true. */
+  private async outdated(row: StoredNotification, attempt: number, why: string): Promise<void> {
+    if (!(await this.repo.abandonUnsent(row.id, attempt, `not sent: ${why}`))) return; // another run of the attempt decided it
+    this.metrics.countNotificationAttempt(row.channel, 'abandoned');
+    this.logger.warn(`notification ${row.id} (${row.kind} by ${row.channel} for request ${row.requestId}) abandoned unsent: ${why}`);
+  }
+
   /** Only reads fail for a reason that passes by itself; rendering and composing what was read fail alike every time. */
   private async build(row: StoredNotification, facts: MessageFacts): Promise<Built> {
     try {
@@ -156,13 +167,13 @@ export class NotificationSender {
     }
   }
 
-  private async factsOf(row: StoredNotification): Promise<MessageFacts> {
+  private async factsOf(row: StoredNotification): Promise<{ facts: MessageFacts; request: NotifiedRequest }> {
     const r = await this.requests.notifiedRequest(row.requestId);
     // The outbox row references its request (foreign key), so a request not found was deleted: no later read finds it.
     if (!r) throw new UnbuildableMessage(`request ${row.requestId} not found`);
     const merchant = await this.merchants.contactOf(r.merchantId);
     const token = await this.assets.storedAsset(r.chainId, r.tokenAddress);
-    return {
+    const facts: MessageFacts = {
       kind: row.kind,
       requestId: r.requestId,
       testMode: r.testMode,
@@ -177,5 +188,6 @@ export class NotificationSender {
       dueAt: row.dueAt,
       expiresAt: r.expiresAt,
     };
+    return { facts, request: r };
   }
 }

@@ -165,11 +165,15 @@ export function resendRefusal(
       if (n.lastOutcome === 'in_doubt' && !allowDuplicate) {
         return 'its last attempt may have reached the recipient: send it again with allow_duplicate: true to accept a possible duplicate';
       }
-      return requestRefusal(n.kind, request);
+      return noLongerFits(n.kind, request);
   }
 }
 
-function requestRefusal(kind: NotificationKind, request: { status: string; proofStatus: string; claimLost: boolean }): string | null {
+/**
+ * Why a message no longer fits its request as it is now, or null when it does: the sender's check before each
+ * attempt (a charge paid while its notice was being retried is not asked for again) and the resend's.
+ */
+export function noLongerFits(kind: NotificationKind, request: { status: string; proofStatus: string; claimLost: boolean }): string | null {
   switch (kind) {
     case 'charge_notice':
       if (request.proofStatus === 'verified') return 'the charge is paid: a notice now would read as a second charge';
