@@ -6,6 +6,7 @@ import {
 } from '../../scripts/chain/local-node';
 import { DataSource } from 'typeorm';
 import { AlertsService } from '../../src/modules/alerts/alerts.service';
+import { FinalityService } from '../../src/modules/requests/application/finality.service';
 import { ClaimFinalityRepository } from '../../src/modules/requests/infrastructure/claim-finality.repository';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -225,7 +226,8 @@ describe('a verified payment re-included after its claim window', () => {
       // follows the transfer and holds it, and nothing is decided (a reorg back into the window would find it whole).
       await mine(node.url, 1);
       await waitFor(async () => Number((await claimRow(r.id)).claimed_block_number) === again.blockNumber);
-      await sleep(CHECK_MS * 3); // runs that see it moved and not deep
+      // One more run, here, that sees it moved and not deep: nothing decided.
+      await svc.app.get(FinalityService).settle('test');
       expect((await claimRow(r.id)).claim_lost_at).toBeNull();
       expect((await alerts(`?request_id=${r.id}`)).body.alerts).toEqual([]);
       // At the settle depth it is lost, not settled.

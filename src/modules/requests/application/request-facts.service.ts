@@ -14,25 +14,25 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
   }
 
   async notifiedRequest(requestId: string): Promise<NotifiedRequest | null> {
-    const r = await this.repo.findById(requestId);
-    return r
-      ? {
-          claimLost: r.proofStatus === 'verified' && (await this.repo.claimLost(requestId)),
-          requestId: r.id,
-          partnerId: r.partnerId,
-          merchantId: r.merchantId,
-          status: effectiveStatus(r, new Date()),
-          proofStatus: r.proofStatus,
-          testMode: r.testMode,
-          fiatAmount: r.fiatAmount,
-          fiatCurrency: r.fiatCurrency,
-          amount: r.amount,
-          chainId: r.chainId,
-          tokenAddress: r.tokenAddress,
-          txHash: r.txHash,
-          expiresAt: r.expiresAt,
-          proofVerifiedAt: r.proofVerifiedAt,
-        }
-      : null;
+    const found = await this.repo.findWithClaimLost(requestId);
+    if (!found) return null;
+    const r = found.request;
+    return {
+      claimLost: found.claimLost,
+      requestId: r.id,
+      partnerId: r.partnerId,
+      merchantId: r.merchantId,
+      status: effectiveStatus(r, new Date()),
+      proofStatus: r.proofStatus,
+      testMode: r.testMode,
+      fiatAmount: r.fiatAmount,
+      fiatCurrency: r.fiatCurrency,
+      amount: r.amount,
+      chainId: r.chainId,
+      tokenAddress: r.tokenAddress,
+      txHash: r.txHash,
+      expiresAt: r.expiresAt,
+      proofVerifiedAt: r.proofVerifiedAt,
+    };
   }
 }

@@ -230,10 +230,10 @@ export class RequestsRepository {
     return e ? toDomain(e) : null;
   }
 
-  /** Whether the request's verified claim was lost (finality: its transfer vanished, or pays it no more). */
-  async claimLost(id: string): Promise<boolean> {
-    const e = await this.requests.findOne({ where: { id }, select: { id: true, claimLostAt: true } });
-    return e?.claimLostAt != null;
+  /** The request, and whether finality lost its verified claim (its transfer vanished, or pays it no more): one read. */
+  async findWithClaimLost(id: string): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
+    const e = await this.requests.findOneBy({ id });
+    return e ? { request: toDomain(e), claimLost: e.claimLostAt !== null } : null;
   }
 
   /**
