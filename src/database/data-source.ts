@@ -33,7 +33,7 @@ export function dataSourceOptions(databaseUrl: string, poolSize = 20, acquireTim
     // (a list at 10 M rows did, issue 14), never paid back by a page of 50 rows. Parallel workers likewise:
     // status=expired's lapsed-row subqueries are estimated from the whole table's statistics, and once the
     // partial expiring indexes passed min_parallel_index_scan_size each ran under a Gather, 3-10 ms of worker
-    // start-up to read a few index pages (measured at 10 M rows, README "Lists").
+    // start-up to read a few index pages (measured at 10 M rows, docs/performance.md "Lists").
     extra: { max: poolSize, connectionTimeoutMillis: acquireTimeoutMs, options: '-c jit=off -c max_parallel_workers_per_gather=0' },
     logging: false,
   };
