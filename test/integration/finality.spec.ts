@@ -193,24 +193,32 @@ async function reincludeBehindAnotherLog(raw: string): Promise<void> {
   }
 }
 
+/**
+ * Pays r with a transaction signed once (a reorg can then mine the same one again), waits until it is verified,
+ * and ends r's window a second after the payment's block, as if paid in its last second. `snap` is the chain
+ * just before the payment: reverting to it drops the payment.
+ */
+async function payInWindowsLastSecond(provider: JsonRpcProvider, r: { id: string; amount: bigint }) {
+  const data = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
+  const raw = await signed(PAYER, token, data, '1');
+  const snap = await snapshot(node.url);
+  const sent = await provider.broadcastTransaction(raw);
+  const first = (await sent.wait())!;
+  const firstTime = (await provider.getBlock(first.blockNumber))!.timestamp;
+  expect((await submit(r.id, sent.hash)).status).toBe(200);
+  await mine(node.url, CONFIRMATIONS - 1);
+  await waitFor(async () => (await get(r.id)).proof_status === 'verified');
+  await db.query(`UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`, [r.id, firstTime + 1]);
+  return { raw, sent, first, firstTime, snap };
+}
+
 describe('a verified payment re-included after its claim window', () => {
   it('pays nothing by the pay rule any more: the claim is lost with one verified_reorged alert, keeps holding the transfer, and no request of the same price can take it', async () => {
     const r = await newRequest();
     const provider = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
     try {
-      const data = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
-      // Signed once, so the same transaction can be mined again on the other branch.
-      const raw = await signed(PAYER, token, data, '1');
-      const snap = await snapshot(node.url);
-      const sent = await provider.broadcastTransaction(raw);
-      const first = (await sent.wait())!;
+      const { raw, sent, first, firstTime, snap } = await payInWindowsLastSecond(provider, r);
       expect(first.logs.map((l) => l.index)).toEqual([0]);
-      const firstTime = (await provider.getBlock(first.blockNumber))!.timestamp;
-      expect((await submit(r.id, sent.hash)).status).toBe(200);
-      await mine(node.url, CONFIRMATIONS - 1);
-      await waitFor(async () => (await get(r.id)).proof_status === 'verified');
-      // As if it had been paid in the window's last second.
-      await db.query(`UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`, [r.id, firstTime + 1]);
 
       // The reorg drops it; the same transaction is mined again 30 s later, past claim_until, two blocks higher,
       // behind another transaction's log (so its transfer is log 1, not 0).
@@ -276,6 +284,47 @@ describe('a verified payment re-included after its claim window', () => {
   });
 });
 
+describe('a verified payment re-included outside its window, then back inside it by a second reorg', () => {
+  it('follows its transfer both times and settles where it ends, in the window: no alert', async () => {
+    const r = await newRequest();
+    const provider = new JsonRpcProvider(node.url, undefined, { cacheTimeout: -1 });
+    try {
+      const { raw, sent, first, firstTime, snap } = await payInWindowsLastSecond(provider, r);
+
+      // First reorg: mined again two blocks higher, 30 s later, past the window; the claim follows it there.
+      await revert(node.url, snap);
+      const forkAgain = await snapshot(node.url);
+      await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 10]);
+      await mine(node.url, 2);
+      await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 30]);
+      await reincludeBehindAnotherLog(raw);
+      const outside = (await provider.getTransactionReceipt(sent.hash))!;
+      await mine(node.url, 1);
+      await waitFor(async () => Number((await claimRow(r.id)).claimed_block_number) === outside.blockNumber);
+      expect((await claimRow(r.id)).claim_lost_at).toBeNull();
+
+      // Second reorg, before that block is at the settle depth: the transaction lands at the first block's
+      // height again, one second later, the window's last second.
+      await revert(node.url, forkAgain);
+      await rpc(node.url, 'evm_setNextBlockTimestamp', [firstTime + 1]);
+      await provider.broadcastTransaction(raw);
+      const inside = (await provider.getTransactionReceipt(sent.hash))!;
+      expect(inside.blockNumber).toBe(first.blockNumber);
+      expect(inside.blockHash).not.toBe(first.blockHash);
+      // Deep enough for the claim's recorded block (outside's height) to be re-read, and for inside's to settle.
+      await mine(node.url, outside.blockNumber - inside.blockNumber + CONFIRMATIONS * 2);
+
+      await waitFor(async () => (await claimRow(r.id)).claim_settled_at !== null, 15000);
+      const row = await claimRow(r.id);
+      expect(row).toMatchObject({ claimed_block_number: String(inside.blockNumber), claimed_block_hash: inside.blockHash.toLowerCase(), claim_lost_at: null });
+      expect((await alerts(`?request_id=${r.id}`)).body.alerts).toEqual([]);
+      expect((await get(r.id)).proof_status).toBe('verified');
+    } finally {
+      provider.destroy();
+    }
+  });
+});
+
 describe('GET /admin/api/alerts', () => {
   it('lists newest first with paging', async () => {
     const r = await newRequest();
@@ -317,10 +366,16 @@ describe('a batch payment re-included at other log indexes', () => {
     `SELECT claimed_log_index, claim_settled_at, claim_lost_at FROM payment_requests WHERE id = $1`, [id]))[0];
 
   /**
-   * One transaction paying a and b (logs 0 and 1), verified; `meanwhile` runs with both verified; then a reorg
-   * re-includes the same transaction behind another one's log, so its transfers are logs 1 and 2.
+   * One transaction paying a and b (logs 0 and 1), verified; `meanwhile` runs with both verified (given the
+   * block's time); then a reorg re-includes the same transaction behind another one's log, so its transfers are
+   * logs 1 and 2, `laterBy` seconds after the first block when given.
    */
-  async function batchReincludedShifted(a: { id: string; amount: bigint }, b: { id: string; amount: bigint }, meanwhile = async (_txHash: string) => {}): Promise<string> {
+  async function batchReincludedShifted(
+    a: { id: string; amount: bigint },
+    b: { id: string; amount: bigint },
+    meanwhile = async (_txHash: string, _blockTime: number) => {},
+    laterBy?: number,
+  ): Promise<string> {
     const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
     await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, MaxUint256]), PAYER);
     const snap = await snapshot(node.url);
@@ -332,9 +387,12 @@ describe('a batch payment re-included at other log indexes', () => {
     await mine(node.url, CONFIRMATIONS - 1);
     await waitFor(async () => (await get(a.id)).proof_status === 'verified' && (await get(b.id)).proof_status === 'verified', 15000);
     expect([(await claimOf(a.id)).claimed_log_index, (await claimOf(b.id)).claimed_log_index]).toEqual([0, 1]);
-    await meanwhile(txHash);
+    const { blockNumber } = await rpc<{ blockNumber: string }>(node.url, 'eth_getTransactionReceipt', [txHash]);
+    const { timestamp } = await rpc<{ timestamp: string }>(node.url, 'eth_getBlockByNumber', [blockNumber, false]);
+    await meanwhile(txHash, Number(timestamp));
 
     await revert(node.url, snap);
+    if (laterBy !== undefined) await rpc(node.url, 'evm_setNextBlockTimestamp', [Number(timestamp) + laterBy]);
     await reincludeBehindAnotherLog(raw);
     expect(await logIndexes(txHash)).toEqual([1, 2]);
     return txHash;
@@ -424,6 +482,49 @@ describe('a batch payment re-included at other log indexes', () => {
       svc.app.get(AlertsService).record(em, { kind: 'claim_unmovable', requestId: a.id, details: { probe: true } }));
     expect(again).toMatchObject({ kind: 'claim_unmovable', requestId: a.id, resolvedAt: null });
     expect((await alerts(`?request_id=${a.id}`)).body.alerts).toHaveLength(2);
+  });
+
+  it('a batch whose move is blocked, one claim re-included outside its window: that one is lost at the settle depth and lets go of its index, the other waits with its claim_unmovable alert, then settles once the index is free', async () => {
+    const [a, b, holder] = [await newRequest(), await newRequest(), await newRequest()];
+    await batchReincludedShifted(a, b, async (txHash, blockTime) => {
+      // a's window ends a second after the payment's block (re-included 30 s later); b's does not.
+      await db.query(
+        `UPDATE payment_requests SET claim_until = to_timestamp($2), expires_at = to_timestamp($2) - interval '60 minutes' WHERE id = $1`,
+        [a.id, blockTime + 1],
+      );
+      // A settled claim of the same transaction at log 2: the index b's move needs.
+      await db.query(
+        `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, claimed_log_index = 2, claimed_block_number = 1,
+                claimed_block_hash = $3, proof_verified_at = now(), claim_settled_at = now() WHERE id = $1`,
+        [holder.id, txHash, `0x${'00'.repeat(32)}`],
+      );
+    }, 30);
+    await mine(node.url, CONFIRMATIONS * 2);
+
+    const [lost] = await waitFor(async () => {
+      const res = await alerts(`?request_id=${a.id}`);
+      return res.body.alerts.length ? res.body.alerts : null;
+    }, 15000);
+    expect(lost).toMatchObject({ kind: 'verified_reorged', details: { reason: 'moved_outside_window', log_index: 0, moved_to: { log_index: 1 } } });
+    const [stuck] = await waitFor(async () => {
+      const res = await alerts(`?request_id=${b.id}`);
+      return res.body.alerts.length ? res.body.alerts : null;
+    }, 15000);
+    expect(stuck).toMatchObject({ kind: 'claim_unmovable', resolved_at: null, details: { log_index: 1, moved_to: { log_index: 2 } } });
+    const lostClaim = await claimOf(a.id);
+    expect(lostClaim).toMatchObject({ claimed_log_index: null, claim_settled_at: null });
+    expect(lostClaim.claim_lost_at).not.toBeNull();
+    expect(await claimOf(b.id)).toMatchObject({ claimed_log_index: 1, claim_settled_at: null, claim_lost_at: null });
+    for (const r of [a, b]) expect((await get(r.id)).proof_status).toBe('verified');
+
+    // The holder's claim is elsewhere now: b moves, settles, and its alert is resolved; a stays lost, alone.
+    await db.query(`UPDATE payment_requests SET claimed_log_index = 9 WHERE id = $1`, [holder.id]);
+    await mine(node.url, 1);
+    await waitFor(async () => (await claimOf(b.id)).claim_settled_at !== null, 15000);
+    expect((await claimOf(b.id)).claimed_log_index).toBe(2);
+    await waitFor(async () => (await alerts(`?request_id=${b.id}`)).body.alerts[0]?.resolved_at ?? null, 15000);
+    expect((await alerts(`?request_id=${a.id}`)).body.alerts).toHaveLength(1);
+    expect(await claimOf(a.id)).toMatchObject({ claimed_log_index: null, claim_settled_at: null });
   });
 });
 
