@@ -526,6 +526,32 @@ describe('a batch payment re-included at other log indexes', () => {
     expect((await alerts(`?request_id=${a.id}`)).body.alerts).toHaveLength(1);
     expect(await claimOf(a.id)).toMatchObject({ claimed_log_index: null, claim_settled_at: null });
   });
+
+  it('a sibling already verified where the transaction is now settles although the other claim cannot follow', async () => {
+    const [a, b, holder] = [await newRequest(), await newRequest(), await newRequest()];
+    const txHash = await batchReincludedShifted(a, b);
+    // b as if verified after the reorg, at its new place (log 2); a still where it was first (log 0), and the
+    // index its move needs (1) held by a settled claim.
+    const { blockNumber, blockHash } = await rpc<{ blockNumber: string; blockHash: string }>(node.url, 'eth_getTransactionReceipt', [txHash]);
+    await db.query(`UPDATE payment_requests SET claimed_log_index = 2, claimed_block_number = $2, claimed_block_hash = $3 WHERE id = $1`, [b.id, Number(blockNumber), blockHash.toLowerCase()]);
+    await db.query(
+      `UPDATE payment_requests SET proof_status = 'verified', tx_hash = $2, claimed_log_index = 1, claimed_block_number = 1,
+              claimed_block_hash = $3, proof_verified_at = now(), claim_settled_at = now() WHERE id = $1`,
+      [holder.id, txHash, `0x${'00'.repeat(32)}`],
+    );
+    await mine(node.url, CONFIRMATIONS * 2);
+
+    await waitFor(async () => (await claimOf(b.id)).claim_settled_at !== null, 15000);
+    const [stuck] = await waitFor(async () => {
+      const res = await alerts(`?request_id=${a.id}`);
+      return res.body.alerts.length ? res.body.alerts : null;
+    }, 15000);
+    expect(stuck).toMatchObject({ kind: 'claim_unmovable', details: { log_index: 0, moved_to: { log_index: 1 } } });
+    expect(await claimOf(a.id)).toMatchObject({ claimed_log_index: 0, claim_settled_at: null, claim_lost_at: null });
+    expect((await alerts(`?request_id=${b.id}`)).body.alerts).toEqual([]);
+    // Out of the way, so later tests' transactions never meet this one's stuck claim.
+    await db.query(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = $1`, [a.id]);
+  });
 });
 
 describe('resolving claim_unmovable alerts', () => {

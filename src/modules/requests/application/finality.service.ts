@@ -94,7 +94,8 @@ export class FinalityService {
 
   /**
    * Re-reads the claims of one transaction together (one unless it paid several requests: a reorg moves them
-   * together) and stores where they stand; returns how many it re-read, 0 when they cannot move.
+   * together) and stores where they stand; returns how many it re-read, 0 when they cannot move (they do not
+   * count against the run's batch: a transaction stuck for good would otherwise take a share of every run).
    */
   private async rereadTransaction(run: Run, txHash: string, report: SettleReport): Promise<number> {
     const claims = await this.claims.ofTransaction(run.chainId, run.mode === 'test', txHash);
@@ -113,7 +114,8 @@ export class FinalityService {
     // Only for a move: a lost claim of a transaction that did not move keeps its index (its transfer, mined
     // again, pays no other request).
     if (moves.length > 0) await this.claims.releaseIndexes(lost);
-    let movedIds: Set<string>;
+    let movedIds = new Set<string>();
+    let blocked = false;
     try {
       movedIds = new Set(await this.claims.moveTogether(moves.map(({ claim, to }) => ({ id: claim.requestId, ...to }))));
     } catch (e) {
@@ -128,12 +130,13 @@ export class FinalityService {
       await this.claims.releaseIndexes(lostNow.map(({ claim }) => claim.requestId));
       const stuck = moves.filter((m) => !lostNow.includes(m));
       if (stuck.length > 0) await this.raiseUnmovable(run, stuck, (e as Error).message);
-      return 0;
+      // Siblings already where their transfer is (verified there after the reorg) are still settled below.
+      blocked = true;
     }
     for (const { claim, standing } of standings) {
       if (standing.kind === 'vanished') continue;
       if (standing.kind === 'moved') {
-        if (!movedIds.has(claim.requestId)) continue; // settled or lost meanwhile by another worker
+        if (!movedIds.has(claim.requestId)) continue; // could not move, or settled or lost meanwhile by another worker
         report.moved++;
         const outside = standing.inWindow ? '' : ', outside its pay window: lost at the settle depth unless a reorg moves it back';
         this.logger.warn(`request ${claim.requestId}: ${claim.txHash}#${claim.logIndex} moved to block ${standing.blockNumber}#${standing.logIndex} (was ${claim.blockNumber})${outside}`);
@@ -147,7 +150,7 @@ export class FinalityService {
         if (await this.raise(run.mode, claim, 'moved_outside_window', run.head, at)) report.lost++;
       }
     }
-    return claims.length;
+    return blocked ? 0 : claims.length;
   }
 
   /** Where each claim of one transaction stands now; the receipt is read once, and only if a block changed. */
