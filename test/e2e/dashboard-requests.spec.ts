@@ -607,6 +607,8 @@ describe('GET and PATCH /dashboard/api/me', () => {
   it.each([
     ['a lower-case country', { country: 'fr' }],
     ['a bad email', { email: 'not-an-email' }],
+    ['an email with a quoted local part (its notes could not be sent)', { email: '"owner.x"@example.com' }],
+    ['two email addresses', { email: 'a@example.com, b@example.com' }],
     ['a display_name over 120', { display_name: 'x'.repeat(121) }],
     ['a phone over 32', { phone: '1'.repeat(33) }],
     ['an unsupported currency', { display_currency: 'xyz' }],

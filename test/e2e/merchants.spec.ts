@@ -144,6 +144,10 @@ describe('POST /api/v1/merchants: validation (spec §4.5, DESIGN §3)', () => {
     ['email', '@example.com'],
     ['email', email255],
     ['email', 42],
+    // Mail addresses a merchant's notes could not be sent to as one recipient (the sender refuses them).
+    ['email', '"owner.x"@example.com'],
+    ['email', 'a@example.com, b@example.com'],
+    ['email', 'a@example.com\r\nBcc: c@example.com'],
     ['display_name', 'x'.repeat(121)],
     ['display_name', 12],
     ['business_name', 'x'.repeat(121)],

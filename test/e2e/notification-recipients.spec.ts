@@ -7,7 +7,7 @@ import { signInDashboard } from '../factories/dashboard';
 import { markVerified } from '../factories/notifications';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
@@ -24,7 +24,13 @@ let svc: TestService;
 
 beforeAll(async () => {
   smtp = await SmtpCatcher.start();
-  svc = await startService({ worker: true, env: { SMTP_URL: smtp.url, MAIL_FROM: 'Receipts <receipts@shop.example.test>', VERIFY_POLL_MS: '200', NOTIFY_REDRIVE_MS: '300' } });
+  svc = await startService({
+    worker: true,
+    env: {
+      SMTP_URL: smtp.url, MAIL_FROM: 'Receipts <receipts@shop.example.test>', VERIFY_POLL_MS: '200', NOTIFY_REDRIVE_MS: '300',
+      NOTIFY_RETRY_BASE_MS: '200', NOTIFY_RETRY_MAX_MS: '1000',
+    },
+  });
   await mint(testEnv().rpcUrl, testEnv().token, new Wallet(DEV_KEYS[1]).address, 10n ** 15n);
 }, 60000);
 
@@ -103,4 +109,67 @@ it('a receipt row stored before the outbox checked its recipient is refused by t
   }, 30000);
   expect(done).toEqual({ status: 'failed', last_error: 'the recipient is not one email address' });
   expect(smtp.to(victim)).toEqual([]);
+});
+
+describe("the merchant's note goes to the merchant's email as it is at each attempt (a helper's hunt)", () => {
+  /** A dashboard request paid on the chain while the merchant's old mailbox answers 451: the note is retried. */
+  async function noteBeingRetried(oldOwner: string) {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey, { email: oldOwner });
+    const dash = await signInDashboard(svc, m.wallet);
+    smtp.rcptRule = (to) => (to === oldOwner ? 451 : null);
+    const created = await dash.call('POST', '/requests', { body: { fiat_amount_int: 1717 } });
+    expect(created.status).toBe(201);
+    const id: string = created.body.request_id;
+    const tx = await transferToken(testEnv().rpcUrl, testEnv().token, DEV_KEYS[1], m.wallet.address, BigInt(created.body.amount));
+    expect((await call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: tx.txHash } })).status).toBe(200);
+    await waitFor(async () => (await sql(
+      `SELECT 1 FROM notification_attempts a JOIN notifications n ON n.id = a.notification_id
+        WHERE n.request_id = $1 AND n.kind = 'merchant_note' AND a.outcome = 'retry'`, [id])).length > 0, 30000);
+    return { dash, id };
+  }
+  const noteOf = async (id: string) => (await waitFor(async () => {
+    const [n] = await sql(`SELECT "to", status, last_error FROM notifications WHERE request_id = $1 AND kind = 'merchant_note'`, [id]);
+    return n && n.status !== 'pending' && n;
+  }, 30000));
+
+  afterEach(() => {
+    smtp.rcptRule = () => null;
+  });
+
+  it('changed while the note was retried: sent to the new address, never to the old one (it may be a former employee\'s)', async () => {
+    const oldOwner = `old-owner-${tag()}@example.com`;
+    const newOwner = `new-owner-${tag()}@example.com`;
+    const { dash, id } = await noteBeingRetried(oldOwner);
+    expect((await dash.call('PATCH', '/me', { body: { email: newOwner } })).status).toBe(200);
+    expect(await noteOf(id)).toEqual({ to: newOwner, status: 'sent', last_error: null });
+    expect(smtp.to(newOwner)).toHaveLength(1);
+    expect(smtp.to(oldOwner)).toEqual([]);
+    expect((await dash.call('GET', `/requests/${id}`)).body.notifications).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: 'merchant_note', to: newOwner, status: 'sent' })]));
+  });
+
+  it('removed while the note was retried: abandoned unsent, and an operator\'s resend is refused', async () => {
+    const oldOwner = `gone-owner-${tag()}@example.com`;
+    const { dash, id } = await noteBeingRetried(oldOwner);
+    expect((await dash.call('PATCH', '/me', { body: { email: null } })).status).toBe(200);
+    expect(await noteOf(id)).toEqual({ to: oldOwner, status: 'abandoned', last_error: 'not sent: the merchant has no email address any more' });
+    expect(smtp.to(oldOwner)).toEqual([]);
+    const [{ id: noteId }] = await sql(`SELECT id FROM notifications WHERE request_id = $1 AND kind = 'merchant_note'`, [id]);
+    const resend = await call(svc.adminUrl, 'POST', `/admin/api/notifications/${noteId}/resend`, { key: ADMIN_TOKEN });
+    expect(resend.status).toBe(409);
+    expect(resend.body).toMatchObject({ ok: false, error: 'conflict', errors: [{ field: 'notification_id', message: 'the merchant has no email address any more' }] });
+  });
+
+  it('a merchant email stored before the merchant APIs checked for one address: its note is written and fails where the merchant sees it', async () => {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    const quoted = `"owner.${tag()}"@example.com`;
+    await sql(`UPDATE merchants SET email = $2 WHERE id = $1`, [m.id, quoted]);
+    const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 1723 });
+    const tx = await transferToken(testEnv().rpcUrl, testEnv().token, DEV_KEYS[1], m.wallet.address, BigInt(r.amount));
+    expect((await call(svc.publicUrl, 'POST', `/pay/api/${r.request_id}/proof`, { body: { tx_hash: tx.txHash } })).status).toBe(200);
+    expect(await noteOf(r.request_id)).toEqual({ to: quoted, status: 'failed', last_error: 'the recipient is not one email address' });
+    expect(smtp.to(quoted)).toEqual([]);
+  });
 });

@@ -1,4 +1,4 @@
-import { IsEmail, IsEmpty, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
+import { IsEmpty, IsIn, IsInt, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppError, type ErrorCode } from '../../common/errors';
@@ -18,7 +18,7 @@ export class SignInDto {
 
 /** null clears a field; display_currency cannot be cleared (spec §4.5 rules otherwise). */
 export class UpdateMeDto {
-  @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
+  @OneEmailAddress('email')
   email?: string | null;
   @BlankClears() @IsOptional() @IsString() @MaxLength(120) display_name?: string | null;
   @BlankClears() @IsOptional() @IsString() @MaxLength(120) business_name?: string | null;

@@ -1,6 +1,7 @@
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsEmail, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ADDRESS_PATTERN } from '../../common/address';
+import { OneEmailAddress } from '../../common/email-address';
 import { strictBool, strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
 
@@ -9,7 +10,8 @@ const lowerHex = ({ value }: { value: unknown }) =>
   typeof value === 'string' && value.startsWith('0x') ? `0x${value.slice(2).toLowerCase()}` : value;
 
 export class CreateMerchantDto {
-  @IsOptional() @IsString() @MaxLength(254) @IsEmail({}, { message: 'email must be an email address' })
+  /** One plain address (spec §4.5 "basic email format"): the merchant's notes are mailed to it. */
+  @OneEmailAddress('email')
   email?: string;
   @IsOptional() @IsString() @MaxLength(120) display_name?: string;
   @IsOptional() @IsString() @MaxLength(120) business_name?: string;

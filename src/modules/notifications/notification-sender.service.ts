@@ -4,7 +4,7 @@ import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
 import { MetricsService } from '../ops/metrics.service';
-import { nextStep, noLongerFits, retriesSince, type SendResult, type StoredNotification } from './notification';
+import { nextStep, noLongerFits, recipientNow, retriesSince, type SendResult, type StoredNotification } from './notification';
 import { NotificationRequestsPort, type NotifiedRequest } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
@@ -75,19 +75,23 @@ export class NotificationSender {
       return;
     }
     let message: Built;
+    let to: string;
     try {
-      const { facts, request } = await this.factsOf(row);
+      const { facts, request, merchantEmail } = await this.factsOf(row);
       // A charge paid (or a payment lost to a reorg) while its message waited: not sent, never.
       const misfit = noLongerFits(row.kind, request);
       if (misfit) return this.outdated(row, attempt, misfit);
-      message = await this.build(row, facts);
+      const now = recipientNow(row, merchantEmail);
+      if (now === null) return this.outdated(row, attempt, 'the merchant has no email address any more');
+      to = now;
+      message = await this.build({ ...row, to }, facts);
     } catch (e) {
       if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long
       return this.unbuildable(row, attempt, e);
     }
     // Started before the claim, so the deadline ends at least one send timeout before the lease does.
     const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
-    const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS);
+    const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, to);
     if (!claimed) return; // another run of the same attempt got there first
     const result = await this.send(message, deadline);
     const step = nextStep(result, attempt, Date.now() - retriesSince(row).getTime(), {
@@ -167,7 +171,7 @@ export class NotificationSender {
     }
   }
 
-  private async factsOf(row: StoredNotification): Promise<{ facts: MessageFacts; request: NotifiedRequest }> {
+  private async factsOf(row: StoredNotification): Promise<{ facts: MessageFacts; request: NotifiedRequest; merchantEmail: string | null }> {
     const r = await this.requests.notifiedRequest(row.requestId);
     // The outbox row references its request (foreign key), so a request not found was deleted: no later read finds it.
     if (!r) throw new UnbuildableMessage(`request ${row.requestId} not found`);
@@ -188,6 +192,6 @@ export class NotificationSender {
       dueAt: row.dueAt,
       expiresAt: r.expiresAt,
     };
-    return { facts, request: r };
+    return { facts, request: r, merchantEmail: merchant?.email ?? null };
   }
 }

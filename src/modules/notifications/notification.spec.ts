@@ -11,11 +11,11 @@ describe('messagesForVerified', () => {
     [{ email: false, sms: false }, r, []],
     [{ email: true, sms: true }, { ...r, customerEmail: null, customerPhone: null }, ['merchant_note/email']],
     [{ email: true, sms: true }, { ...r, merchantEmail: null }, ['receipt/email', 'receipt/sms']],
-    // Not one plain address: the receipt is written all the same (the sender refuses it, and the dashboard
-    // shows it failed); a merchant email like that is skipped.
+    // Not one plain address: the message is written all the same (the sender refuses it, and the dashboard
+    // shows it failed), a merchant's note too (an email stored before the merchant APIs checked for one address).
     [{ email: true, sms: false }, { ...r, customerEmail: 'c@example.com, v@example.com' }, ['receipt/email', 'merchant_note/email']],
     [{ email: true, sms: false }, { ...r, customerEmail: 'c@example.com\r\nBcc: v@example.com' }, ['receipt/email', 'merchant_note/email']],
-    [{ email: true, sms: false }, { ...r, merchantEmail: '"m\r\nBcc: v@example.com"@example.com' }, ['receipt/email']],
+    [{ email: true, sms: false }, { ...r, merchantEmail: '"m\r\nBcc: v@example.com"@example.com' }, ['receipt/email', 'merchant_note/email']],
   ])('%j → %j', (on, facts, expected) => {
     expect(messagesForVerified(on, facts).map((m) => `${m.kind}/${m.channel}`)).toEqual(expected);
   });

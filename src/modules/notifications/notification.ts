@@ -58,7 +58,9 @@ export interface Channels {
  * any customer_email of at most 254 characters (spec §4.1), and the mailer would read "a@x, b@y" or
  * "a@x\r\nBcc: c@z" as other recipients than the one shown: such a receipt is still written, so the merchant's
  * dashboard shows it, and the sender refuses it (failed, "the recipient is not one email address") without
- * mailing anyone. Merchant emails are checked where they are set; one that is not one address is skipped.
+ * mailing anyone. Merchant emails are checked where they are set (one plain address); one stored before that
+ * check is written all the same and refused the same way, never skipped unseen. The merchant's note goes to
+ * the merchant's email as it is at each attempt (recipientNow), `to` is where it was first addressed.
  */
 export function messagesForVerified(
   on: Channels,
@@ -67,8 +69,18 @@ export function messagesForVerified(
   const out: NewNotification[] = [];
   if (on.email && r.customerEmail) out.push({ kind: 'receipt', channel: 'email', to: r.customerEmail, requestId: r.requestId });
   if (on.sms && r.customerPhone) out.push({ kind: 'receipt', channel: 'sms', to: r.customerPhone, requestId: r.requestId });
-  if (on.email && r.merchantEmail && isOneEmailAddress(r.merchantEmail)) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
+  if (on.email && r.merchantEmail) out.push({ kind: 'merchant_note', channel: 'email', to: r.merchantEmail, requestId: r.requestId });
   return out;
+}
+
+/**
+ * Whom an attempt sends the message to; null: to nobody (not sent). A merchant's note goes to the merchant's
+ * email as it is now: a merchant that changed it while the note was retried gets it at the new address, one
+ * that removed it gets none (the old address may be a former employee's). The others keep the address their
+ * request or plan gave, which nobody changes afterwards.
+ */
+export function recipientNow(n: { kind: NotificationKind; to: string }, merchantEmail: string | null): string | null {
+  return n.kind === 'merchant_note' ? merchantEmail : n.to;
 }
 
 /** A plan's charge was created: a notice to the payer by email (DESIGN §6), when email is on and there is a payer email. */

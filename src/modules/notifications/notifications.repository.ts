@@ -94,17 +94,18 @@ export class NotificationsRepository {
   /**
    * Takes attempt n: only when the message is pending, at attempt n-1 and held by nobody. Stores the attempt
    * as 'sending' and leases the message, in one statement committed before anything is sent: from here on,
-   * a worker that vanishes leaves a visible trace rather than a message that could go out twice.
+   * a worker that vanishes leaves a visible trace rather than a message that could go out twice. `to`: the
+   * address this attempt sends to, when it is no longer the stored one (a merchant's note, recipientNow).
    */
-  async claim(id: string, attempt: number, leaseMs: number): Promise<ClaimedNotification | null> {
+  async claim(id: string, attempt: number, leaseMs: number, to?: string): Promise<ClaimedNotification | null> {
     const rows = await this.dataSource.query<ClaimRow[]>(
       `WITH c AS (
-         UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond'
+         UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to")
           WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
        a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome) SELECT id, attempts, 'sending' FROM c RETURNING notification_id)
        SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
-      [id, attempt, leaseMs],
+      [id, attempt, leaseMs, to ?? null],
     );
     const r = rows[0];
     return r

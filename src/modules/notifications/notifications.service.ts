@@ -5,7 +5,8 @@ import { waitBriefly } from '../../common/queue/after-commit-wait';
 import { PAGE_DEFAULT } from '../../common/paging';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
-import { resendRefusal, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
+import { MerchantContacts } from '../merchants/merchant-contacts.service';
+import { recipientNow, resendRefusal, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
 import { NotificationRequestsPort } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
@@ -54,6 +55,7 @@ export class NotificationsService {
     private readonly queue: NotificationQueue,
     private readonly dataSource: DataSource,
     private readonly audit: AuditService,
+    private readonly merchants: MerchantContacts,
   ) {}
 
   async sentFor(requestId: string): Promise<SentMessage[]> {
@@ -83,6 +85,10 @@ export class NotificationsService {
     if (!request) throw conflict(`request ${read.requestId} not found`);
     const refusal = resendRefusal(read, request, allowDuplicate);
     if (refusal) throw conflict(refusal);
+    // A merchant's note goes to the merchant's email as it is now (recipientNow): none, nothing to resend.
+    if (recipientNow(read, (await this.merchants.contactOf(request.merchantId))?.email ?? null) === null) {
+      throw conflict('the merchant has no email address any more');
+    }
     const status = read.status as 'failed' | 'abandoned'; // resendRefusal passes no other
     const reopened = await this.dataSource.transaction(async (em) => {
       const n = await this.repo.reopen(em, id, { attempts: read.attempts, status });
