@@ -7,7 +7,12 @@ import { isEmail, IsOptional, IsString, MaxLength, ValidateBy } from 'class-vali
  * recipients and "a@x\r\nBcc: c@z" is c@z; a message is only ever sent to a string that names one address.
  */
 export function isOneEmailAddress(s: string): boolean {
-  return isEmail(s) && !/[\s",;<>()[\]\\]/.test(s);
+  if (/[\s",;<>()[\]\\]/.test(s)) return false;
+  try {
+    return isEmail(s);
+  } catch {
+    return false; // validator throws URIError on some malformed text (a lone surrogate)
+  }
 }
 
 /** An optional email field of a merchant-side or public form: at most 254 characters, one plain address. */

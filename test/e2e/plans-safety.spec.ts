@@ -1,7 +1,13 @@
+import { Wallet } from 'ethers';
+import { Client } from 'pg';
+import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
 
 /*
  * Plans that would charge a payer wrongly: twice, or in the wrong currency.
@@ -174,6 +180,45 @@ describe("a charge refused by the schema's merchant rule inside a plan's transac
       await sql(`DROP TRIGGER a_${seq} ON payment_requests`);
       await sql(`DROP FUNCTION ${seq}()`);
       await sql(`DROP SEQUENCE ${seq}`);
+    }
+  });
+});
+
+describe("a payer's proof for a lapsed charge racing the scheduler's run on its plan (a helper's hunt)", () => {
+  it('is answered 200 and attached: the deadlock Postgres ends by undoing the proof is run again, not answered 500', async () => {
+    const m = await createOnboardedMerchant(svc, pa.testKey);
+    const p = await plan(await signInDashboard(svc, m.wallet));
+    const [charge] = await sql(`SELECT id, amount FROM payment_requests WHERE plan_id = $1`, [p.plan_id]);
+    // Lapsed, its expiry not stored yet (its job late), still inside its claim window: paid late.
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second', claim_until = now() + interval '1 hour' WHERE id = $1`, [charge.id]);
+    const env = testEnv();
+    const payer = DEV_KEYS[4];
+    await mint(env.rpcUrl, env.token, new Wallet(payer).address, BigInt(charge.amount));
+    const tx = await transferToken(env.rpcUrl, env.token, payer, m.wallet.address, BigInt(charge.amount));
+
+    // The scheduler's transaction, statement by statement: the plan locked (lockNextDue), then its lapsed
+    // charges stored (storeLapsed), committed. The proof's transaction locks the charge, then the plan (the miss
+    // its lapse counts): the two wait for each other until Postgres undoes one.
+    const sched = new Client({ connectionString: env.databaseUrl });
+    await sched.connect();
+    try {
+      await sched.query('BEGIN');
+      await sched.query(`SELECT id FROM plans WHERE id = $1 FOR UPDATE`, [p.plan_id]);
+      const proof = call(svc.publicUrl, 'POST', `/pay/api/${charge.id}/proof`, { body: { tx_hash: tx.txHash } });
+      await waitFor(async () => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%UPDATE plans SET missed_in_row%'`,
+      )).length > 0, 15000, 20);
+      const stored = sched.query(
+        `UPDATE payment_requests SET status = 'expired', expired_at = now()
+          WHERE plan_id = $1 AND status IN ('requested', 'opened') AND proof_status = 'none' AND expires_at <= now()`,
+        [p.plan_id],
+      ).then(async () => { await sched.query('COMMIT'); return 'committed'; }, async (e: Error) => { await sched.query('ROLLBACK'); return e.message; });
+      const r = await proof;
+      expect(await stored).toBe('committed');
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ ok: true, request_id: charge.id, status: 'expired', proof_status: 'attached' });
+    } finally {
+      await sched.end();
     }
   });
 });

@@ -83,12 +83,17 @@ export function nestedDeeperThan(value: unknown, max: number, depth = 0): boolea
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** Whether Postgres stores `s` as sent: no NUL character (text and jsonb reject it), no lone UTF-16 surrogate. */
+export function isStorableText(s: string): boolean {
+  return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+}
+
 /**
  * Field errors for strings Postgres cannot store as sent: a NUL character (text and jsonb reject it, which
  * would surface as a 500) or a lone UTF-16 surrogate (stored as U+FFFD, so it would not round-trip).
  */
 export function textErrors(value: unknown, path = '', depth = 0): { field: string; message: string }[] {
-  const bad = (s: string) => s.includes('\u0000') || LONE_SURROGATE.test(s);
+  const bad = (s: string) => !isStorableText(s);
   if (typeof value === 'string') return bad(value) ? [{ field: path || '(body)', message: 'must be well-formed text without NUL characters' }] : [];
   if (value === null || typeof value !== 'object' || depth > MAX_BODY_DEPTH) return [];
   const out: { field: string; message: string }[] = [];

@@ -49,7 +49,8 @@ export class DtoPipe implements PipeTransform {
   transform(value: unknown, meta: ArgumentMetadata): unknown {
     const type = meta.metatype as (new () => object) & FieldCodes | undefined;
     if ((meta.type !== 'body' && meta.type !== 'query') || !type || type === Object || type === String) return value;
-    if (meta.type === 'body' && (value === undefined || value === null)) value = {};
+    // No body at all reads as {}; a JSON null is a body of the wrong type (below), as an array or a string is.
+    if (meta.type === 'body' && value === undefined) value = {};
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw AppError.invalid([{ field: '(body)', message: 'must be a JSON object' }]);
     }
@@ -67,10 +68,12 @@ export class DtoPipe implements PipeTransform {
       value = Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== null || !fields.has(k)));
     }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
-    const errors = [
-      ...flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true })),
-      ...textErrors(value),
-    ];
+    // Text Postgres cannot store is refused on its own: some validators throw on it (isEmail on a lone
+    // surrogate: a 500), and a field at fault for that is at fault whatever else is said of it.
+    const unstorable = textErrors(value);
+    const errors = unstorable.length > 0
+      ? unstorable
+      : flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true }));
     if (errors.length === 0) return instance;
     for (const [field, rule] of Object.entries(type.fieldCodes ?? {})) {
       if (!errors.some((e) => e.field === field)) continue;

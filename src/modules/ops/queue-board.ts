@@ -7,8 +7,8 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, Response } from 'express';
 import { DataSource } from 'typeorm';
-import { AppError } from '../../common/errors';
-import { mediaType, unsupportedMediaType } from '../../common/http/body';
+import { AppError, ERROR_STATUS } from '../../common/errors';
+import { isStorableText, mediaType, unsupportedMediaType, type ParsedRequest } from '../../common/http/body';
 import { ALL_QUEUES } from '../../common/queue/queues';
 import type { AppConfig } from '../../config/config';
 import { adminClient, type AdminAuthFailures } from '../admin/admin-token.guard';
@@ -56,14 +56,18 @@ const FORM_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipar
 /**
  * The board's API acts on POST/PUT/DELETE with the operator's cached basic-auth credentials, so a cross-site
  * form must not reach it (DESIGN §7): any body that is not application/json → 415, and so is a form's
- * content type even with an empty body (the board's own script sends JSON or no body at all).
+ * content type even with an empty body (the board's own script sends JSON or no body at all). A JSON body
+ * that could not be read (malformed, over MAX_BODY) is refused as on every JSON route (400 invalid_json, 413
+ * payload_too_large): the board, which runs no Nest guard, would otherwise act on an empty body (a job added
+ * with no name and no data).
  */
-function jsonOnly(req: Request, res: Response, next: NextFunction): void {
+function jsonOnly(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   if (req.method === 'GET' || req.method === 'HEAD') return next();
   const type = mediaType(req);
-  if (unsupportedMediaType(req) || (type !== undefined && FORM_TYPES.includes(type))) {
+  const problem = unsupportedMediaType(req) || (type !== undefined && FORM_TYPES.includes(type)) ? 'unsupported_media_type' : req.bodyProblem;
+  if (problem) {
     res.setHeader('cache-control', 'no-store');
-    res.status(415).json({ ok: false, error: 'unsupported_media_type' });
+    res.status(ERROR_STATUS[problem]).json({ ok: false, error: problem });
     return;
   }
   next();
@@ -111,10 +115,15 @@ function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
   next();
 }
 
-/** The path as the board reads it (`%72ates` is the rates queue), so the trail is searchable; as sent when malformed. */
+/**
+ * The path as the board reads it (`%72ates` is the rates queue), so the trail is searchable; as sent when
+ * malformed, or when decoded it holds what Postgres cannot store as text (NUL, a lone surrogate), which would
+ * fail the audit row and the act with a 500.
+ */
 function decoded(path: string): string {
   try {
-    return decodeURIComponent(path);
+    const d = decodeURIComponent(path);
+    return isStorableText(d) ? d : path;
   } catch {
     return path;
   }

@@ -90,6 +90,8 @@ describe('assertWebhookUrlAllowed (allowPrivate: false)', () => {
     ['https://user:pass@93.184.216.34/hook', /credentials/],
     ['https://user@93.184.216.34/hook', /credentials/],
     ['https://:pass@93.184.216.34/hook', /credentials/],
+    ['https://93.184.216.34:0/hook', /port 0/],
+    ['https://93.184.216.34:00/hook', /port 0/],
     ['not-a-url', /not a valid absolute URL/],
     ['/relative/hook', /not a valid absolute URL/],
     ['https://', /not a valid absolute URL/],

@@ -152,6 +152,8 @@ export function parseWebhookUrl(url: string, opts: UrlGuardOptions): URL {
     throw new WebhookUrlRejectedError('URL must not contain credentials (user:password@)');
   }
   if (hostOf(parsed) === '') throw new WebhookUrlRejectedError('URL has no host');
+  // Nothing listens on port 0 (a connect to it fails at once): every delivery would fail.
+  if (parsed.port === '0') throw new WebhookUrlRejectedError('port 0 cannot be connected to');
   return parsed;
 }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppError } from '../../../common/errors';
+import { retryingDeadlocks } from '../../../database/pg-errors';
 import { assetId } from '../../chain/asset-id';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -13,6 +14,8 @@ import { ExpiryService } from './expiry.service';
 import { ChainUnavailable, VerificationService } from './verification.service';
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+/** Runs of the proof's transaction Postgres rolled back to end a deadlock (see submitProof). */
+const PROOF_DEADLOCK_ATTEMPTS = 3;
 
 /** EIP-681: a transfer of exactly `amount` base units of the token to the recipient, on the chain. */
 export function paymentUri(r: PaymentRequest): string {
@@ -140,7 +143,10 @@ export class PayService {
       case 'pays':
         break;
     }
-    const result = await this.dataSource.transaction(async (em) => {
+    // A plan charge's lapsed expiry, stored here, counts a miss on its plan: charge, then plan. The plan's
+    // scheduler and its test clock lock plan, then charge; Postgres ends such a deadlock by undoing one side,
+    // and it is run again here rather than answered with a 500 (a helper's hunt).
+    const result = await retryingDeadlocks(PROOF_DEADLOCK_ATTEMPTS, () => this.dataSource.transaction(async (em) => {
       const current = (await this.repo.findById(id, { em, forUpdate: true }))!;
       if (current.txHash === txHash) return { eventIds: [] as string[], queue: current.proofStatus === 'attached' };
       if (current.proofStatus === 'verified') {
@@ -153,7 +159,7 @@ export class PayService {
       if (!attaching) return { eventIds: [], queue: true };
       const e = await this.outbox.record(em, { partnerId: current.partnerId, requestId: id, event: 'payment.proof_attached', testMode: current.testMode });
       return { eventIds: [e.id], queue: true };
-    });
+    }));
     // Side by side: each waits at most AFTER_COMMIT_WAIT_MS for Redis, so the answer waits that long at most.
     await Promise.all([
       result.eventIds.length ? this.afterCommit.eventsRecorded(result.eventIds) : undefined,

@@ -1,0 +1,110 @@
+import { signInDashboard, type DashboardClient } from '../factories/dashboard';
+import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import { call, type Reply } from '../support/http';
+
+/*
+ * "Bad input always gets a clear error in the documented envelope, and changes nothing": what a helper's fuzzing
+ * of every surface found (2026-11-27), each of which failed before its fix.
+ */
+let svc: TestService;
+let p: TestPartner;
+let dash: DashboardClient;
+let handle: string;
+const LONE = 'a\ud800@example.com'; // a lone UTF-16 surrogate inside an email
+
+beforeAll(async () => {
+  svc = await startService({ env: { RATE_LIMIT_SCALE: '100' } });
+  p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  dash = await signInDashboard(svc, m.wallet);
+  handle = `fz${Date.now().toString(36)}`;
+  const h = await dash.call('PUT', '/handle', { body: { handle } });
+  if (h.status !== 200) throw new Error(h.text);
+}, 120000);
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+function expectEnvelope(r: Reply, status: number, error: string) {
+  expect({ status: r.status, ok: r.body?.ok, error: r.body?.error }).toEqual({ status, ok: false, error });
+  expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+}
+const count = async (table: string, where = 'true', params: unknown[] = []) =>
+  (await sql(`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`, params))[0].n as number;
+
+describe('a lone UTF-16 surrogate in an email field (validator.isEmail threw: a 500)', () => {
+  it('POST /api/v1/merchants {email: lone surrogate} → 400 invalid_request naming email', async () => {
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, body: { email: LONE } });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(r.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'email' })]));
+  });
+  it('PATCH /dashboard/api/me {email: lone surrogate} → 400 invalid_request', async () => {
+    expectEnvelope(await dash.call('PATCH', '/me', { body: { email: LONE } }), 400, 'invalid_request');
+  });
+  it('POST /dashboard/api/requests {customer_email: lone surrogate} → 400 invalid_request', async () => {
+    expectEnvelope(await dash.call('POST', '/requests', { body: { fiat_amount_int: 100, customer_email: LONE } }), 400, 'invalid_request');
+  });
+  it('POST /dashboard/api/plans {payer_email: lone surrogate} → 400 invalid_request', async () => {
+    const r = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 100, interval: 'month', payer_email: LONE } });
+    expectEnvelope(r, 400, 'invalid_request');
+  });
+  it('POST /m/api/:handle/requests {customer_email: lone surrogate} (public, no auth) → 400 invalid_request', async () => {
+    const r = await call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body: { fiat_amount_int: 100, customer_email: LONE } });
+    expectEnvelope(r, 400, 'invalid_request');
+  });
+});
+
+describe('the queue board, which runs no Nest guard, with a body it cannot read (it acted on an empty one: a job added, an audit row)', () => {
+  const basic = `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`;
+  const board = (method: string, path: string, raw?: string) =>
+    call(svc.adminUrl, method, `/admin/queues${path}`, { raw, headers: { authorization: basic, 'content-type': 'application/json' } });
+  const boardRows = () => count('audit_events', `action = 'queue_board.action'`);
+  const jobs = async () => (await board('GET', '/api/queues?activeQueue=webhooks&status=waiting')).body.queues.find((q: { name: string }) => q.name === 'webhooks').counts.waiting as number;
+
+  it('POST /admin/queues/api/queues/webhooks/add with malformed JSON → 400 invalid_json, no job, no audit row', async () => {
+    const [rows, waiting] = [await boardRows(), await jobs()];
+    const r = await board('POST', '/api/queues/webhooks/add', '{"name":');
+    expectEnvelope(r, 400, 'invalid_json');
+    expect(await jobs()).toBe(waiting);
+    expect(await boardRows()).toBe(rows);
+  });
+
+  it('POST /admin/queues/api/queues/webhooks/add with a body over 64 KiB → 413 payload_too_large, no job', async () => {
+    const waiting = await jobs();
+    const r = await board('POST', '/api/queues/webhooks/add', JSON.stringify({ name: 'x', data: { pad: 'y'.repeat(70 * 1024) } }));
+    expectEnvelope(r, 413, 'payload_too_large');
+    expect(await jobs()).toBe(waiting);
+  });
+});
+
+describe('a NUL in a queue board path (the audit row could not store it: a 500)', () => {
+  it('PUT /admin/queues/api/queues/webhooks/clean/%00 → the board answers; the trail keeps the path as sent', async () => {
+    const r = await call(svc.adminUrl, 'PUT', '/admin/queues/api/queues/webhooks/clean/%00', {
+      headers: { authorization: `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}` },
+    });
+    expect(r.status).toBeLessThan(500);
+    const rows = await sql(`SELECT details FROM audit_events WHERE action = 'queue_board.action' AND details->>'path' LIKE '%/clean/%'`);
+    expect(rows.map((r: { details: unknown }) => r.details)).toEqual([{ method: 'PUT', path: '/admin/queues/api/queues/webhooks/clean/%00' }]);
+  });
+});
+
+describe('a JSON null as the body (it read as {} and created a merchant)', () => {
+  it('POST /api/v1/merchants with the body `null` → 400 invalid_request, no merchant (like [], "x" and 7)', async () => {
+    const before = await count('merchants', 'partner_id = $1', [p.id]);
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/merchants', { key: p.testKey, raw: 'null' });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(await count('merchants', 'partner_id = $1', [p.id])).toBe(before);
+  });
+});
+
+describe('a webhook URL on port 0 (stored, though no delivery could connect)', () => {
+  it('PUT /admin/api/partners/:id/webhook {url: "https://93.184.216.34:0/"} → 400 invalid_request, nothing stored or audited', async () => {
+    const before = await count('audit_events', `partner_id = $1 AND action = 'webhook.updated'`, [p.id]);
+    const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'https://93.184.216.34:0/', enabled: false });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(await count('audit_events', `partner_id = $1 AND action = 'webhook.updated'`, [p.id])).toBe(before);
+  });
+});
