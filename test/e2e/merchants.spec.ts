@@ -1,9 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { createShellMerchant, randomAddress, randomWallet, postMerchant, siweProof } from '../factories/merchants';
 import { admin, createKey, createOnboardedMerchant, createPartner, tokenOf, type TestPartner } from '../factories/partners';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
 import { ISO_MS_RE, keysOf, MERCHANT_FIELDS, UUID_RE, withoutReplay } from '../support/shapes';
 
 /*
@@ -551,5 +554,50 @@ describe('admin release-wallet: a wallet a merchant named at create but never pr
     expect((await call(svc.publicUrl, 'POST', `/admin/api/merchants/${named.merchant_id}/release-wallet`, { key: ADMIN_TOKEN })).status).toBe(404);
     expect((await get(p.testKey, `/api/v1/merchants/${named.merchant_id}`)).body).toEqual(before);
     expect(await released(named.merchant_id)).toEqual([]);
+  });
+});
+
+describe('a merchant disable racing a create (a helper\'s hunt)', () => {
+  it('the disable waits for a create that already read the merchant as enabled: the request exists before the disable answers, and nothing is created after', async () => {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    const first = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 100 } });
+    expect(first.status).toBe(201);
+    const key = randomBytes(16).toString('hex');
+    // Another create with the same idempotency key, in flight (it rolls back): the create below reads the
+    // merchant, then waits on that row (ON CONFLICT) before its own row lands.
+    const holder = new Client({ connectionString: testEnv().databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(
+        `INSERT INTO payment_requests
+           SELECT (jsonb_populate_record(NULL::payment_requests, to_jsonb(r) ||
+                   jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', $2::text, 'amount_locked', false))).*
+             FROM payment_requests r WHERE id = $1`,
+        [first.body.request_id, key],
+      );
+      const waiting = async (text: string) => (await sql(
+        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`%${text}%`])).length > 0;
+      let createdAt = 0;
+      let disabledAt = 0;
+      const create = call(svc.publicUrl, 'POST', '/api/v1/requests/create', {
+        key: p.testKey, body: { account_id: m.id, fiat_amount_int: 777, idempotency_key: key },
+      }).then((r) => ((createdAt = Date.now()), r));
+      await waitFor(() => waiting('INSERT INTO payment_requests'), 10000, 20);
+      const disable = admin(svc, 'POST', `/merchants/${m.id}/disable`).then((r) => ((disabledAt = Date.now()), r));
+      await waitFor(() => waiting('UPDATE'), 10000, 20);
+      await holder.query('ROLLBACK');
+      const [c, d] = await Promise.all([create, disable]);
+      expect(c.status).toBe(201);
+      expect(d.status).toBe(200);
+      expect(d.body.disabled).toBe(true);
+      expect(createdAt).toBeLessThanOrEqual(disabledAt);
+      const after = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 778 } });
+      expect(after.status).toBe(400);
+      expect(after.body.error).toBe('merchant_disabled');
+    } finally {
+      await holder.end();
+    }
   });
 });
