@@ -78,13 +78,15 @@ export class PortalAuthService {
     }
     await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error({ reqId }, `cannot remember a sign-in address: ${e.message}`));
     // The session and its audit row in one transaction: the partner's trail lists every sign-in, with its address.
-    const { token } = await this.dataSource.transaction(async (em) => {
-      const session = await this.sessions.create(user.id, em);
+    const session = await this.dataSource.transaction(async (em) => {
+      // The password changed (or the user was removed) since it was checked: refused like a wrong password.
+      if (!(await this.users.passwordStillHolds(em, user))) return null;
+      const made = await this.sessions.create(user.id, em);
       await this.audit.record(em, { kind: 'portal_user', userId: user.id, partnerId: user.partnerId, address: clientAddress },
         { partnerId: user.partnerId, action: 'portal_user.signed_in', targetId: user.id, details: { email: user.email } });
-      return session;
+      return made;
     });
-    return { token };
+    return session && { token: session.token };
   }
 
   /** The email's failures over the given windows and whether this address is known for it; fails open (0, known) without Redis. */

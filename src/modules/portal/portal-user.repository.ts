@@ -56,8 +56,13 @@ export class PortalUserRepository {
     await em.getRepository(PortalUserEntity).update({ id }, { passwordHash });
   }
 
-  /** Replaces the hash only while `was` is still stored (a password change meanwhile wins). */
-  async rehash(id: string, was: string, passwordHash: string): Promise<void> {
-    await this.users.update({ id, passwordHash: was }, { passwordHash });
+  /** Replaces the hash only while `was` is still stored (a password change meanwhile wins); whether it did. */
+  async rehash(id: string, was: string, passwordHash: string): Promise<boolean> {
+    return ((await this.users.update({ id, passwordHash: was }, { passwordHash })).affected ?? 0) > 0;
+  }
+
+  /** Whether the user exists with this hash, read FOR SHARE: a change of the hash waits for em's transaction. */
+  async holdsHash(em: EntityManager, id: string, passwordHash: string): Promise<boolean> {
+    return (await em.getRepository(PortalUserEntity).findOne({ where: { id, passwordHash }, lock: { mode: 'pessimistic_read' } })) !== null;
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { AppError, type FieldError } from '../../common/errors';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
@@ -7,6 +7,7 @@ import { isUniqueViolation } from '../../database/pg-errors';
 import { PartnersService } from '../admin/partners.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
+import { AdminRequired } from './portal-session.guard';
 import { PortalSessionRepository } from './portal-session.repository';
 import { PORTAL_ROLES, type PortalRole } from './portal-user.entity';
 import { PortalUserRepository } from './portal-user.repository';
@@ -17,6 +18,11 @@ export interface PortalUser {
   partnerId: string;
   email: string;
   role: PortalRole;
+}
+
+/** A user whose password was just checked, with the stored hash it was checked against (or made again with). */
+export interface AuthenticatedUser extends PortalUser {
+  passwordHash: string;
 }
 
 export interface PortalUserInfo extends PortalUser {
@@ -33,6 +39,16 @@ export function normalizeEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null;
   const email = raw.trim().toLowerCase();
   return email.length <= EMAIL_MAX && EMAIL.test(email) ? email : null;
+}
+
+/**
+ * A portal user changing the partner's users must still be one of its admins when the change is made, under
+ * the users' lock: the session's role was read when the request began, and an invite hashes its password for
+ * a tenth of a second after that. A demotion or removal that commits first wins (a helper's hunt: a removed
+ * admin's invite, queued behind the removal, added a new admin). Operators are nobody's user.
+ */
+function stillAdmin(users: Array<{ id: string; role: PortalRole }>, actor: Actor): void {
+  if (actor.kind === 'portal_user' && users.find((u) => u.id === actor.userId)?.role !== 'admin') throw new AdminRequired();
 }
 
 function isRole(v: unknown): v is PortalRole {
@@ -71,6 +87,7 @@ export class PortalUsersService {
     const hash = await hashPassword(input.password as string, this.config.portalPasswordCost);
     try {
       const row = await this.dataSource.transaction(async (em) => {
+        stillAdmin(await this.repo.lockOf(em, partnerId), actor);
         const inserted = await this.repo.insert(em, partnerId, email as string, hash, input.role as PortalRole);
         await this.audit.record(em, actor, { partnerId, action: 'portal_user.added', targetId: inserted.id, details: { email, role: input.role } });
         return inserted;
@@ -97,6 +114,7 @@ export class PortalUsersService {
     await this.partners.get(partnerId);
     await this.dataSource.transaction(async (em) => {
       const users = await this.repo.lockOf(em, partnerId);
+      stillAdmin(users, actor);
       const target = users.find((u) => u.id === userId);
       if (!target) throw AppError.notFound();
       if (userId === actingUserId) throw conflict('user_id', 'you cannot remove yourself; another admin can');
@@ -113,6 +131,7 @@ export class PortalUsersService {
     if (!isRole(role)) throw AppError.invalid([{ field: 'role', message: 'role must be admin or member' }]);
     await this.dataSource.transaction(async (em) => {
       const users = await this.repo.lockOf(em, partnerId);
+      stillAdmin(users, actor);
       const target = users.find((u) => u.id === userId);
       if (!target) throw AppError.notFound();
       if (target.role === 'admin' && role === 'member' && users.filter((u) => u.role === 'admin').length === 1) {
@@ -162,7 +181,7 @@ export class PortalUsersService {
    * The user when email and password match, else null. An unknown email is checked against a dummy hash,
    * so both failures cost the same scrypt run and look the same to the caller.
    */
-  async authenticate(rawEmail: unknown, password: unknown): Promise<PortalUser | null> {
+  async authenticate(rawEmail: unknown, password: unknown): Promise<AuthenticatedUser | null> {
     const email = normalizeEmail(rawEmail);
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
     const row = email ? await this.repo.findByEmail(email) : null;
@@ -170,9 +189,21 @@ export class PortalUsersService {
     if (!row || !ok) return null;
     // A hash of another cost is made again at the current one, with the password at hand: until it is, a wrong
     // password for this email costs its old cost, and an unknown email the current one, which a clock tells apart.
+    let passwordHash = row.passwordHash;
     if (storedCost(row.passwordHash) !== this.config.portalPasswordCost) {
-      await this.repo.rehash(row.id, row.passwordHash, await hashPassword(pw, this.config.portalPasswordCost));
+      const again = await hashPassword(pw, this.config.portalPasswordCost);
+      if (await this.repo.rehash(row.id, row.passwordHash, again)) passwordHash = again;
     }
-    return { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role };
+    return { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role, passwordHash };
+  }
+
+  /**
+   * In the sign-in's transaction, before its session is stored: whether the user still exists with the password
+   * hash the sign-in checked, read FOR SHARE. A password change (or a removal) that commits first wins: the
+   * sign-in is refused; one that commits after waits for the session and then ends it with the others.
+   * Without it a sign-in that checked the old password while the change ran kept its session (a helper's hunt).
+   */
+  passwordStillHolds(em: EntityManager, user: AuthenticatedUser): Promise<boolean> {
+    return this.repo.holdsHash(em, user.id, user.passwordHash);
   }
 }
