@@ -7,7 +7,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * (the only indexes that know the deadlines, so the planner cannot trade them for a walk of the live rows), which
  * held the deadline alone: every status=expired page fetched the heap row of every lapsed request of the table to
  * learn its partner and status. With partner_id, status and id in the key the list reads its own lapsed ids from
- * the index alone (measured in the README's Lists section); the sweep still ranges over the deadline first. No
+ * the index alone (measured in docs/performance.md, "Lists"); the sweep still ranges over the deadline first. No
  * test_mode, on purpose: see stateBranches in the requests repository.
  */
 export class LapsedListIndexes1764000400100 implements MigrationInterface {

@@ -5,7 +5,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * deliveries indexed by due time alone it ranked every overdue event of the table to find 1000: at 1,000,000
  * waiting in the partners' gates (an incident's backlog) a seq scan and an on-disk sort, about 4 s every 15 s.
  * With partner_id first the re-drive walks the partners that have open deliveries and reads only each one's
- * oldest (measured in the README's "Webhook re-drive"). The same rows as before, so no write costs more.
+ * oldest (measured in docs/performance.md, "Webhook re-drive"). The same rows as before, so no write costs more.
  */
 export class WebhookOpenPerPartner1764000400200 implements MigrationInterface {
   name = 'WebhookOpenPerPartner1764000400200';

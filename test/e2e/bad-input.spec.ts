@@ -89,6 +89,15 @@ describe('a NUL in a queue board path (the audit row could not store it: a 500)'
     const rows = await sql(`SELECT details FROM audit_events WHERE action = 'queue_board.action' AND details->>'path' LIKE '%/clean/%'`);
     expect(rows.map((r: { details: unknown }) => r.details)).toEqual([{ method: 'PUT', path: '/admin/queues/api/queues/webhooks/clean/%00' }]);
   });
+
+  it('a path whose 500th character, decoded, is the first half of an emoji: the board answers; the trail keeps the path as sent', async () => {
+    const prefix = '/admin/queues/api/queues/webhooks/pause/';
+    const path = `${prefix}${'x'.repeat(499 - prefix.length)}%F0%9F%98%80`;
+    const r = await call(svc.adminUrl, 'PUT', path, { headers: { authorization: `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}` } });
+    expect(r.status).toBeLessThan(500);
+    const rows = await sql(`SELECT details FROM audit_events WHERE action = 'queue_board.action' AND details->>'path' LIKE $1`, [`${prefix}x%`]);
+    expect(rows.map((x: { details: unknown }) => x.details)).toEqual([{ method: 'PUT', path: path.slice(0, 500) }]);
+  });
 });
 
 describe('a JSON null as the body (it read as {} and created a merchant)', () => {

@@ -143,6 +143,12 @@ describe("the merchant's note goes to the merchant's email as it is at each atte
     const { dash, id } = await noteBeingRetried(oldOwner);
     expect((await dash.call('PATCH', '/me', { body: { email: newOwner } })).status).toBe(200);
     expect(await noteOf(id)).toEqual({ to: newOwner, status: 'sent', last_error: null });
+    // Each attempt keeps where it went: the old address until the change, the new one after.
+    const attempts = await sql(
+      `SELECT a."to", a.outcome FROM notification_attempts a JOIN notifications n ON n.id = a.notification_id
+        WHERE n.request_id = $1 AND n.kind = 'merchant_note' ORDER BY a.attempt`, [id]);
+    expect(attempts[0]).toEqual({ to: oldOwner, outcome: 'retry' });
+    expect(attempts[attempts.length - 1]).toEqual({ to: newOwner, outcome: 'sent' });
     expect(smtp.to(newOwner)).toHaveLength(1);
     expect(smtp.to(oldOwner)).toEqual([]);
     expect((await dash.call('GET', `/requests/${id}`)).body.notifications).toEqual(

@@ -68,12 +68,17 @@ export class DtoPipe implements PipeTransform {
       value = Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== null || !fields.has(k)));
     }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
-    // Text Postgres cannot store is refused on its own: some validators throw on it (isEmail on a lone
-    // surrogate: a 500), and a field at fault for that is at fault whatever else is said of it.
     const unstorable = textErrors(value);
-    const errors = unstorable.length > 0
-      ? unstorable
-      : flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true }));
+    let checked: FieldError[];
+    try {
+      checked = flatten(validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, forbidUnknownValues: true }));
+    } catch (e) {
+      // A validator that throws on text Postgres cannot store either (isEmail on a lone surrogate once did:
+      // a 500): that text's own error says what is wrong.
+      if (unstorable.length === 0) throw e;
+      checked = [];
+    }
+    const errors = [...checked, ...unstorable];
     if (errors.length === 0) return instance;
     for (const [field, rule] of Object.entries(type.fieldCodes ?? {})) {
       if (!errors.some((e) => e.field === field)) continue;

@@ -28,6 +28,10 @@ export class NotificationAttemptEntity {
   @Column('text')
   outcome!: AttemptOutcome;
 
+  /** The address this attempt was sent to (a merchant's note follows the merchant's email); null: nothing sent, or stored before. */
+  @Column('text', { nullable: true })
+  to!: string | null;
+
   @Column('text', { nullable: true })
   error!: string | null;
 

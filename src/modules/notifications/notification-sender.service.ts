@@ -79,11 +79,10 @@ export class NotificationSender {
     try {
       const { facts, request, merchantEmail } = await this.factsOf(row);
       // A charge paid (or a payment lost to a reorg) while its message waited: not sent, never.
-      const misfit = noLongerFits(row.kind, request);
+      const misfit = noLongerFits(row.kind, { ...request, merchantEmail });
       if (misfit) return this.outdated(row, attempt, misfit);
-      const now = recipientNow(row, merchantEmail);
-      if (now === null) return this.outdated(row, attempt, 'the merchant has no email address any more');
-      to = now;
+      // Read before the claim: a merchant's email changed in the milliseconds until the send is not seen.
+      to = recipientNow(row, merchantEmail);
       message = await this.build({ ...row, to }, facts);
     } catch (e) {
       if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long

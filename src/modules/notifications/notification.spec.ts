@@ -73,7 +73,7 @@ describe('messageIdFor', () => {
 });
 
 describe('resendRefusal', () => {
-  const req = (status: string, proofStatus: string, claimLost = false) => ({ status, proofStatus, claimLost });
+  const req = (status: string, proofStatus: string, claimLost = false, merchantEmail: string | null = 'm@example.com') => ({ status, proofStatus, claimLost, merchantEmail });
   const verified = req('opened', 'verified');
   const payable = req('opened', 'none');
   it.each([
@@ -90,6 +90,9 @@ describe('resendRefusal', () => {
     ['receipt', 'failed', 'failed', req('opened', 'verified', true), true, /lost to a reorg/],
     ['merchant_note', 'abandoned', 'abandoned', req('expired', 'verified', true), false, /lost to a reorg/],
     ['receipt', 'failed', 'failed', req('opened', 'attached'), false, /not verified/],
+    // A merchant's note goes to the merchant's email as it is now: none, no note (a receipt does not care).
+    ['merchant_note', 'failed', 'failed', req('opened', 'verified', false, null), false, /no email address/],
+    ['receipt', 'failed', 'failed', req('opened', 'verified', false, null), false, null],
     // A charge notice only while the charge waits for a payment.
     ['charge_notice', 'failed', 'failed', payable, false, null],
     ['charge_notice', 'failed', 'failed', req('requested', 'none'), false, null],

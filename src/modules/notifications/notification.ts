@@ -60,7 +60,8 @@ export interface Channels {
  * dashboard shows it, and the sender refuses it (failed, "the recipient is not one email address") without
  * mailing anyone. Merchant emails are checked where they are set (one plain address); one stored before that
  * check is written all the same and refused the same way, never skipped unseen. The merchant's note goes to
- * the merchant's email as it is at each attempt (recipientNow), `to` is where it was first addressed.
+ * the merchant's email as it is at each attempt (recipientNow): `to` is the latest address, and each attempt
+ * row keeps its own.
  */
 export function messagesForVerified(
   on: Channels,
@@ -74,13 +75,13 @@ export function messagesForVerified(
 }
 
 /**
- * Whom an attempt sends the message to; null: to nobody (not sent). A merchant's note goes to the merchant's
- * email as it is now: a merchant that changed it while the note was retried gets it at the new address, one
- * that removed it gets none (the old address may be a former employee's). The others keep the address their
- * request or plan gave, which nobody changes afterwards.
+ * Whom an attempt sends the message to. A merchant's note goes to the merchant's email as it is now: a merchant
+ * that changed it while the note was retried gets it at the new address (the old one may be a former
+ * employee's; one that removed it gets none: noLongerFits). The others keep the address their request or plan
+ * gave, which nobody changes afterwards.
  */
-export function recipientNow(n: { kind: NotificationKind; to: string }, merchantEmail: string | null): string | null {
-  return n.kind === 'merchant_note' ? merchantEmail : n.to;
+export function recipientNow(n: { kind: NotificationKind; to: string }, merchantEmail: string | null): string {
+  return n.kind === 'merchant_note' && merchantEmail !== null ? merchantEmail : n.to;
 }
 
 /** A plan's charge was created: a notice to the payer by email (DESIGN §6), when email is on and there is a payer email. */
@@ -164,7 +165,7 @@ export function retriesSince(n: Pick<StoredNotification, 'createdAt' | 'resentAt
  */
 export function resendRefusal(
   n: { kind: NotificationKind; status: NotificationStatus; lastOutcome: AttemptOutcome | null },
-  request: { status: string; proofStatus: string; claimLost: boolean },
+  request: FitFacts,
   allowDuplicate: boolean,
 ): string | null {
   switch (n.status) {
@@ -181,11 +182,19 @@ export function resendRefusal(
   }
 }
 
+/** What a message must still fit: its request as it is now, and for a merchant's note the merchant's email now. */
+export interface FitFacts {
+  status: string;
+  proofStatus: string;
+  claimLost: boolean;
+  merchantEmail: string | null;
+}
+
 /**
  * Why a message no longer fits its request as it is now, or null when it does: the sender's check before each
  * attempt (a charge paid while its notice was being retried is not asked for again) and the resend's.
  */
-export function noLongerFits(kind: NotificationKind, request: { status: string; proofStatus: string; claimLost: boolean }): string | null {
+export function noLongerFits(kind: NotificationKind, request: FitFacts): string | null {
   switch (kind) {
     case 'charge_notice':
       if (request.proofStatus === 'verified') return 'the charge is paid: a notice now would read as a second charge';
@@ -194,7 +203,8 @@ export function noLongerFits(kind: NotificationKind, request: { status: string; 
     case 'receipt':
     case 'merchant_note':
       if (request.proofStatus !== 'verified') return `the request is not verified (proof ${request.proofStatus}): nothing to confirm`;
-      return request.claimLost ? 'the payment was lost to a reorg (see GET /admin/api/alerts): nothing to confirm' : null;
+      if (request.claimLost) return 'the payment was lost to a reorg (see GET /admin/api/alerts): nothing to confirm';
+      return kind === 'merchant_note' && request.merchantEmail === null ? 'the merchant has no email address any more' : null;
   }
 }
 

@@ -103,7 +103,7 @@ export class NotificationsRepository {
          UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to")
           WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
-       a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome) SELECT id, attempts, 'sending' FROM c RETURNING notification_id)
+       a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome, "to") SELECT id, attempts, 'sending', "to" FROM c RETURNING notification_id)
        SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
       [id, attempt, leaseMs, to ?? null],
     );

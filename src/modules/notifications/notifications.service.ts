@@ -6,7 +6,7 @@ import { PAGE_DEFAULT } from '../../common/paging';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
 import { MerchantContacts } from '../merchants/merchant-contacts.service';
-import { recipientNow, resendRefusal, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
+import { resendRefusal, type NotificationChannel, type NotificationKind, type NotificationStatus, type StoredNotification } from './notification';
 import { NotificationRequestsPort } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository } from './notifications.repository';
@@ -83,12 +83,10 @@ export class NotificationsService {
     const request = await this.requests.notifiedRequest(read.requestId);
     // The outbox row references its request (foreign key): only a deleted one is missing.
     if (!request) throw conflict(`request ${read.requestId} not found`);
-    const refusal = resendRefusal(read, request, allowDuplicate);
+    // A merchant's note goes to the merchant's email as it is now (recipientNow).
+    const merchantEmail = read.kind === 'merchant_note' ? ((await this.merchants.contactOf(request.merchantId))?.email ?? null) : null;
+    const refusal = resendRefusal(read, { ...request, merchantEmail }, allowDuplicate);
     if (refusal) throw conflict(refusal);
-    // A merchant's note goes to the merchant's email as it is now (recipientNow): none, nothing to resend.
-    if (recipientNow(read, (await this.merchants.contactOf(request.merchantId))?.email ?? null) === null) {
-      throw conflict('the merchant has no email address any more');
-    }
     const status = read.status as 'failed' | 'abandoned'; // resendRefusal passes no other
     const reopened = await this.dataSource.transaction(async (em) => {
       const n = await this.repo.reopen(em, id, { attempts: read.attempts, status });

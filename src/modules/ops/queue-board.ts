@@ -116,16 +116,18 @@ function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
 }
 
 /**
- * The path as the board reads it (`%72ates` is the rates queue), so the trail is searchable; as sent when
- * malformed, or when decoded it holds what Postgres cannot store as text (NUL, a lone surrogate), which would
- * fail the audit row and the act with a 500.
+ * The path as the trail keeps it, at most 500 characters: as the board reads it (`%72ates` is the rates queue),
+ * so the trail is searchable; as sent when malformed, or when decoded (or cut to length, which can split a
+ * surrogate pair) it holds what Postgres cannot store as text (NUL, a lone surrogate), which would fail the
+ * audit row and the act with a 500.
  */
-function decoded(path: string): string {
+function auditedPath(path: string): string {
+  const raw = `${QUEUE_BOARD_PATH}${path}`.slice(0, 500);
   try {
-    const d = decodeURIComponent(path);
-    return isStorableText(d) ? d : path;
+    const d = `${QUEUE_BOARD_PATH}${decodeURIComponent(path)}`.slice(0, 500);
+    return isStorableText(d) ? d : raw;
   } catch {
-    return path;
+    return raw;
   }
 }
 
@@ -142,7 +144,7 @@ function auditedActs(audit: AuditService, dataSource: DataSource, logger: Logger
     try {
       await audit.record(dataSource.manager, { kind: 'admin', address: adminClient(req) }, {
         partnerId: null, action: 'queue_board.action', targetId: null,
-        details: { method: req.method, path: `${QUEUE_BOARD_PATH}${decoded(req.path)}`.slice(0, 500) },
+        details: { method: req.method, path: auditedPath(req.path) },
       });
     } catch (e) {
       logger.error(`cannot store a queue board action in the audit trail, refused: ${(e as Error).message}`);
