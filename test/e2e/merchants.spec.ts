@@ -586,7 +586,7 @@ describe('a merchant disable racing a create (a helper\'s hunt)', () => {
       }).then((r) => ((createdAt = Date.now()), r));
       await waitFor(() => waiting('INSERT INTO payment_requests'), 10000, 20);
       const disable = admin(svc, 'POST', `/merchants/${m.id}/disable`).then((r) => ((disabledAt = Date.now()), r));
-      await waitFor(() => waiting('UPDATE'), 10000, 20);
+      await waitFor(() => waiting('pg_advisory_xact_lock'), 10000, 20);
       await holder.query('ROLLBACK');
       const [c, d] = await Promise.all([create, disable]);
       expect(c.status).toBe(201);
@@ -598,6 +598,41 @@ describe('a merchant disable racing a create (a helper\'s hunt)', () => {
       expect(after.body.error).toBe('merchant_disabled');
     } finally {
       await holder.end();
+    }
+  });
+
+  it('an insert that comes while the disable waits for one in flight queues behind the disable and is refused: a flow of creates cannot hold a disable off', async () => {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    const first = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 100 } });
+    expect(first.status).toBe(201);
+    // Two inserts of the merchant's requests as the create path sends them (the schema's rule runs on each).
+    const insert = (c: Client) => c.query(
+      `INSERT INTO payment_requests
+         SELECT (jsonb_populate_record(NULL::payment_requests, to_jsonb(r) ||
+                 jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', $2::text, 'amount', r.amount + 1 + $3::int, 'amount_locked', false))).*
+           FROM payment_requests r WHERE id = $1`,
+      [first.body.request_id, randomBytes(16).toString('hex'), Math.floor(Math.random() * 1e6)],
+    );
+    const waiters = async () => (await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n;
+    const [a, b] = [new Client({ connectionString: testEnv().databaseUrl }), new Client({ connectionString: testEnv().databaseUrl })];
+    await Promise.all([a.connect(), b.connect()]);
+    try {
+      await a.query('BEGIN');
+      await insert(a); // in flight
+      const disable = admin(svc, 'POST', `/merchants/${m.id}/disable`);
+      await waitFor(async () => (await waiters()) >= 1, 10000, 20);
+      // Another insert now: it must wait behind the disable, not pass it while the first is still open.
+      await b.query('BEGIN');
+      const late = insert(b).then(() => 'inserted', (e: Error) => e.message);
+      await waitFor(async () => (await waiters()) >= 2, 10000, 20);
+      await a.query('COMMIT');
+      expect((await disable).status).toBe(200);
+      expect(await late).toMatch(/does not accept this request as priced/);
+      await b.query('ROLLBACK');
+    } finally {
+      await Promise.all([a.end(), b.end()]);
     }
   });
 });

@@ -65,10 +65,12 @@ export class MerchantDirectory implements OnModuleInit {
 
   /**
    * Runs a change of the merchant in a transaction that tells every instance, at commit, to forget it; `also`
-   * announces another merchant the same change touched.
+   * announces another merchant the same change touched. The change first waits for the merchant's request
+   * inserts in flight, and holds later ones off until it commits (lockForChange).
    */
   change<T>(id: string, work: (em: EntityManager, also: (otherId: string) => Promise<void>) => Promise<T>): Promise<T> {
     return this.feed.change(CHANGE_TOPICS.merchants, async (em, announce) => {
+      await this.repo.lockForChange(em, id);
       const result = await work(em, announce);
       await announce(id);
       return result;

@@ -66,6 +66,15 @@ export class MerchantRepository {
 
   /** False when there is no such merchant. */
   /** The merchant's partner, mode and previous switch (read under the UPDATE's lock); null when there is none. */
+  /**
+   * Takes the merchant's "holds" lock exclusively until em's transaction ends: request inserts in flight for the
+   * merchant finish first, and those that come after wait and then read the merchant as changed (migration
+   * 1764000402500). Taken before the change touches the merchant row (one lock order with a plan's insert).
+   */
+  async lockForChange(em: EntityManager, id: string): Promise<void> {
+    await em.query(`SELECT pg_advisory_xact_lock(hashtext('merchants.holds'), hashtext($1::text))`, [id]);
+  }
+
   async setDisabled(em: EntityManager, id: string, disabled: boolean): Promise<{ partnerId: string; testMode: boolean; wasDisabled: boolean } | null> {
     // A top-level UPDATE comes back from query() as [rows, count].
     const [rows] = await em.query<[Array<{ partner_id: string; test_mode: boolean; was_disabled: boolean }>, number]>(
