@@ -156,6 +156,13 @@ describe('signing in', () => {
     expect(await stored()).toBe(changed);
   });
 
+  it('two sign-ins at once on a hash of another cost both get in: one re-hashes, the other stands on the hash stored then', async () => {
+    const email = await createUser(svc, partner.id);
+    await sql(`UPDATE portal_users SET password_hash = $2 WHERE email = $1`, [email, await hashPassword(PASSWORD, COST + 1)]);
+    const [a, b] = await Promise.all([client().signIn(email, PASSWORD), client().signIn(email, PASSWORD)]);
+    expect([a.status, b.status]).toEqual([303, 303]);
+  });
+
   it('starts a session on success: a random token in an HttpOnly, SameSite=Lax, /portal cookie, stored only hashed', async () => {
     const email = await createUser(svc, partner.id);
     const c = client();

@@ -28,7 +28,7 @@ export class NotificationAttemptEntity {
   @Column('text')
   outcome!: AttemptOutcome;
 
-  /** The address this attempt was sent to (a merchant's note follows the merchant's email); null: nothing sent, or stored before. */
+  /** The address this attempt was for (a merchant's note follows the merchant's email); null: never claimed (not built, no longer fitting), or stored before. */
   @Column('text', { nullable: true })
   to!: string | null;
 

@@ -14,7 +14,7 @@ interface Words {
 
 const ADMINS_ONLY: Words = {
   title: 'Only admins can manage users',
-  detail: 'Your role in this portal is member. Ask one of your account’s admins to add, remove or change users. Nothing was changed.',
+  detail: 'You are not an admin of this portal (your role is member, or it changed while you were working). Ask one of your account’s admins to add, remove or change users. Nothing was changed.',
 };
 
 function words(status: number, path: string, signedIn: boolean): Words {

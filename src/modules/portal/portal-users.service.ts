@@ -193,6 +193,12 @@ export class PortalUsersService {
     if (storedCost(row.passwordHash) !== this.config.portalPasswordCost) {
       const again = await hashPassword(pw, this.config.portalPasswordCost);
       if (await this.repo.rehash(row.id, row.passwordHash, again)) passwordHash = again;
+      else {
+        // Another sign-in re-hashed it first (or the password changed): the sign-in stands on what is stored now.
+        const now = await this.repo.findById(row.id);
+        if (!now || !(await verifyPassword(pw, now.passwordHash))) return null;
+        passwordHash = now.passwordHash;
+      }
     }
     return { id: row.id, partnerId: row.partnerId, email: row.email, role: row.role, passwordHash };
   }
