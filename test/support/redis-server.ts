@@ -34,6 +34,15 @@ export class RedisServer {
     }, 10000, 50);
   }
 
+  /** Stops it answering with its connections left open, as a stalled host would (SIGSTOP); resume() undoes it. */
+  stall(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Kills it, as a crash would. */
   async down(): Promise<void> {
     const child = this.child;
