@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { hashMessage, verifyMessage } from 'ethers';
 import { SiweMessage } from 'siwe';
+import { isZeroAddress } from '../../common/address';
 import { MODES } from '../../config/config';
 import { AssetRegistry } from './asset-registry';
 
@@ -55,6 +56,13 @@ export class SiweVerifier {
     if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || siwe.nonce !== expected.nonce) {
       return { valid: false, field: 'message', reason: 'domain, uri or nonce does not match' };
     }
+    // A time the parser takes but Date cannot read (second 60) compares false with everything: refused.
+    if ([siwe.issuedAt, siwe.expirationTime, siwe.notBefore].some((t) => t !== undefined && Number.isNaN(Date.parse(t)))) {
+      return { valid: false, field: 'message', reason: 'a time in the message cannot be read' };
+    }
+    // Nobody holds its key, and the contract check's plain-account fallback (ecrecover) answers it for any
+    // invalid signature: the zero address proved as a wallet, and anyone signed in as it (a helper's hunt).
+    if (isZeroAddress(siwe.address)) return { valid: false, field: 'message', reason: 'the zero address cannot sign' };
     if (siwe.expirationTime && !(new Date(siwe.expirationTime) > now)) {
       return { valid: false, field: 'message', reason: 'the message has expired' };
     }

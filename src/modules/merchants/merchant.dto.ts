@@ -5,6 +5,9 @@ import { OneEmailAddress } from '../../common/email-address';
 import { strictBool, strictInt } from '../../common/http/query';
 import { PAGE_MAX } from '../../common/paging';
 
+/** Anything but the zero address (isZeroAddress). */
+const NOT_ZERO_ADDRESS = /^(?!0x0{40}$)/i;
+
 /** Lower-cases the hex digits of an address; the 0x prefix itself must be sent lower case (spec §4.5). */
 const lowerHex = ({ value }: { value: unknown }) =>
   typeof value === 'string' && value.startsWith('0x') ? `0x${value.slice(2).toLowerCase()}` : value;
@@ -25,6 +28,7 @@ export class CreateMerchantDto {
   display_currency?: string;
   @IsOptional() @IsIn(['consumer', 'business']) account_type?: 'consumer' | 'business';
   @IsOptional() @IsString() @Matches(ADDRESS_PATTERN, { message: 'wallet_address must be 0x plus 40 hex characters' })
+  @Matches(NOT_ZERO_ADDRESS, { message: 'wallet_address must not be the zero address (nobody holds its key)' })
   @Transform(lowerHex)
   wallet_address?: string;
 }
