@@ -38,6 +38,9 @@ describe('judgeTransaction', () => {
     ['reverted transaction', [transferLog()], 0, inWindow, 'transaction_failed'],
     ['another token with the same event', [transferLog({ token: OTHER_TOKEN })], 1, inWindow, 'wrong_token'],
     ['another recipient', [transferLog({ to: PAYER })], 1, inWindow, 'no_transfer_to_recipient'],
+    // The wallet to itself (the merchant, or a spender it approved): no money arrives.
+    ['a self-transfer of the wallet', [transferLog({ topics: [TRANSFER_TOPIC, topic(WALLET), topic(WALLET)] })], 1, inWindow, 'no_transfer_to_recipient'],
+    ['a self-transfer beside an exact payment', [transferLog({ topics: [TRANSFER_TOPIC, topic(WALLET), topic(WALLET)] }), transferLog({ index: 1 })], 1, inWindow, null],
     ['value − 1', [transferLog({ value: 999_999n })], 1, inWindow, 'underpaid'],
     ['value + 1', [transferLog({ value: 1_000_001n })], 1, inWindow, 'overpaid'],
     ['no logs', [], 1, inWindow, 'no_transfer_to_recipient'],

@@ -35,16 +35,18 @@ export const EARLY_TOLERANCE_MS = 60_000;
 
 /**
  * DESIGN §3 "What pays a request R", as one pure function: a successful transaction on R's chain with a
- * standard ERC-20 Transfer log emitted by R's token, to R's wallet, of exactly R's amount, in a block whose
+ * standard ERC-20 Transfer log emitted by R's token, to R's wallet from another address, of exactly R's amount, in a block whose
  * time is within [created_at − 60 s, expires_at + grace]. Returns every log that qualifies, in log order:
  * the caller claims the first one no other request holds. Safe to run any number of times.
  */
 export function judgeTransaction(target: PayTarget, observed: ObservedTx): PayVerdict {
   if (observed.chainId !== target.chainId) return { pays: false, reason: 'wrong_chain' };
   if (observed.receipt.status !== 1) return { pays: false, reason: 'transaction_failed' };
+  // A transfer from the wallet to itself moves no money: it pays nothing (a helper's hunt: the merchant's own
+  // self-transfer verified its request).
   const toRecipient = observed.receipt.logs
     .map(decodeTransferLog)
-    .filter((t): t is ChainTransfer => t !== null && t.to === target.recipient);
+    .filter((t): t is ChainTransfer => t !== null && t.to === target.recipient && t.from !== target.recipient);
   if (toRecipient.length === 0) return { pays: false, reason: 'no_transfer_to_recipient' };
   const ofToken = toRecipient.filter((t) => t.token === target.tokenAddress);
   if (ofToken.length === 0) return { pays: false, reason: 'wrong_token' };
