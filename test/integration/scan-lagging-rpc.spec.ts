@@ -304,7 +304,9 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     await mine(node.url, CONFIRMATIONS - 1);
     expect((await waitFor(async () => (await unmatched(tx.txHash))[0])).reason).toBe('unconfirmed_not_mined');
 
-    // The scan reads blocks stamped after both claim windows (plus the 60 s of tolerance).
+    // The database's clock is past other's window by a minute (an amount is freed only once both clocks are),
+    // and the scan reads blocks stamped after both windows (plus the 60 s of tolerance).
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '61 seconds' WHERE id = $1`, [other.id]);
     await nodeRpc(node.url, 'evm_setNextBlockTimestamp', [Math.max(await claimUntil(r.id), await claimUntil(other.id)) + 120]);
     await mine(node.url, CONFIRMATIONS + 1);
     await scanned();
@@ -323,6 +325,8 @@ describe('a transfer the scan found while the RPC lagged a block behind', () => 
     await mine(node.url, 1);
     await waitFor(async () => (await stored(r.id)).proof_status === 'verified');
     expect((await stored(r.id)).tx_hash).toBe(tx.txHash);
+    // Decided: the amount goes once the database's clock is a minute past r's window too.
+    await sql(`UPDATE payment_requests SET claim_until = now() - interval '61 seconds' WHERE id = $1`, [r.id]);
     await waitFor(async () => !(await locked(r.id)));
     expect(await unmatched(tx.txHash)).toEqual([]);
     expect(await events(r.id)).toEqual(['payment.proof_verified']);

@@ -131,8 +131,9 @@ it('the finality re-read still re-reads a claim of the old token, and alerts whe
 });
 
 it("frees the old token's amounts once its scan passes their claim window, then reads the old token no more", async () => {
-  // The window closes now, after every block A's cursor has passed; the next block is stamped 2 minutes on.
-  await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 minute', claim_until = now() WHERE id = $1`, [closingInA.id]);
+  // The window closed a minute ago by the database's clock (an amount is freed only once both clocks are a
+  // minute past it); the next block is stamped 2 minutes on.
+  await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '61 seconds' WHERE id = $1`, [closingInA.id]);
   await rpc(node.url, 'evm_increaseTime', [120]);
   await mine(node.url, CONFIRMATIONS);
   await waitFor(async () => !(await row(closingInA.id)).amount_locked, 10000);
