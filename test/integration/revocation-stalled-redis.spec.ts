@@ -3,6 +3,8 @@ import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { RedisServer } from '../support/redis-server';
+import { waitFor } from '../support/wait';
+import { RedisConnections } from '../../src/common/redis/redis.module';
 
 /*
  * A call admitted on its key, whose rate-limit count then hangs on a stalled Redis (up to the command timeout,
@@ -38,9 +40,12 @@ it('a create waiting on a stalled Redis when its key is revoked is refused 401, 
   expect((await call(b.publicUrl, 'GET', '/api/v1/merchants', { key })).status).toBe(200);
   redis.stall();
   try {
+    // Commands b has sent its Redis and heard no answer to.
+    const unanswered = () => (b.app.get(RedisConnections).main as unknown as { commandQueue: { length: number } }).commandQueue.length;
+    const before = unanswered();
     const create = call(b.publicUrl, 'POST', '/api/v1/requests/create', { key, body: { account_id: merchantId, fiat_amount_int: 4242 } });
     // The create is past its key check, waiting on its count (b's feed still hears a's revocation: Postgres).
-    await new Promise((r) => setTimeout(r, 150));
+    await waitFor(async () => unanswered() > before, 5000, 5);
     expect((await admin(a, 'DELETE', `/partners/${p.id}/keys/${issued.body.key_id}`)).status).toBe(200);
     const c = await create;
     expect(c.status).toBe(401);
