@@ -1,10 +1,38 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
-const HOLDS_CHECK = `
+/** The "holds" lock in shared mode, for the merchant of the row being inserted. */
+const SHARED_HOLDS_LOCK = `PERFORM pg_advisory_xact_lock_shared(hashtext('merchants.holds'), hashtext(NEW.merchant_id::text));`;
+
+/** payment_requests_merchant_holds, with the shared lock first (up) or without it (down: 1764000001000's). */
+const requestHolds = (lock: string) => `
+      CREATE OR REPLACE FUNCTION payment_requests_merchant_holds() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        ${lock}
+        IF NOT EXISTS (
           SELECT 1 FROM merchants m
            WHERE m.id = NEW.merchant_id AND m.partner_id = NEW.partner_id AND m.test_mode = NEW.test_mode
              AND NOT m.disabled AND m.onboarding_status = 'complete'
-             AND m.wallet_address = NEW.recipient AND m.display_currency = NEW.fiat_currency`;
+             AND m.wallet_address = NEW.recipient AND m.display_currency = NEW.fiat_currency) THEN
+          RAISE EXCEPTION 'merchant % does not accept this request as priced', NEW.merchant_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'payment_requests_merchant_holds';
+        END IF;
+        RETURN NEW;
+      END
+      $$`;
+
+/** plans_merchant_currency_holds, with the shared lock first (up) or without it (down: 1764000400400's). */
+const planHolds = (lock: string) => `
+      CREATE OR REPLACE FUNCTION plans_merchant_currency_holds() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        ${lock}
+        PERFORM 1 FROM merchants m WHERE m.id = NEW.merchant_id AND m.display_currency = NEW.fiat_currency FOR SHARE;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'merchant % does not charge in %', NEW.merchant_id, NEW.fiat_currency
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'plans_merchant_currency_holds';
+        END IF;
+        RETURN NEW;
+      END
+      $$`;
 
 /**
  * A request insert and a change of its merchant (disable, enable, wallet, onboarding, currency) end one way or
@@ -25,52 +53,12 @@ export class MerchantHoldsLock1764000402500 implements MigrationInterface {
   name = 'MerchantHoldsLock1764000402500';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`
-      CREATE OR REPLACE FUNCTION payment_requests_merchant_holds() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM pg_advisory_xact_lock_shared(hashtext('merchants.holds'), hashtext(NEW.merchant_id::text));
-        IF NOT EXISTS (${HOLDS_CHECK}) THEN
-          RAISE EXCEPTION 'merchant % does not accept this request as priced', NEW.merchant_id
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'payment_requests_merchant_holds';
-        END IF;
-        RETURN NEW;
-      END
-      $$`);
-    await q.query(`
-      CREATE OR REPLACE FUNCTION plans_merchant_currency_holds() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM pg_advisory_xact_lock_shared(hashtext('merchants.holds'), hashtext(NEW.merchant_id::text));
-        PERFORM 1 FROM merchants m WHERE m.id = NEW.merchant_id AND m.display_currency = NEW.fiat_currency FOR SHARE;
-        IF NOT FOUND THEN
-          RAISE EXCEPTION 'merchant % does not charge in %', NEW.merchant_id, NEW.fiat_currency
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'plans_merchant_currency_holds';
-        END IF;
-        RETURN NEW;
-      END
-      $$`);
+    await q.query(requestHolds(SHARED_HOLDS_LOCK));
+    await q.query(planHolds(SHARED_HOLDS_LOCK));
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`
-      CREATE OR REPLACE FUNCTION payment_requests_merchant_holds() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NOT EXISTS (${HOLDS_CHECK}) THEN
-          RAISE EXCEPTION 'merchant % does not accept this request as priced', NEW.merchant_id
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'payment_requests_merchant_holds';
-        END IF;
-        RETURN NEW;
-      END
-      $$`);
-    await q.query(`
-      CREATE OR REPLACE FUNCTION plans_merchant_currency_holds() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM 1 FROM merchants m WHERE m.id = NEW.merchant_id AND m.display_currency = NEW.fiat_currency FOR SHARE;
-        IF NOT FOUND THEN
-          RAISE EXCEPTION 'merchant % does not charge in %', NEW.merchant_id, NEW.fiat_currency
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'plans_merchant_currency_holds';
-        END IF;
-        RETURN NEW;
-      END
-      $$`);
+    await q.query(requestHolds(''));
+    await q.query(planHolds(''));
   }
 }
