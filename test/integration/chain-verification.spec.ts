@@ -302,6 +302,23 @@ describe('the chain scan', () => {
     expect(rows![0].value).toBe((r.amount + 1n).toString());
     expect((await get(r.id)).proof_status).toBe('none');
   });
+
+  it('keeps a second payment of a paid request as unmatched, though the wallet has nothing else open', async () => {
+    const alone = await createOnboardedMerchant(svc, partner.testKey);
+    const r = await newRequest(alone);
+    const first = await transferToken(node.url, token, PAYER, alone.wallet.address, r.amount);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    // The payer sends again (a retried send): the wallet's only request is paid, its amount still held.
+    const again = await transferToken(node.url, token, PAYER, alone.wallet.address, r.amount);
+    await mine(node.url, CONFIRMATIONS);
+    const rows = await waitFor(async () => {
+      const found = await db.query(`SELECT reason, value, pending_request_id FROM unmatched_transfers WHERE tx_hash = $1`, [again.txHash]);
+      return found.length ? found : null;
+    });
+    expect(rows).toEqual([{ reason: 'request_already_verified', value: r.amount.toString(), pending_request_id: null }]);
+    expect((await get(r.id)).tx_hash).toBe(first.txHash);
+  });
 });
 
 

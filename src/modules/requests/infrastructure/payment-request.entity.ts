@@ -28,10 +28,9 @@ import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus 
 @Index('payment_requests_tx', ['chainId', 'txHash'], { where: '(tx_hash IS NOT NULL)' })
 // The expiry sweep's amounts to free: locked ones per asset by the end of their claim window.
 @Index('payment_requests_locked_until', ['chainId', 'tokenAddress', 'claimUntil'], { where: 'amount_locked' })
-// What a transfer (chain, token, recipient, amount) may pay, and the wallets the chain scan watches.
-@Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient', 'amount'], {
-  where: `((proof_status <> 'verified'::text) AND amount_locked)`,
-})
+// What a transfer (chain, token, recipient, amount) may pay, and the wallets the chain scan watches: every held
+// amount, verified or not, so a second transfer paying a verified request again is seen (and kept as unmatched).
+@Index('payment_requests_claimable', ['chainId', 'tokenAddress', 'recipient', 'amount'], { where: 'amount_locked' })
 // The sweep's lapsed requests by deadline; partner, status and id let status=expired read a partner's own from
 // the index alone (issue 14).
 @Index('payment_requests_expiring', ['expiresAt', 'partnerId', 'status', 'id'], {

@@ -391,11 +391,11 @@ export class RequestsRepository {
     const rows = await this.requests.query<{ token_address: string }[]>(
       `WITH RECURSIVE t(token_address) AS (
          (SELECT token_address FROM payment_requests
-           WHERE chain_id = $1 AND amount_locked AND proof_status <> 'verified' AND test_mode = $2
+           WHERE chain_id = $1 AND amount_locked AND test_mode = $2
            ORDER BY token_address LIMIT 1)
          UNION ALL
          SELECT (SELECT p.token_address FROM payment_requests p
-                  WHERE p.chain_id = $1 AND p.amount_locked AND p.proof_status <> 'verified' AND p.test_mode = $2
+                  WHERE p.chain_id = $1 AND p.amount_locked AND p.test_mode = $2
                     AND p.token_address > t.token_address
                   ORDER BY p.token_address LIMIT 1)
            FROM t WHERE t.token_address IS NOT NULL)
@@ -406,7 +406,8 @@ export class RequestsRepository {
   }
 
   /**
-   * Wallets with requests a transfer may still pay (the chain scan asks the chain for transfers to these): a
+   * Wallets with held amounts, paid or not (the chain scan asks the chain for transfers to these; a paid
+   * request's wallet stays watched until its amount is released, so a second payment is seen): a
    * loose index scan of payment_requests_claimable, one probe per wallet, so the cost does not grow with the
    * open requests (DISTINCT read them all: 194 ms per scan at 1,000,000 open requests of one wallet).
    */
@@ -414,11 +415,11 @@ export class RequestsRepository {
     const rows = await this.requests.query<{ recipient: string }[]>(
       `WITH RECURSIVE t(recipient) AS (
          (SELECT recipient FROM payment_requests
-           WHERE chain_id = $1 AND token_address = $2 AND amount_locked AND proof_status <> 'verified'
+           WHERE chain_id = $1 AND token_address = $2 AND amount_locked
            ORDER BY recipient LIMIT 1)
          UNION ALL
          SELECT (SELECT p.recipient FROM payment_requests p
-                  WHERE p.chain_id = $1 AND p.token_address = $2 AND p.amount_locked AND p.proof_status <> 'verified'
+                  WHERE p.chain_id = $1 AND p.token_address = $2 AND p.amount_locked
                     AND p.recipient > t.recipient
                   ORDER BY p.recipient LIMIT 1)
            FROM t WHERE t.recipient IS NOT NULL)
@@ -445,8 +446,11 @@ export class RequestsRepository {
   }
 
   /**
-   * Amounts are unique among open requests of a merchant and asset, so a transfer's value names its request:
-   * one probe of payment_requests_claimable, whatever the wallet's number of open requests.
+   * Amounts are unique among the held amounts of a merchant and asset, so a transfer's value names its
+   * request: one probe of payment_requests_claimable, whatever the wallet's number of open requests. A request
+   * still held after its verification is named too, so that a second payment of it is kept as
+   * `request_already_verified`. An unverified request comes first: wallets are unique to a merchant, but
+   * should two merchants' held amounts ever meet at one wallet, a payment must not be taken for a repeat.
    */
   async claimableByAmount(chainId: bigint, token: string, recipient: string, amount: bigint): Promise<string | null> {
     const row = await this.requests
@@ -458,7 +462,9 @@ export class RequestsRepository {
         recipient,
         amount: amount.toString(),
       })
-      .andWhere('r.amount_locked AND r.proof_status <> :verified', { verified: 'verified' })
+      .andWhere('r.amount_locked')
+      .orderBy(`r.proof_status = 'verified'`)
+      .limit(1)
       .getRawOne<{ id: string }>();
     return row?.id ?? null;
   }
