@@ -132,3 +132,45 @@ describe('a sign-in with the old password while the password changes', () => {
     expect((await owner.c.get('/portal')).status).toBe(200);
   });
 });
+
+/*
+ * The removed user's row alone is held, so the removal (which locks the partner's users in id order) is the
+ * first to wait on it and the change the second: the removal lands first, whatever the two ids' order.
+ */
+const USER_LOCK = `SELECT id FROM portal_users WHERE id = $1 FOR UPDATE`;
+
+describe('a user removed while their change waits', () => {
+  it('a key issued by a removed user, queued behind the removal: back to sign-in, no key, no trail row', async () => {
+    const p = await createPartner(svc);
+    const [a, b] = [await createUser(p.id), await createUser(p.id)];
+    const [A, B] = [await signedIn(a.email), await signedIn(b.email)];
+    const csrf = await B.c.csrf('/portal/keys');
+    const label = `late-${randomBytes(3).toString('hex')}`;
+    const [removed, issued] = await queuedBehind(USER_LOCK, [b.id], [
+      () => A.c.post(`/portal/users/${b.id}/remove`, { _csrf: A.csrf }),
+      () => B.c.post('/portal/keys', { _csrf: csrf, mode: 'live', scopes: ['requests:write'], label }),
+    ]);
+    expect(removed.status).toBe(303);
+    expect([issued.status, issued.location]).toEqual([303, '/portal/login']);
+    expect(issued.text).not.toMatch(/sk_(live|test)_/);
+    expect(await sql(`SELECT id FROM api_keys WHERE partner_id = $1 AND label = $2`, [p.id, label])).toEqual([]);
+    expect(await sql(`SELECT action FROM audit_events WHERE actor_id = $1 AND action = 'key.issued'`, [b.id])).toEqual([]);
+  });
+
+  it('a webhook secret rotated by a removed user, queued behind the removal: back to sign-in, the secret unchanged', async () => {
+    const p = await createPartner(svc);
+    const [a, b] = [await createUser(p.id), await createUser(p.id)];
+    const [A, B] = [await signedIn(a.email), await signedIn(b.email)];
+    const setup = await B.c.post('/portal/webhook', { _csrf: await B.c.csrf('/portal/webhook'), url: 'http://127.0.0.1:9/hook', enabled: 'on' });
+    expect(setup.status).toBe(200); // the page that shows the new secret once
+    const before = await sql(`SELECT secret, previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [p.id]);
+    const csrf = await B.c.csrf('/portal/webhook');
+    const [removed, rotated] = await queuedBehind(USER_LOCK, [b.id], [
+      () => A.c.post(`/portal/users/${b.id}/remove`, { _csrf: A.csrf }),
+      () => B.c.post('/portal/webhook/rotate', { _csrf: csrf }),
+    ]);
+    expect(removed.status).toBe(303);
+    expect([rotated.status, rotated.location]).toEqual([303, '/portal/login']);
+    expect(await sql(`SELECT secret, previous_secret FROM webhook_endpoints WHERE partner_id = $1`, [p.id])).toEqual(before);
+  });
+});

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isCheckViolation } from '../../database/pg-errors';
 
 /**
  * The fixed vocabulary of audited changes (the audit_events_action_check constraint lists the same), and
@@ -39,6 +40,14 @@ export type Actor =
   | { kind: 'system'; address: null };
 
 export const SYSTEM_ACTOR: Actor = { kind: 'system', address: null };
+
+/**
+ * A change a portal user made after they were removed from the partner: their audit row's insert refused it
+ * (trigger audit_events_actor_present, migration 1764000402800), and the change rolled back with it.
+ */
+export function actorGone(e: unknown): boolean {
+  return isCheckViolation(e, 'audit_events_actor_present');
+}
 
 /**
  * One change to record. `details` says what changed, as plain JSON, and NEVER holds a secret: no webhook

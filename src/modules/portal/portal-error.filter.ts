@@ -1,6 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { AppError } from '../../common/errors';
+import { actorGone } from '../audit/audit';
 import { setPageHeaders } from '../pages/page-security';
 import { seeOther, type PortalRequest } from './portal-http';
 import { problemBody } from './portal-pages.view';
@@ -43,9 +44,9 @@ function words(status: number, path: string, signedIn: boolean): Words {
 }
 
 /**
- * The portal's failures as pages in its layout: no session → the sign-in page (303); a CSRF mismatch →
- * 403; the API's errors → their status with words for a person. Unexpected errors are logged with the
- * request id, as in the API.
+ * The portal's failures as pages in its layout: no session, or no user any more → the sign-in page (303); a
+ * CSRF mismatch → 403; the API's errors → their status with words for a person. Unexpected errors are logged
+ * with the request id, as in the API.
  */
 @Catch()
 export class PortalErrorFilter implements ExceptionFilter {
@@ -58,7 +59,8 @@ export class PortalErrorFilter implements ExceptionFilter {
     const req = host.switchToHttp().getRequest<PortalRequest & { id?: string }>();
     if (res.headersSent) return;
     setPageHeaders(res);
-    if (exception instanceof SignInRequired) {
+    // A user removed while their change was on its way: the change was refused where it was recorded.
+    if (exception instanceof SignInRequired || actorGone(exception)) {
       seeOther(res, '/portal/login');
       return;
     }
