@@ -272,12 +272,15 @@ export class ChainScanService {
       const seenTip = tried && !retry.last ? (retry.retryTip ?? undefined) : undefined;
       const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', seenTip);
       switch (outcome.kind) {
-        case 'verified':
+        case 'verified': {
           // verify says the request is verified by this transaction, not which log: another transfer of the
           // same transaction, or (a lost race) another transaction, may be the one that paid it.
-          if (await this.paid(candidate, t)) return this.unmatched.forget(chainId, t);
+          const paid = await this.paid(candidate, t);
+          if (paid === 'moving') return this.claimMoving(chainId, t, candidate, retry);
+          if (paid === 'yes') return this.unmatched.forget(chainId, t);
           reason = 'request_already_verified';
           break;
+        }
         case 'wait':
           if (retry.last) return this.giveUp(chainId, t, candidate, outcome.why, lease);
           if (outcome.why === 'same_block') {
@@ -291,12 +294,15 @@ export class ChainScanService {
         case 'rejected':
           reason = outcome.reason;
           break;
-        case 'moot':
-          // Verified meanwhile: by this very transfer (the payer's hash, or the transaction mined again
-          // elsewhere after a reorg), or by another one, and then this transfer paid nothing.
-          if (outcome.why === 'already_verified' && (await this.paid(candidate, t))) return this.unmatched.forget(chainId, t);
+        case 'moot': {
+          // Verified meanwhile, or before (a second payment of a paid request, whose amount is still held): by
+          // this very transfer (the payer's hash), or by another one, and then this transfer paid nothing.
+          const paid = outcome.why === 'already_verified' ? await this.paid(candidate, t) : 'no';
+          if (paid === 'moving') return this.claimMoving(chainId, t, candidate, retry);
+          if (paid === 'yes') return this.unmatched.forget(chainId, t);
           reason = `request_${outcome.why}`;
           break;
+        }
       }
     }
     if (!(await this.unmatched.record(chainId, t, reason, lease))) return this.written(t, false);
@@ -327,14 +333,36 @@ export class ChainScanService {
   }
 
   /**
-   * Whether `t` is the transfer that paid `requestId`: its claimed log, or the same transaction's log seen in
-   * a block that another has replaced since (the transaction mined again elsewhere; the claim moved there).
+   * Whether `t` is the transfer that paid `requestId`: `yes` for its claimed log in the claim's block, `no`
+   * for any other transfer, `moving` for a log of the claim's transaction seen in another block than the
+   * claim's (the transaction mined again elsewhere after a reorg). Which of that transaction's transfers the
+   * claim is now is the finality job's to say, as it moves the claim (same log index first, else the first
+   * that pays); a log index means nothing across blocks, and a transaction paying the request twice has two
+   * candidates (a helper's hunt: both were taken for the claim, and the row kept for the second was deleted).
+   * A claim the finality job found lost is re-read no more: its transaction seen again is kept as unmatched,
+   * beside the alert, not taken for the claim.
    */
-  private async paid(requestId: string, t: SeenTransfer): Promise<boolean> {
+  private async paid(requestId: string, t: SeenTransfer): Promise<'yes' | 'no' | 'moving'> {
     const claim = await this.requests.claimOf(requestId);
-    if (!claim || claim.txHash !== t.txHash) return false;
-    if (claim.logIndex === t.logIndex) return true;
-    if (claim.blockHash !== null && t.blockHash !== null) return claim.blockHash !== t.blockHash;
-    return claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
+    if (!claim || claim.txHash !== t.txHash || claim.lost) return 'no';
+    const moved = claim.blockHash !== null && t.blockHash !== null
+      ? claim.blockHash !== t.blockHash
+      : claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
+    if (moved) return 'moving';
+    return claim.logIndex === t.logIndex ? 'yes' : 'no';
+  }
+
+  /**
+   * A transfer of a claim's transaction seen in another block than the claim's: kept undecided for the
+   * request (its amount stays held) and tried again with the next blocks, once the finality job has moved the
+   * claim (or found it lost); then it is the claim, and goes, or it is not, and is kept as unmatched.
+   */
+  private async claimMoving(chainId: bigint, t: SeenTransfer, requestId: string, retry: Retry): Promise<void> {
+    if (retry.last) return this.giveUp(chainId, t, requestId, 'claim_moving', retry.lease);
+    const tried = retry.lease !== null;
+    if (!(await this.unmatched.hold(chainId, t, 'unconfirmed_claim_moving', requestId, { delayMs: 0, tip: retry.scanTip }, tried, retry.lease))) {
+      return this.written(t, false);
+    }
+    if (!tried) this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to}: its transaction paid ${requestId} in another block; decided once the claim is re-read`);
   }
 }

@@ -429,16 +429,22 @@ export class RequestsRepository {
     return rows.map((r) => r.recipient);
   }
 
-  /** The transfer that paid a verified request (its block as last known); null when it is not verified. */
-  async claimOf(id: string): Promise<{ txHash: string; logIndex: number; blockNumber: number | null; blockHash: string | null } | null> {
-    const [row] = await this.requests.query<{ tx_hash: string; claimed_log_index: number; claimed_block_number: string | null; claimed_block_hash: string | null }[]>(
-      `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash FROM payment_requests
+  /**
+   * The transfer that paid a verified request (its block as last known, and whether the finality job found
+   * it lost); null when it is not verified.
+   */
+  async claimOf(id: string): Promise<{ txHash: string; logIndex: number; blockNumber: number | null; blockHash: string | null; lost: boolean } | null> {
+    const [row] = await this.requests.query<{
+      tx_hash: string; claimed_log_index: number; claimed_block_number: string | null; claimed_block_hash: string | null; lost: boolean;
+    }[]>(
+      `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash, claim_lost_at IS NOT NULL AS lost
+         FROM payment_requests
         WHERE id = $1 AND proof_status = 'verified' AND claimed_log_index IS NOT NULL`,
       [id],
     );
     if (!row) return null;
     const blockNumber = row.claimed_block_number === null ? null : Number(row.claimed_block_number);
-    return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash };
+    return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash, lost: row.lost };
   }
 
   async transferClaimed(chainId: bigint, txHash: string, logIndex: number): Promise<boolean> {
