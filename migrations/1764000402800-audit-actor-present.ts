@@ -7,8 +7,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * known doubt of the seventeenth session). Every such change records its audit row in its own transaction, so
  * the row's insert is where the check holds for all of them: it reads the user FOR KEY SHARE, which waits for
  * a removal in flight and keeps one from landing until the change commits, and raises check_violation
- * `audit_events_actor_present` when the user is gone; the change then rolls back with it. Role and password
- * changes update no key column, so they do not wait on it.
+ * `audit_events_actor_present` when the user is gone; the change then rolls back with it. A password change
+ * updates no key column, so it does not wait on it; invites, removals and role changes lock the partner's
+ * users FOR UPDATE and so wait for the audited changes in flight. The audit module reads another module's
+ * table here, as a database rule of the trail (like its append-only trigger), not through a repository.
  */
 export class AuditActorPresent1764000402800 implements MigrationInterface {
   name = 'AuditActorPresent1764000402800';

@@ -152,7 +152,7 @@ describe('a user removed while their change waits', () => {
     ]);
     expect(removed.status).toBe(303);
     expect([issued.status, issued.location]).toEqual([303, '/portal/login']);
-    expect(issued.text).not.toMatch(/sk_(live|test)_/);
+    expect(issued.text).not.toMatch(/prs_(live|test)_/);
     expect(await sql(`SELECT id FROM api_keys WHERE partner_id = $1 AND label = $2`, [p.id, label])).toEqual([]);
     expect(await sql(`SELECT action FROM audit_events WHERE actor_id = $1 AND action = 'key.issued'`, [b.id])).toEqual([]);
   });

@@ -131,12 +131,14 @@ it('the finality re-read still re-reads a claim of the old token, and alerts whe
 });
 
 it("frees the old token's amounts once its scan passes their claim window, then reads the old token no more", async () => {
-  // The window closed a minute ago by the database's clock (an amount is freed only once both clocks are a
-  // minute past it); the next block is stamped 2 minutes on.
-  await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '61 seconds' WHERE id = $1`, [closingInA.id]);
+  // The windows of A's requests closed a minute ago by the database's clock (an amount is freed only once both
+  // clocks are a minute past it); the next block is stamped 2 minutes on. The paid ones too: a verified
+  // request holds its amount, and keeps its wallet watched, until its window has closed.
+  const inA = [closingInA.id, openInA.id, verifiedInA.id];
+  await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '61 seconds' WHERE id = ANY($1::uuid[])`, [inA]);
   await rpc(node.url, 'evm_increaseTime', [120]);
   await mine(node.url, CONFIRMATIONS);
-  await waitFor(async () => !(await row(closingInA.id)).amount_locked, 10000);
+  for (const id of inA) await waitFor(async () => !(await row(id)).amount_locked, 10000);
 
   // Nothing in A can be paid any more (the other request of A was paid by the first test): A drops out while
   // B's cursor goes on. B's cursor reaching a block mined after the release means a scan that started after it

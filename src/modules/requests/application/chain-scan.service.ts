@@ -122,8 +122,9 @@ export class ChainScanService {
     // The mode's own requests only: another mode's are verified through that mode's reader and depth.
     const others = (await this.requests.claimableTokens(chainId, mode === 'test')).filter((t) => t !== asset.token);
     const scanned = [asset.token, ...others];
-    // Undecided transfers of a token no longer scanned (their request verified by a payer's hash meanwhile,
-    // nothing else claimable in it) are still retried: decided, or given up, and never left held.
+    // Undecided transfers of a token not scanned are still retried: decided, or given up, and never left held.
+    // A safeguard: a held transfer keeps its request's amount held (the release waits for it), which keeps the
+    // token scanned, but a row of the other mode's token, or one the release did not see, is not left behind.
     const retriedOnly = (await this.unmatched.pendingTokens(chainId)).filter((t) => !scanned.includes(t));
     let failure: unknown = null;
     for (const token of [...scanned, ...retriedOnly]) {
@@ -254,7 +255,7 @@ export class ChainScanService {
 
   private async handle(chainId: bigint, t: ChainTransfer, tip: number): Promise<void> {
     if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) return;
-    // Amounts are unique among open requests of a merchant and asset, so the value names the request.
+    // Amounts are unique among the held amounts of a merchant and asset, so the value names the request.
     const candidate = await this.requests.claimableByAmount(chainId, t.token, t.to, t.value);
     await this.decide(chainId, t, candidate, { retries: 0, retryTip: null, scanTip: tip, lease: null, last: false });
   }
