@@ -1,0 +1,96 @@
+import { Client } from 'pg';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
+
+/*
+ * Spec §4.3: paging by a moving `since` cursor "stays correct under concurrent creation". A create that waits
+ * before it commits (here on its merchant's "holds" lock, which a merchant change in flight holds) must not
+ * commit behind a cursor a poller has already moved past it (a helper's hunt: it was never listed). Such a
+ * page stops below the oldest transaction writing payment_requests, and created_at is taken once the insert
+ * holds its lock.
+ */
+let svc: TestService;
+let p: TestPartner;
+let a: { id: string };
+let b: { id: string };
+beforeAll(async () => {
+  svc = await startService({ env: { RATE_LIMIT_SCALE: '100' } });
+  p = await createPartner(svc);
+  a = await createOnboardedMerchant(svc, p.testKey);
+  b = await createOnboardedMerchant(svc, p.testKey);
+}, 60_000);
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+const list = (since: string) => call(svc.publicUrl, 'GET', `/api/v1/requests?limit=100&since=${encodeURIComponent(since)}`, { key: p.testKey });
+
+/** The README's loop: every item from `since` on, and the cursor it ends at. */
+async function readFrom(since: string, seen: string[]): Promise<string> {
+  for (;;) {
+    const page = await list(since);
+    expect(page.status).toBe(200);
+    for (const r of page.body.requests) if (!seen.includes(r.request_id)) seen.push(r.request_id);
+    if (page.body.requests.length) since = page.body.requests[page.body.requests.length - 1].created_at;
+    if (!page.body.has_more) return since;
+  }
+}
+
+const waitingOnLocks = () => sql<{ n: number }>(
+  `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+
+it('a create that waited behind its merchant\'s change is listed after it commits, not skipped by the cursor', async () => {
+  const seen: string[] = [];
+  let cursor = await readFrom('1970-01-01T00:00:00.000Z', seen);
+
+  // A merchant change in flight for A (MerchantDirectory.change holds this lock until its transaction ends).
+  const change = new Client({ connectionString: testEnv().databaseUrl });
+  await change.connect();
+    try {
+    await change.query('BEGIN');
+    await change.query(`SELECT pg_advisory_xact_lock(hashtext('merchants.holds'), hashtext($1::text))`, [a.id]);
+    const late = call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: a.id, fiat_amount_int: 4242 } });
+    await waitFor(async () => (await waitingOnLocks())[0].n >= 1);
+    const other = await mustCreateRequest(svc, p.testKey, { account_id: b.id, fiat_amount_int: 4343 });
+    // The poller meanwhile: B's request is committed, but stays below the horizon while A's insert is open.
+    cursor = await readFrom(cursor, seen);
+    expect(seen).not.toContain(other.request_id);
+    await change.query('COMMIT');
+    const created = await late;
+    expect(created.status).toBe(201);
+    // Stamped when its insert went through, after B's.
+    expect(Date.parse(created.body.created_at)).toBeGreaterThanOrEqual(Date.parse(other.created_at));
+    await readFrom(cursor, seen);
+    expect(seen.slice(-2)).toEqual([other.request_id, created.body.request_id]);
+  } finally {
+    await change.end();
+  }
+}, 60_000);
+
+it('a request inserted late in its transaction is stamped at its insert, not at the transaction\'s start', async () => {
+  const model = await mustCreateRequest(svc, p.testKey, { account_id: a.id, fiat_amount_int: 4545 });
+  const tx = new Client({ connectionString: testEnv().databaseUrl });
+  await tx.connect();
+  try {
+    await tx.query('BEGIN');
+    const [{ started }] = (await tx.query<{ started: Date }>(`SELECT now() AS started`)).rows;
+    // Some time passes in the transaction before its insert (a plan's lock, a racing create's amount).
+    await waitFor(async () => (Date.now() - started.getTime() > 50 ? true : null));
+    const columns = `partner_id, merchant_id, test_mode, fiat_amount, fiat_currency, rate, chain_id, token_address, recipient,
+      memo, payment_mode, customer_name, customer_email, customer_phone, metadata, expires_at, claim_until, source`;
+    const [row] = (await tx.query<{ created_at: Date }>(
+      `INSERT INTO payment_requests (id, idempotency_key, amount, ${columns})
+       SELECT gen_random_uuid(), 'late-' || gen_random_uuid(), amount + 1000, ${columns} FROM payment_requests WHERE id = $1
+       RETURNING created_at`, [model.request_id])).rows;
+    await tx.query('ROLLBACK');
+    expect(row.created_at.getTime() - started.getTime()).toBeGreaterThanOrEqual(50);
+  } finally {
+    await tx.end();
+  }
+});
