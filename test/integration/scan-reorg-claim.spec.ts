@@ -1,4 +1,4 @@
-import { Interface, JsonRpcProvider, parseUnits, Wallet } from 'ethers';
+import { Interface, JsonRpcProvider, keccak256, parseUnits, Wallet } from 'ethers';
 import {
   broadcast, deployContract, deployToken, DEV_KEYS, findFreePort, mine, mint, revert, sendCall, setAutomine, snapshot,
   startLocalNode, type LocalNode,
@@ -135,13 +135,18 @@ describe('a verified request\'s transaction met again in another block', () => {
     expect((await get(r.id)).proof_status).toBe('verified');
   }, 60000);
 
-  it('a batch paying the request twice: the second transfer stays kept as unmatched after the reorg', async () => {
-    const r = await newRequest();
+  /** A signed batch paying `r` twice (one transaction, two transfers of its amount to the merchant). */
+  async function payTwiceInOneBatch(r: { amount: bigint }): Promise<string> {
     const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
     await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, 2n ** 255n]), PAYER);
     const data = new Interface(['function transferEach(address token, address[] to, uint256[] value)'])
       .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], [r.amount, r.amount]]);
-    const raw = await signed(PAYER, batch, data);
+    return signed(PAYER, batch, data);
+  }
+
+  it('a batch paying the request twice: the second transfer stays kept as unmatched after the reorg', async () => {
+    const r = await newRequest();
+    const raw = await payTwiceInOneBatch(r);
     const snap = await snapshot(node.url);
     const hash = await broadcast(node.url, raw);
     await mine(node.url, CONFIRMATIONS);
@@ -164,5 +169,54 @@ describe('a verified request\'s transaction met again in another block', () => {
     });
     expect(after).toEqual([{ log_index: 2, reason: 'request_already_verified', pending_request_id: null }]);
     expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 1 });
+  }, 60000);
+
+  it('the same batch re-included one log earlier: one row for the one extra transfer, none left from the old block', async () => {
+    const r = await newRequest();
+    const raw = await payTwiceInOneBatch(r);
+    const snap = await snapshot(node.url);
+    await reincludeBehindAnotherLog(raw); // first mined behind a mint: logs 1 and 2
+    const hash = keccak256(raw);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    const before = await waitFor(async () => {
+      const rows = await kept(hash);
+      return rows.length ? rows : null;
+    });
+    expect(before).toEqual([{ log_index: 2, reason: 'request_already_verified', pending_request_id: null }]);
+
+    // Alone in its block now: logs 0 and 1.
+    const read = await cursor();
+    await revert(node.url, snap);
+    const height = await provider.getBlockNumber();
+    if (read > height) await mine(node.url, read - height);
+    await broadcast(node.url, raw);
+    const at = (await provider.getTransactionReceipt(hash))!.blockNumber;
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await cursor()) >= at, 15000);
+    await finalityMovesTheClaim(r.id, at);
+    const after = await waitFor(async () => {
+      const rows = await kept(hash);
+      return rows.every((k) => k.pending_request_id === null) ? rows : null;
+    });
+    // Finality keeps the claim's log index where a transfer that pays sits at it (1); the other one is kept.
+    expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 1 });
+    expect(after).toEqual([{ log_index: 0, reason: 'request_already_verified', pending_request_id: null }]);
+  }, 60000);
+
+  it('a settled claim\'s transaction seen in another block (a view finality no longer follows): nothing held', async () => {
+    const r = await newRequest();
+    const transfer = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
+    const raw = await signed(PAYER, token, transfer);
+    const snap = await snapshot(node.url);
+    const hash = await broadcast(node.url, raw);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    // As if twice N deep already (settled, no longer re-read), when a lagging backend serves another branch.
+    await sql(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = $1`, [r.id]);
+
+    await reorgAbove(snap, raw);
+    expect(await kept(hash)).toEqual([]);
+    expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 0 });
   }, 60000);
 });

@@ -254,6 +254,7 @@ export class ChainScanService {
   }
 
   private async handle(chainId: bigint, t: ChainTransfer, tip: number): Promise<void> {
+    await this.unmatched.forgetOtherBlocks(chainId, t);
     if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) return;
     // Amounts are unique among the held amounts of a merchant and asset, so the value names the request.
     const candidate = await this.requests.claimableByAmount(chainId, t.token, t.to, t.value);
@@ -341,7 +342,7 @@ export class ChainScanService {
    * that pays); a log index means nothing across blocks, and a transaction paying the request twice has two
    * candidates (a helper's hunt: both were taken for the claim, and the row kept for the second was deleted).
    * A claim the finality job found lost is re-read no more: its transaction seen again is kept as unmatched,
-   * beside the alert, not taken for the claim.
+   * beside the alert, not taken for the claim. Nor is a settled one (see below).
    */
   private async paid(requestId: string, t: SeenTransfer): Promise<'yes' | 'no' | 'moving'> {
     const claim = await this.requests.claimOf(requestId);
@@ -349,7 +350,9 @@ export class ChainScanService {
     const moved = claim.blockHash !== null && t.blockHash !== null
       ? claim.blockHash !== t.blockHash
       : claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
-    if (moved) return 'moving';
+    // A settled claim is not re-read any more (twice N deep): a sighting elsewhere is a stale or forked view
+    // of its transaction (a lagging backend, a second reorg finality went past), and pays nothing new.
+    if (moved) return claim.settled ? 'yes' : 'moving';
     return claim.logIndex === t.logIndex ? 'yes' : 'no';
   }
 

@@ -459,20 +459,24 @@ export class RequestsRepository {
 
   /**
    * The transfer that paid a verified request (its block as last known, and whether the finality job found
-   * it lost); null when it is not verified.
+   * it lost or settled it); null when it is not verified.
    */
-  async claimOf(id: string): Promise<{ txHash: string; logIndex: number; blockNumber: number | null; blockHash: string | null; lost: boolean } | null> {
+  async claimOf(id: string): Promise<{
+    txHash: string; logIndex: number; blockNumber: number | null; blockHash: string | null; lost: boolean; settled: boolean;
+  } | null> {
     const [row] = await this.requests.query<{
-      tx_hash: string; claimed_log_index: number; claimed_block_number: string | null; claimed_block_hash: string | null; lost: boolean;
+      tx_hash: string; claimed_log_index: number; claimed_block_number: string | null; claimed_block_hash: string | null;
+      lost: boolean; settled: boolean;
     }[]>(
-      `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash, claim_lost_at IS NOT NULL AS lost
+      `SELECT tx_hash, claimed_log_index, claimed_block_number, claimed_block_hash, claim_lost_at IS NOT NULL AS lost,
+              claim_settled_at IS NOT NULL AS settled
          FROM payment_requests
         WHERE id = $1 AND proof_status = 'verified' AND claimed_log_index IS NOT NULL`,
       [id],
     );
     if (!row) return null;
     const blockNumber = row.claimed_block_number === null ? null : Number(row.claimed_block_number);
-    return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash, lost: row.lost };
+    return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash, lost: row.lost, settled: row.settled };
   }
 
   async transferClaimed(chainId: bigint, txHash: string, logIndex: number): Promise<boolean> {

@@ -114,6 +114,23 @@ export class UnmatchedTransfersRepository {
     );
   }
 
+  /**
+   * Rows kept for `t`'s transaction and wallet from another block than `t`'s: the transaction was mined again
+   * elsewhere (a reorg deeper than N), and its transfers to this wallet are being read again where they are
+   * now. A log index means nothing across blocks, so a row of the old block would stand for a transfer that
+   * has a new index, or none (a helper's hunt: re-included one log earlier, a batch's one extra transfer
+   * was kept twice). The scan reads every log of a block to a watched wallet in one pass, and a pass that
+   * fails does not move its cursor, so the ones still there are written again before the block is done.
+   */
+  async forgetOtherBlocks(chainId: bigint, t: ChainTransfer): Promise<void> {
+    await this.transfers.query(
+      `DELETE FROM unmatched_transfers
+        WHERE chain_id = $1 AND tx_hash = $2 AND token_address = $3 AND to_address = $4
+          AND (block_number <> $5 OR block_hash <> $6)`,
+      [chainId.toString(), t.txHash, t.token, t.to, t.blockNumber, t.blockHash],
+    );
+  }
+
   /** A transfer that paid a request is not unmatched: the row kept while it was undecided goes. */
   async forget(chainId: bigint, t: SeenTransfer): Promise<void> {
     await this.transfers.delete({ chainId, txHash: t.txHash, logIndex: t.logIndex });
