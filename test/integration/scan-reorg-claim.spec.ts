@@ -118,7 +118,8 @@ async function finalityMovesTheClaim(id: string, at: number): Promise<void> {
 }
 
 describe('a verified request\'s transaction met again in another block', () => {
-  it('the claimed transfer itself: held until finality moves the claim, then forgotten', async () => {
+  /** A request paid by one plain transfer, verified; the snapshot from before it was mined, to mine it again. */
+  async function paidByOneTransfer() {
     const r = await newRequest();
     const transfer = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
     const raw = await signed(PAYER, token, transfer);
@@ -126,6 +127,11 @@ describe('a verified request\'s transaction met again in another block', () => {
     const hash = await broadcast(node.url, raw);
     await mine(node.url, CONFIRMATIONS);
     await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    return { r, raw, snap, hash };
+  }
+
+  it('the claimed transfer itself: held until finality moves the claim, then forgotten', async () => {
+    const { r, raw, snap, hash } = await paidByOneTransfer();
 
     const at = await reorgAbove(snap, raw);
     expect(await kept(hash)).toEqual([{ log_index: 1, reason: 'unconfirmed_claim_moving', pending_request_id: r.id }]);
@@ -205,13 +211,7 @@ describe('a verified request\'s transaction met again in another block', () => {
   }, 60000);
 
   it('a settled claim\'s transaction seen in another block (a view finality no longer follows): nothing held', async () => {
-    const r = await newRequest();
-    const transfer = new Interface(['function transfer(address,uint256)']).encodeFunctionData('transfer', [merchant.wallet.address, r.amount]);
-    const raw = await signed(PAYER, token, transfer);
-    const snap = await snapshot(node.url);
-    const hash = await broadcast(node.url, raw);
-    await mine(node.url, CONFIRMATIONS);
-    await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    const { r, raw, snap, hash } = await paidByOneTransfer();
     // As if twice N deep already (settled, no longer re-read), when a lagging backend serves another branch.
     await sql(`UPDATE payment_requests SET claim_settled_at = now() WHERE id = $1`, [r.id]);
 
