@@ -97,14 +97,26 @@ async function reincludeBehindAnotherLog(raw: string): Promise<number> {
   }
 }
 
-/** Reverts to `snap`, then mines until the re-included transaction lands just above the scan's cursor. */
+/**
+ * The scan's cursor once it has passed the block that holds `raw`'s transaction now: the pass that read it
+ * has committed, so none is still writing what it saw there while the chain is reorganised.
+ */
+async function readPast(raw: string): Promise<number> {
+  const mined = (await provider.getTransactionReceipt(keccak256(raw)))!.blockNumber;
+  return (await waitFor(async () => {
+    const read = await cursor();
+    return read >= mined ? read : null;
+  }, 15000))!;
+}
+
+/** Reverts to `snap`, then mines until the re-included transaction lands above the scan's cursor (read again). */
 async function reorgAbove(snap: string, raw: string): Promise<number> {
-  const read = await cursor();
+  const read = await readPast(raw);
   await revert(node.url, snap);
   const height = await provider.getBlockNumber();
   if (read > height) await mine(node.url, read - height);
   const at = await reincludeBehindAnotherLog(raw);
-  expect(at).toBe(read + 1);
+  expect(at).toBeGreaterThan(read);
   await mine(node.url, CONFIRMATIONS);
   await waitFor(async () => (await cursor()) >= at, 15000);
   return at;
@@ -141,13 +153,27 @@ describe('a verified request\'s transaction met again in another block', () => {
     expect((await get(r.id)).proof_status).toBe('verified');
   }, 60000);
 
-  /** A signed batch paying `r` twice (one transaction, two transfers of its amount to the merchant). */
-  async function payTwiceInOneBatch(r: { amount: bigint }): Promise<string> {
+  /** A signed batch of two transfers to the merchant, of these values (one transaction). */
+  async function batchOf(values: [bigint, bigint]): Promise<string> {
     const batch = await deployContract(node.url, 'TestBatchTransfer.sol', 'TestBatchTransfer');
     await sendCall(node.url, token, new Interface(['function approve(address,uint256)']).encodeFunctionData('approve', [batch, 2n ** 255n]), PAYER);
     const data = new Interface(['function transferEach(address token, address[] to, uint256[] value)'])
-      .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], [r.amount, r.amount]]);
+      .encodeFunctionData('transferEach', [token, [merchant.wallet.address, merchant.wallet.address], values]);
     return signed(PAYER, batch, data);
+  }
+  const payTwiceInOneBatch = (r: { amount: bigint }) => batchOf([r.amount, r.amount]);
+
+  /** Mines `raw` alone in a block above the scan's cursor, after a revert to `snap`. */
+  async function reincludeAlone(snap: string, raw: string, hash: string): Promise<number> {
+    const read = await readPast(raw);
+    await revert(node.url, snap);
+    const height = await provider.getBlockNumber();
+    if (read > height) await mine(node.url, read - height);
+    await broadcast(node.url, raw);
+    const at = (await provider.getTransactionReceipt(hash))!.blockNumber;
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await cursor()) >= at, 15000);
+    return at;
   }
 
   it('a batch paying the request twice: the second transfer stays kept as unmatched after the reorg', async () => {
@@ -192,15 +218,7 @@ describe('a verified request\'s transaction met again in another block', () => {
     expect(before).toEqual([{ log_index: 2, reason: 'request_already_verified', pending_request_id: null }]);
 
     // Alone in its block now: logs 0 and 1.
-    const read = await cursor();
-    await revert(node.url, snap);
-    const height = await provider.getBlockNumber();
-    if (read > height) await mine(node.url, read - height);
-    await broadcast(node.url, raw);
-    const at = (await provider.getTransactionReceipt(hash))!.blockNumber;
-    await mine(node.url, CONFIRMATIONS);
-    await waitFor(async () => (await cursor()) >= at, 15000);
-    await finalityMovesTheClaim(r.id, at);
+    await finalityMovesTheClaim(r.id, await reincludeAlone(snap, raw, hash));
     const after = await waitFor(async () => {
       const rows = await kept(hash);
       return rows.every((k) => k.pending_request_id === null) ? rows : null;
@@ -218,5 +236,27 @@ describe('a verified request\'s transaction met again in another block', () => {
     await reorgAbove(snap, raw);
     expect(await kept(hash)).toEqual([]);
     expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 0 });
+  }, 60000);
+
+  it('a batch paying the request and an amount nobody asked, re-included one log earlier: the other stays kept', async () => {
+    const r = await newRequest();
+    const stray = r.amount + 7n;
+    const raw = await batchOf([r.amount, stray]);
+    const snap = await snapshot(node.url);
+    await reincludeBehindAnotherLog(raw); // first mined behind a mint: the claim at log 1, the stray at log 2
+    const hash = keccak256(raw);
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => ((await get(r.id)).proof_status === 'verified' ? true : null));
+    await waitFor(async () => ((await kept(hash)).length ? true : null));
+    expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 1 });
+
+    // Alone now: the claim's transfer at log 0, the stray at log 1, the index the claim still names.
+    await finalityMovesTheClaim(r.id, await reincludeAlone(snap, raw, hash));
+    const after = await waitFor(async () => {
+      const rows = await kept(hash);
+      return rows.every((k) => k.pending_request_id === null) ? rows : null;
+    });
+    expect(await claimed(r.id)).toMatchObject({ claimed_log_index: 0 });
+    expect(after).toEqual([{ log_index: 1, reason: 'no_open_request_for_amount', pending_request_id: null }]);
   }, 60000);
 });

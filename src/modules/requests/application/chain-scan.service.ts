@@ -234,7 +234,9 @@ export class ChainScanService {
         const t = u.transfer;
         const retry: Retry = { retries: u.retries, retryTip: u.retryTip, scanTip: tip, lease: leased.lease, last: u.claimUntil === null || u.claimUntil < giveUpBefore };
         try {
-          if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) await this.unmatched.forget(chainId, t);
+          const claim = await this.claimOn(chainId, t);
+          if (claim === 'here') await this.unmatched.forget(chainId, t);
+          else if (claim === 'elsewhere') await this.claimMoving(chainId, t, u.requestId, retry);
           else await this.decide(chainId, t, u.requestId, retry);
           failures = 0;
         } catch (e) {
@@ -255,10 +257,27 @@ export class ChainScanService {
 
   private async handle(chainId: bigint, t: ChainTransfer, tip: number): Promise<void> {
     await this.unmatched.forgetOtherBlocks(chainId, t);
-    if (await this.requests.transferClaimed(chainId, t.txHash, t.logIndex)) return;
+    const claim = await this.claimOn(chainId, t);
+    if (claim === 'here') return;
     // Amounts are unique among the held amounts of a merchant and asset, so the value names the request.
     const candidate = await this.requests.claimableByAmount(chainId, t.token, t.to, t.value);
-    await this.decide(chainId, t, candidate, { retries: 0, retryTip: null, scanTip: tip, lease: null, last: false });
+    const retry: Retry = { retries: 0, retryTip: null, scanTip: tip, lease: null, last: false };
+    // Its log index is held by a claim of another block that finality has yet to move (a reorg deeper than N
+    // shifted the transaction's logs): a transfer that may pay something waits for the move, else the claim's
+    // stale index would refuse it (or it would be taken for the claim); one that pays nothing is kept at once.
+    if (claim === 'elsewhere' && candidate !== null) return this.claimMoving(chainId, t, candidate, retry);
+    await this.decide(chainId, t, candidate, retry);
+  }
+
+  /**
+   * Whether `t`'s (tx, log index) is a claim's: `here` when the claim is in `t`'s block (or settled, no longer
+   * followed: a sighting elsewhere is a stale view), `elsewhere` when it is in another block finality has not
+   * re-read yet, null when no claim holds it.
+   */
+  private async claimOn(chainId: bigint, t: SeenTransfer): Promise<'here' | 'elsewhere' | null> {
+    const claim = await this.requests.claimAt(chainId, t.txHash, t.logIndex);
+    if (!claim) return null;
+    return claim.settled || !movedFrom(claim, t) ? 'here' : 'elsewhere';
   }
 
   /**
@@ -347,12 +366,9 @@ export class ChainScanService {
   private async paid(requestId: string, t: SeenTransfer): Promise<'yes' | 'no' | 'moving'> {
     const claim = await this.requests.claimOf(requestId);
     if (!claim || claim.txHash !== t.txHash || claim.lost) return 'no';
-    const moved = claim.blockHash !== null && t.blockHash !== null
-      ? claim.blockHash !== t.blockHash
-      : claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
     // A settled claim is not re-read any more (twice N deep): a sighting elsewhere is a stale or forked view
     // of its transaction (a lagging backend, a second reorg finality went past), and pays nothing new.
-    if (moved) return claim.settled ? 'yes' : 'moving';
+    if (movedFrom(claim, t)) return claim.settled ? 'yes' : 'moving';
     return claim.logIndex === t.logIndex ? 'yes' : 'no';
   }
 
@@ -369,4 +385,11 @@ export class ChainScanService {
     }
     if (!tried) this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to}: its transaction paid ${requestId} in another block; decided once the claim is re-read`);
   }
+}
+
+/** Whether `t` was seen in another block than the claim's (by hash; by number for rows kept without one). */
+function movedFrom(claim: { blockHash: string | null; blockNumber: number | null }, t: SeenTransfer): boolean {
+  return claim.blockHash !== null && t.blockHash !== null
+    ? claim.blockHash !== t.blockHash
+    : claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
 }

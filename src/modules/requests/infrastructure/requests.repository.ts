@@ -306,12 +306,16 @@ export class RequestsRepository {
   /**
    * The `since` cursor's horizon (spec §4.3: paging by it "stays correct under concurrent creation"): no row
    * created at or after it can still commit, so a page read below it never moves a cursor past a row that
-   * shows up later. It is the start of the oldest transaction that holds a write lock on payment_requests
-   * now (pg_locks lists fast-path locks too), or the current time when none does. A row's created_at is taken
-   * once its insert holds that lock (the insert trigger, migration 1764000402900), so a transaction that
-   * holds none yet will stamp its rows after this time. Its own statement, before the page's: read within
-   * the page's statement, a writer that committed after the page's snapshot was taken would be missing from
-   * both. A page may then lack the rows of the last milliseconds, which the next page shows.
+   * shows up later. It is the start of the oldest transaction seen holding a write lock on payment_requests
+   * (pg_locks lists fast-path locks too), and at most this statement's start. A row's created_at is taken
+   * once its insert holds that lock (the insert trigger, migration 1764000402900), so a writer not seen here
+   * took its lock after this statement began (the two views are read one after the other, and pg_locks
+   * backend by backend: not one snapshot) and stamps its rows later; hence statement_timestamp(), not the
+   * time the views were read (a reviewer's probe under 6,400 inserts/s found rows cursors passed that way).
+   * Its own statement, before the page's: read within the page's statement, a writer that committed after
+   * the page's snapshot was taken would be missing from both. A page may then lack the rows of the last
+   * milliseconds, which the next page shows. Sessions of other database roles show no xact_start here
+   * unless the service's role may read all statistics (pg_read_all_stats): run writers as the service's role.
    */
   private async visibleBefore(): Promise<string> {
     // As text: a JavaScript Date would cut it to milliseconds. Prepared: planning it took longer (0.6 ms,
@@ -319,7 +323,7 @@ export class RequestsRepository {
     const [row] = await preparedQuery<{ horizon: string }>(
       this.requests.manager,
       'list_horizon',
-      `SELECT coalesce(min(a.xact_start), clock_timestamp())::text AS horizon
+      `SELECT least(statement_timestamp(), min(a.xact_start))::text AS horizon
          FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'relation' AND l.relation = 'payment_requests'::regclass AND l.mode = 'RowExclusiveLock'
           AND l.pid <> pg_backend_pid()`,
@@ -479,8 +483,19 @@ export class RequestsRepository {
     return { txHash: row.tx_hash, logIndex: row.claimed_log_index, blockNumber, blockHash: row.claimed_block_hash, lost: row.lost, settled: row.settled };
   }
 
-  async transferClaimed(chainId: bigint, txHash: string, logIndex: number): Promise<boolean> {
-    return this.requests.existsBy({ chainId, txHash, claimedLogIndex: logIndex });
+  /**
+   * The claim held on (chain, tx, log index), if any: its request, the block it was last seen in and whether
+   * it is settled. The log index alone names a transfer only within that block (the scan compares them).
+   */
+  async claimAt(chainId: bigint, txHash: string, logIndex: number): Promise<{ requestId: string; blockHash: string | null; blockNumber: number | null; settled: boolean } | null> {
+    const [row] = await this.requests.query<{ id: string; claimed_block_hash: string | null; claimed_block_number: string | null; settled: boolean }[]>(
+      `SELECT id, claimed_block_hash, claimed_block_number, claim_settled_at IS NOT NULL AS settled FROM payment_requests
+        WHERE chain_id = $1 AND tx_hash = $2 AND claimed_log_index = $3`,
+      [chainId.toString(), txHash, logIndex],
+    );
+    if (!row) return null;
+    const blockNumber = row.claimed_block_number === null ? null : Number(row.claimed_block_number);
+    return { requestId: row.id, blockHash: row.claimed_block_hash, blockNumber, settled: row.settled };
   }
 
   /**
