@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { COPY_REQUEST_SQL, mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
@@ -82,12 +83,8 @@ it('a request inserted late in its transaction is stamped at its insert, not at 
     const [{ started }] = (await tx.query<{ started: Date }>(`SELECT now() AS started`)).rows;
     // Some time passes in the transaction before its insert (a plan's lock, a racing create's amount).
     await waitFor(async () => (Date.now() - started.getTime() > 50 ? true : null));
-    const columns = `partner_id, merchant_id, test_mode, fiat_amount, fiat_currency, rate, chain_id, token_address, recipient,
-      memo, payment_mode, customer_name, customer_email, customer_phone, metadata, expires_at, claim_until, source`;
-    const [row] = (await tx.query<{ created_at: Date }>(
-      `INSERT INTO payment_requests (id, idempotency_key, amount, ${columns})
-       SELECT gen_random_uuid(), 'late-' || gen_random_uuid(), amount + 1000, ${columns} FROM payment_requests WHERE id = $1
-       RETURNING created_at`, [model.request_id])).rows;
+    const id = randomUUID();
+    const [row] = (await tx.query<{ created_at: Date }>(COPY_REQUEST_SQL, [id, `late-${id}`, 1000, model.request_id])).rows;
     await tx.query('ROLLBACK');
     expect(row.created_at.getTime() - started.getTime()).toBeGreaterThanOrEqual(50);
   } finally {

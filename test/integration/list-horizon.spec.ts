@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
+import { COPY_REQUEST_SQL, mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { testEnv } from '../support/test-env';
@@ -34,18 +34,11 @@ afterAll(async () => {
 async function writer(modelId: string, n: number, until: number): Promise<string[]> {
   const c = new Client({ connectionString: testEnv().databaseUrl });
   await c.connect();
-  const columns = `partner_id, merchant_id, test_mode, fiat_amount, fiat_currency, rate, chain_id, token_address, recipient,
-    memo, payment_mode, customer_name, customer_email, customer_phone, metadata, expires_at, claim_until, source`;
   const ids: string[] = [];
   try {
     for (let i = 0; Date.now() < until; i++) {
       const id = randomUUID();
-      await c.query({
-        name: 'copy',
-        text: `INSERT INTO payment_requests (id, idempotency_key, amount, ${columns})
-               SELECT $1, $2, amount + $3, ${columns} FROM payment_requests WHERE id = $4`,
-        values: [id, `horizon-${id}`, 1_000_000 * (n + 1) + i, modelId],
-      });
+      await c.query({ name: 'copy', text: COPY_REQUEST_SQL, values: [id, `horizon-${id}`, 1_000_000 * (n + 1) + i, modelId] });
       ids.push(id);
     }
   } finally {

@@ -22,7 +22,7 @@ import {
 import type { Notice } from './portal-layout.view';
 import { loginBody } from './portal-pages.view';
 import { PortalRenderer } from './portal-renderer';
-import { CsrfRejected } from './portal-session.guard';
+import { CsrfRejected } from './portal-errors';
 import { PortalSessionsService, randomToken, sameToken, SESSION_TTL_MS } from './portal-sessions.service';
 import { PORTAL_CSS, PORTAL_CSS_VERSION } from './portal-style';
 import { doneNotice } from './portal-words';

@@ -6,7 +6,7 @@ import { setPageHeaders } from '../pages/page-security';
 import { seeOther, type PortalRequest } from './portal-http';
 import { problemBody } from './portal-pages.view';
 import { PortalRenderer } from './portal-renderer';
-import { AdminRequired, CsrfRejected, SignInRequired } from './portal-session.guard';
+import { AdminRequired, CsrfRejected, SignInRequired } from './portal-errors';
 
 interface Words {
   title: string;

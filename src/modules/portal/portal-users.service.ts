@@ -7,7 +7,7 @@ import { isUniqueViolation } from '../../database/pg-errors';
 import { PartnersService } from '../admin/partners.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
-import { AdminRequired } from './portal-session.guard';
+import { AdminRequired } from './portal-errors';
 import { PortalSessionRepository } from './portal-session.repository';
 import { PORTAL_ROLES, type PortalRole } from './portal-user.entity';
 import { PortalUserRepository } from './portal-user.repository';

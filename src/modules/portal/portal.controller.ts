@@ -42,7 +42,8 @@ import {
   type KeyForm,
 } from './portal-pages.view';
 import { PortalRenderer } from './portal-renderer';
-import { AdminRequired, PortalSessionGuard } from './portal-session.guard';
+import { AdminRequired } from './portal-errors';
+import { PortalSessionGuard } from './portal-session.guard';
 import type { PortalSession } from './portal-sessions.service';
 import { PAGE_SIZE, PortalService, type PingResult, type PortalActor } from './portal.service';
 import { doneNotice, refusalNotice } from './portal-words';
