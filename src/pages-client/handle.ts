@@ -2,6 +2,7 @@ import { parseFiat } from '../modules/pages/format';
 import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './dashboard/forms';
+import { newIdempotencyKey } from './lib/idempotency';
 import { shownName } from '../common/names';
 
 /** The public handle page (DESIGN §5): anyone enters an amount and goes to the pay page of a new request. */
@@ -59,6 +60,14 @@ async function main(): Promise<void> {
   if (!view.accepting_payments) return closed();
   form.hidden = false;
 
+  // One Idempotency-Key per payment the payer means to make: a retry of the same details (a lost answer, a
+  // second click) gets the request already made; changed details, or a page come back to from the pay page
+  // through the browser's history, make a new one.
+  let replay: { body: string; key: string } | null = null;
+  addEventListener('pageshow', (e) => {
+    if (e.persisted) replay = null;
+  });
+
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     clearFieldErrors(form);
@@ -70,14 +79,17 @@ async function main(): Promise<void> {
       byId('handle-amount').focus();
       return;
     }
+    const body = {
+      fiat_amount_int: amount,
+      fiat_currency_code: currency,
+      ...(v.memo ? { memo: v.memo } : {}),
+      ...(v.customer_email ? { customer_email: v.customer_email } : {}),
+    };
+    const sent = JSON.stringify(body);
+    if (replay?.body !== sent) replay = { body: sent, key: newIdempotencyKey() };
     payButton.disabled = true;
     try {
-      const created = await api<{ pay_page_url: string }>('POST', `${apiBase}/requests`, {
-        fiat_amount_int: amount,
-        fiat_currency_code: currency,
-        ...(v.memo ? { memo: v.memo } : {}),
-        ...(v.customer_email ? { customer_email: v.customer_email } : {}),
-      });
+      const created = await api<{ pay_page_url: string }>('POST', `${apiBase}/requests`, body, { 'idempotency-key': replay.key });
       location.assign(created.pay_page_url);
     } catch (e) {
       if (e instanceof ApiError && e.code === 'merchant_disabled') closed();

@@ -132,6 +132,43 @@ describe('the handle', () => {
     }
   });
 
+  it('a retry after a lost answer lands on the request already made; coming back from the pay page makes a new one', async () => {
+    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Tip Jar' });
+    const dash = await signInDashboard(svc, m.wallet);
+    const handle = `tips-${randomBytes(3).toString('hex')}`;
+    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const made = () => call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.id}`, { key: partner.testKey }).then((r) => r.body.requests as { request_id: string }[]);
+    const { context, page } = await openContext(browser);
+    try {
+      await page.goto(`${origin}/m/${handle}`);
+      await waitForText(page, 'label[for="handle-amount"]', 'Amount in USD');
+      // The server makes the request, and the answer is lost on the way back.
+      const create = `${origin}/m/api/${handle}/requests`;
+      await page.route(create, async (route) => {
+        await route.fetch();
+        await route.abort('connectionreset');
+      });
+      await page.locator('#handle-amount').fill('3.00');
+      await page.locator('#handle-pay').click();
+      await waitForText(page, '#handle-error', 'connection');
+      expect(await made()).toHaveLength(1);
+      await page.unroute(create);
+      await page.locator('#handle-pay').click();
+      await page.waitForURL(/\/pay\/[0-9a-f-]{36}$/);
+      const first = page.url().split('/').pop();
+      expect((await made()).map((r) => r.request_id)).toEqual([first]);
+      // Back from the pay page, the payer pays again: a second payment, a second request.
+      await page.goBack();
+      await waitForText(page, 'label[for="handle-amount"]', 'Amount in USD');
+      await page.locator('#handle-amount').fill('3.00');
+      await page.locator('#handle-pay').click();
+      await page.waitForURL((u) => /\/pay\/[0-9a-f-]{36}$/.test(u.pathname) && !u.pathname.endsWith(first!));
+      expect((await made()).map((r) => r.request_id).sort()).toEqual([first, page.url().split('/').pop()].sort());
+    } finally {
+      await context.close();
+    }
+  });
+
   it('says "not accepting payments" for a disabled merchant, and is a 404 page for an unknown handle', async () => {
     const m = await merchantWithHandle('Closed Shop');
     const handle = `closed-${randomBytes(3).toString('hex')}`;

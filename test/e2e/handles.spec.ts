@@ -254,6 +254,52 @@ describe('public handle API', () => {
     expect((await sql(`SELECT fiat_currency, memo, customer_email FROM payment_requests WHERE id = $1`, [nulls.body.request_id]))[0]).toEqual({ fiat_currency: 'eur', memo: null, customer_email: null });
   });
 
+  it('an Idempotency-Key replays: the same request (200, idempotent_replay), ten at once make one; another merchant\'s handle does not share it', async () => {
+    const m = await merchant();
+    const other = await merchant();
+    const h = fresh();
+    const ho = fresh();
+    await claim(m.dash, h);
+    await claim(other.dash, ho);
+    const key = 'a'.repeat(16) + 'b'.repeat(16);
+    const payKeyed = (handle: string, body: unknown) =>
+      call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body, headers: { 'idempotency-key': key } });
+    const first = await payKeyed(h, { fiat_amount_int: 1200 });
+    expect(first.status).toBe(201);
+    expect(first.body.idempotent_replay).toBeUndefined();
+    // A retry after a lost answer; its new amount is ignored, as the API's replay ignores it (spec §4.1).
+    const again = await payKeyed(h, { fiat_amount_int: 9900 });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ ...first.body, idempotent_replay: true });
+    // Ten submits of one key at once (a double click, a proxy's retry) make one request between them.
+    const key2 = 'c'.repeat(40);
+    const racing = await Promise.all(
+      Array.from({ length: 10 }, () => call(svc.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 700 }, headers: { 'idempotency-key': key2 } })),
+    );
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
+    expect(new Set(racing.map((r) => r.body.request_id)).size).toBe(1);
+    expect(await sql(`SELECT fiat_amount, idempotency_key FROM payment_requests WHERE merchant_id = $1 ORDER BY fiat_amount`, [m.id])).toEqual([
+      { fiat_amount: 700, idempotency_key: `handle:${m.id}:${key2}` },
+      { fiat_amount: 1200, idempotency_key: `handle:${m.id}:${key}` },
+    ]);
+    // The key is the merchant's: the same key on another merchant's handle makes that merchant's request.
+    const elsewhere = await payKeyed(ho, { fiat_amount_int: 1200 });
+    expect(elsewhere.status).toBe(201);
+    expect(elsewhere.body.request_id).not.toBe(first.body.request_id);
+  });
+
+  it('a malformed Idempotency-Key → 400 invalid_idempotency_key, nothing made', async () => {
+    const m = await merchant();
+    const h = fresh();
+    await claim(m.dash, h);
+    for (const key of ['short', 'x'.repeat(65), 'has space'.padEnd(40, 'y'), 'k:'.padEnd(40, 'z')]) {
+      const r = await call(svc.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 100 }, headers: { 'idempotency-key': key } });
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ ok: false, error: 'invalid_idempotency_key' });
+    }
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1`, [m.id])).toEqual([]);
+  });
+
   it('a disabled merchant is not accepting payments: accepting_payments false, create 400 merchant_disabled', async () => {
     const m = await merchant();
     const h = fresh();

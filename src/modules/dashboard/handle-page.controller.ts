@@ -1,9 +1,10 @@
-import { Body, Controller, Get, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../common/rate-limit/rate-limit.guard';
-import { CreateHandleRequestDto } from './dashboard.dto';
+import { CreateHandleRequestDto, IdempotencyKeyHeader } from './dashboard.dto';
 import { HandlePageService } from './handle-page.service';
 import { shownName } from '../../common/names';
 
@@ -27,9 +28,16 @@ export class HandlePageController {
     };
   }
 
+  /** 201 for a new request; 200 for a replay of the page's `Idempotency-Key` (the page sends one per visit). */
   @Post(':handle/requests')
-  async create(@Param('handle') handle: string, @Body() dto: CreateHandleRequestDto) {
-    const r = await this.page.createRequest(handle, dto);
-    return { ok: true, request_id: r.id, pay_page_url: `${this.config.payUrl}/${r.id}` };
+  async create(
+    @Param('handle') handle: string,
+    @Body() dto: CreateHandleRequestDto,
+    @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Res({ passthrough: true }) res: Response,
+  ) {
+    const { request: r, created } = await this.page.createRequest(handle, dto, idempotencyKey);
+    res.status(created ? 201 : 200);
+    return { ok: true, request_id: r.id, pay_page_url: `${this.config.payUrl}/${r.id}`, ...(created ? {} : { idempotent_replay: true }) };
   }
 }

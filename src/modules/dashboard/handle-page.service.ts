@@ -25,19 +25,24 @@ export class HandlePageService {
     return { handle: handle.toLowerCase(), merchant: await this.merchants.mustLoad(id) };
   }
 
-  /** Source `handle`, metadata null, payment_mode pos, the partner's default expiry; no replay protection. */
-  async createRequest(handle: string, dto: CreateHandleRequestDto): Promise<PaymentRequest> {
+  /**
+   * Source `handle`, metadata null, payment_mode pos, the partner's default expiry. An `Idempotency-Key` (the
+   * page sends one per visit, so a retry after a lost answer or a second click gets the request already made)
+   * replays as the API's key does; it is stored as `handle:<merchant id>:<key>`, apart from the partner's keys
+   * (which never contain a colon) and the dashboard's.
+   */
+  async createRequest(handle: string, dto: CreateHandleRequestDto, idempotencyKey: string | undefined): Promise<{ request: PaymentRequest; created: boolean }> {
     const { merchant } = await this.merchant(handle);
-    const { request } = await this.requests.create(await this.dashboard.creatorOf(merchant), {
+    return this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,
       fiatCurrencyCode: dto.fiat_currency_code,
       memo: dto.memo,
+      idempotencyKey: idempotencyKey === undefined ? undefined : `handle:${merchant.id}:${idempotencyKey}`,
       metadata: null,
       paymentMode: 'pos',
       customerEmail: dto.customer_email,
       source: 'handle',
     });
-    return request;
   }
 }

@@ -1,5 +1,6 @@
 import { parseFiat } from '../../modules/pages/format';
 import { api, ApiError } from '../lib/api';
+import { newIdempotencyKey } from '../lib/idempotency';
 import { byId, say } from '../lib/dom';
 import { siweMessage } from '../lib/siwe';
 import { injectedWallet, requestAccount, signText, walletChainId } from '../lib/wallet';
@@ -244,12 +245,6 @@ export async function requestPage(ctx: PageContext): Promise<void> {
 }
 
 // ---- new request ----------------------------------------------------------------------------------------
-
-/** 32 hex characters: an Idempotency-Key (spec §4.1's charset), one per rendering of a create form. */
-export function newIdempotencyKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-}
 
 export function newRequestPage(ctx: PageContext): void {
   const currency = ctx.me.display_currency ?? 'usd';
