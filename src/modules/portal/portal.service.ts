@@ -158,6 +158,9 @@ export class PortalService {
     const limited = await refusable(['rate_limited'], () => this.limiter.consume('webhook-ping', partnerId, PINGS_PER_MINUTE));
     if (!limited.ok) return limited;
     const target = await this.webhooks.signingTarget(partnerId);
+    if (!target.secrets) {
+      return refused('conflict', [{ field: 'url', message: 'The webhook secret cannot be read on our side: rotate it, then test again.' }]);
+    }
     if (!target.url || target.secrets.length === 0) {
       return refused('conflict', [{ field: 'url', message: 'Save a webhook URL first: the test is signed with its secret.' }]);
     }

@@ -153,6 +153,17 @@ describe('parseWebhookUrl', () => {
     expect(parseWebhookUrl('https://0x7f000001:8443/a?b=1', { allowPrivate: false }).hostname).toBe('127.0.0.1');
     expect(parseWebhookUrl('https://[::ffff:127.0.0.1]/', { allowPrivate: false }).hostname).toBe('[::ffff:7f00:1]');
   });
+
+  it.each([
+    ['a newline and a tab, which the parser would drop', 'https://example.com/hook\r\n\t/other'],
+    ['a leading space', ' https://example.com/hook'],
+    ['a trailing space', 'https://example.com/hook '],
+    ['a space inside', 'https://example.com/my hook'],
+    ['NUL', 'https://example.com/\u0000'],
+    ['DEL', 'https://example.com/\u007f'],
+  ])('refuses %s: the URL posted to would not be the one stored', (_, url) => {
+    expect(() => parseWebhookUrl(url, { allowPrivate: true })).toThrow('URL must not contain spaces or control characters');
+  });
 });
 
 describe('isForbiddenAddress', () => {

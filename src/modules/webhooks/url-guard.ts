@@ -137,6 +137,9 @@ export function forbiddenAddressReason(ip: string): string | null {
 export function parseWebhookUrl(url: string, opts: UrlGuardOptions): URL {
   if (typeof url !== 'string' || url.length === 0) throw new WebhookUrlRejectedError('URL is empty');
   if (url.length > MAX_URL_LENGTH) throw new WebhookUrlRejectedError(`URL is longer than ${MAX_URL_LENGTH} characters`);
+  // The URL parser drops tabs and newlines and trims spaces, so the URL stored (as typed) and the one posted to
+  // would differ; a space inside one is not a URL either (RFC 3986).
+  if (/[\u0000-\u0020\u007f]/.test(url)) throw new WebhookUrlRejectedError('URL must not contain spaces or control characters');
   let parsed: URL;
   try {
     parsed = new URL(url);

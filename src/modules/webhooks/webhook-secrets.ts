@@ -3,6 +3,17 @@ import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { SecretBox } from '../../common/crypto/secret-box';
 import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoints.repository';
 
+/**
+ * A stored webhook secret that does not open: sealed under a key this process does not hold (SECRET_KEY
+ * changed without SECRET_KEY_PREVIOUS, or that was removed before `npm run secrets:reseal`), or altered.
+ * Nothing can be signed with it; rotating the secret replaces it (WebhookSettingsService.rotate).
+ */
+export class SecretUnavailable extends Error {
+  constructor(readonly partnerId: string, cause: Error) {
+    super(`the webhook secret of partner ${partnerId} does not open: ${cause.message}`);
+  }
+}
+
 /** Partners whose opened secrets a process keeps; past this many the one opened longest ago goes first. */
 const OPENED_MAX = 10_000;
 
@@ -38,20 +49,31 @@ export class WebhookSecrets {
 
   /** A stored value to carry over (into previous_secret): as it is, or sealed again under SECRET_KEY if stale. */
   carry(partnerId: string, stored: string): string {
-    return this.box.isStale(stored) ? this.seal(partnerId, this.box.open(stored, partnerId)) : stored;
+    return this.box.isStale(stored) ? this.seal(partnerId, this.openOne(partnerId, stored)) : stored;
+  }
+
+  /** Whether a stored value opens with the keys this process holds. */
+  opens(partnerId: string, stored: string): boolean {
+    try {
+      this.openOne(partnerId, stored);
+      return true;
+    } catch (e) {
+      if (e instanceof SecretUnavailable) return false;
+      throw e;
+    }
   }
 
   /**
    * The secrets a delivery is signed with, in the clear: [current] or, during an unconfirmed rotation,
-   * [new, old]. Throws when a value does not open (sealed under a key not configured, or altered): the
-   * caller's job fails and is retried, nothing is signed with a wrong key. Values found sealed under the
+   * [new, old]. Throws SecretUnavailable when a value does not open (sealed under a key not configured, or
+   * altered): nothing is signed with a wrong key. Values found sealed under the
    * previous key are sealed again, unless the row changed meanwhile.
    */
   async open(partnerId: string, stored: StoredSecrets): Promise<string[]> {
     const values = [stored.secret, stored.previousSecret].filter((s): s is string => !!s);
     const known = this.opened.get(partnerId);
     if (known && known.values.length === values.length && known.values.every((v, i) => v === values[i])) return known.secrets;
-    const secrets = values.map((v) => this.box.open(v, partnerId));
+    const secrets = values.map((v) => this.openOne(partnerId, v));
     this.opened.delete(partnerId);
     if (values.some((v) => this.box.isStale(v))) {
       await this.reseal(partnerId, stored);
@@ -76,6 +98,14 @@ export class WebhookSecrets {
       }
       if (rows.length < batch) return resealed;
       after = rows[rows.length - 1].partnerId;
+    }
+  }
+
+  private openOne(partnerId: string, stored: string): string {
+    try {
+      return this.box.open(stored, partnerId);
+    } catch (e) {
+      throw new SecretUnavailable(partnerId, e as Error);
     }
   }
 

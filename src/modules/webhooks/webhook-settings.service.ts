@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
@@ -9,7 +9,7 @@ import { AuditService } from '../audit/audit.service';
 import { assertWebhookUrlAllowed, WebhookUrlRejectedError } from './url-guard';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
-import { WebhookSecrets } from './webhook-secrets';
+import { SecretUnavailable, WebhookSecrets } from './webhook-secrets';
 import { WebhookUpdateLimiter } from './webhook-update-limiter';
 
 /** Spec §6 step 2: 256 random bits, shown as 64 hex characters; the HMAC key is that text (DESIGN §3). */
@@ -33,6 +33,8 @@ export interface WebhookConfigured {
  */
 @Injectable()
 export class WebhookSettingsService {
+  private readonly logger = new Logger('WebhookSettings');
+
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly dataSource: DataSource,
@@ -91,12 +93,20 @@ export class WebhookSettingsService {
       if (!current.secret) {
         throw new AppError('conflict', { errors: [{ field: 'webhook', message: 'no webhook secret yet: set the webhook first' }] });
       }
+      // The confirmed secret keeps signing until confirm-rotation, unless it no longer opens (SECRET_KEY lost):
+      // it can sign nothing, and rotating is how the partner's deliveries get a secret that works again.
+      const confirmed = current.previousSecret ?? current.secret;
+      const readable = this.secrets.opens(partnerId, confirmed);
+      if (!readable) this.logger.error(`partner ${partnerId}: the webhook secret in use does not open (SECRET_KEY); rotated without keeping it`);
       await this.endpoints.update(em, partnerId, {
-        previousSecret: this.secrets.carry(partnerId, current.previousSecret ?? current.secret),
+        previousSecret: readable ? this.secrets.carry(partnerId, confirmed) : null,
         secret: this.secrets.seal(partnerId, secret),
       });
       await this.audit.record(em, actor, {
-        partnerId, action: 'webhook.secret_rotated', targetId: partnerId, details: { replaced_pending_rotation: current.previousSecret !== null },
+        partnerId,
+        action: 'webhook.secret_rotated',
+        targetId: partnerId,
+        details: { replaced_pending_rotation: current.previousSecret !== null, ...(readable ? {} : { unreadable_secret_dropped: true }) },
       });
     });
     return { secret };
@@ -131,11 +141,17 @@ export class WebhookSettingsService {
 
   /**
    * URL and the secrets a delivery is signed with now ([current] or, during a rotation, [new, old]), opened;
-   * for the portal's test ping.
+   * for the portal's test ping. `secrets` is null when a stored one does not open (see SecretUnavailable).
    */
-  async signingTarget(partnerId: string): Promise<{ url: string | null; secrets: string[] }> {
+  async signingTarget(partnerId: string): Promise<{ url: string | null; secrets: string[] | null }> {
     const row = await this.endpoints.find(partnerId);
-    return { url: row?.url ?? null, secrets: row ? await this.secrets.open(partnerId, row) : [] };
+    if (!row) return { url: null, secrets: [] };
+    const secrets = await this.secrets.open(partnerId, row).catch((e: Error) => {
+      if (!(e instanceof SecretUnavailable)) throw e;
+      this.logger.error(e.message);
+      return null;
+    });
+    return { url: row.url, secrets };
   }
 
   /**
