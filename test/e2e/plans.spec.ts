@@ -59,14 +59,16 @@ const tokenOf = (planUrl: string) => planUrl.split('/').pop()!;
 describe('POST /dashboard/api/plans', () => {
   it('creates a plan starting now: 201, the plan object, period 0 charged at once, next charge one interval later', async () => {
     const before = Date.now();
-    const r = await newPlan(a, { payer_name: 'Ada', payer_email: 'ada@example.com', metadata: { customer: 'c-42' } });
+    const r = await newPlan(a, { payer_name: 'Ada', payer_email: 'ada@example.com', metadata: { customer: 'c-42', id: '7' } });
     expect(r.status).toBe(201);
     expect(keysOf(r.body)).toEqual(PLAN_FIELDS);
     expect(r.body).toMatchObject({
       ok: true, plan_id: expect.stringMatching(UUID_RE), status: 'active', pause_reason: null, title: 'Gym', fiat_amount: 2500,
       fiat_currency: 'usd', interval: 'month', interval_count: 1, charges_created: 1, max_charges: null, expiry_minutes: 10080,
-      payer_name: 'Ada', payer_email: 'ada@example.com', metadata: { customer: 'c-42' },
+      payer_name: 'Ada', payer_email: 'ada@example.com', metadata: { customer: 'c-42', id: '7' },
     });
+    // Its keys in the order sent, on the plan and on its charges (a plan's metadata was jsonb: shortest key first).
+    expect(Object.keys(r.body.metadata)).toEqual(['customer', 'id']);
     expect(r.body.plan_url).toMatch(new RegExp(`^${svc.config.publicUrl}/plan/[A-Za-z0-9_-]{43}$`));
     expect(r.body.start_at).toMatch(ISO_MS_RE);
     expect(Date.parse(r.body.start_at)).toBeGreaterThanOrEqual(before - 5);
@@ -77,7 +79,8 @@ describe('POST /dashboard/api/plans', () => {
     expect(r.body.next_charge_at).toBe(next.toISOString());
     const [charge] = await sql(`SELECT source, plan_id, period_index, metadata, payment_mode, customer_name, customer_email,
       expires_at - created_at AS ttl FROM payment_requests WHERE plan_id = $1`, [r.body.plan_id]);
-    expect(charge).toMatchObject({ source: 'plan', period_index: 0, metadata: { customer: 'c-42' }, payment_mode: 'service', customer_name: 'Ada', customer_email: 'ada@example.com' });
+    expect(charge).toMatchObject({ source: 'plan', period_index: 0, metadata: { customer: 'c-42', id: '7' }, payment_mode: 'service', customer_name: 'Ada', customer_email: 'ada@example.com' });
+    expect(Object.keys(charge.metadata)).toEqual(['customer', 'id']);
     expect(charge.ttl).toEqual({ days: 7 });
   });
 

@@ -172,6 +172,20 @@ describe('create: the response (spec §2.1)', () => {
     expect(r.body.metadata).toEqual(metadata);
     expect((await getReq(key, r.body.request_id)).body.metadata).toEqual(metadata);
   });
+
+  it('metadata keeps its keys in the order sent, as text too (spec §2.1 "round-trips unchanged")', async () => {
+    // Longest key first: jsonb would have sorted them shortest first.
+    const sent = '{"zeta_order":"1","a":"2","mm":"3"}';
+    const key = await freshKey();
+    const r = await createRequest(svc, key, { account_id: m.usd, fiat_amount_int: 6003, metadata: JSON.parse(sent) });
+    expect(r.status).toBe(201);
+    const textOf = (body: { metadata: unknown }) => JSON.stringify(body.metadata);
+    expect(textOf(r.body)).toBe(sent);
+    expect(r.text).toContain(`"metadata":${sent}`);
+    expect(textOf((await getReq(key, r.body.request_id)).body)).toBe(sent);
+    const listed = await call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.usd}&since=${encodeURIComponent(r.body.created_at)}`, { key });
+    expect(listed.body.requests.filter((x: any) => x.request_id === r.body.request_id).map(textOf)).toEqual([sent]);
+  });
 });
 
 describe('create: validation (spec §4.1, §7, DESIGN §3)', () => {

@@ -251,6 +251,8 @@ describe('delivery', () => {
       timestamp: row.recorded_at.toISOString(),
       test_mode: true,
     });
+    // As given at create (spec §6.3 "exactly the metadata given"), down to the order of its keys.
+    expect(call.rawBody.toString()).toContain('"metadata":{"order":"A-1001","note":"café ✓"}');
     // A re-serialised body does not verify: the raw bytes are what is signed.
     const tampered = Buffer.from(JSON.stringify(event, null, 1));
     expect(() => verifyWebhook(tampered, h['x-service-signature'] as string, s.secret)).toThrow(WebhookVerificationError);

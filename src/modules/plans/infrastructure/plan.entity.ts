@@ -79,7 +79,7 @@ export class PlanEntity {
   @Column('text', { name: 'payer_email', nullable: true })
   payerEmail!: string | null;
 
-  @Column('jsonb', { default: () => `'{}'` })
+  @Column('json', { default: () => `'{}'` })
   metadata!: Record<string, string>;
 
   /** The create's Idempotency-Key (dashboard form), null without one. */

@@ -115,7 +115,7 @@ export class PaymentRequestEntity {
   customerPhone!: string | null;
 
   /** null for dashboard and handle requests (spec §6.3); the partner API stores `{}` when none is sent. */
-  @Column('jsonb', { nullable: true, default: () => `'{}'` })
+  @Column('json', { nullable: true, default: () => `'{}'` })
   metadata!: Record<string, string> | null;
 
   /** Where the request came from: the partner API, the merchant's dashboard, a plan's charge, the handle page. */
