@@ -15,8 +15,9 @@ export interface MerchantContact {
 export class MerchantContacts {
   constructor(private readonly repo: MerchantRepository) {}
 
-  async contactOf(merchantId: string, em?: EntityManager): Promise<MerchantContact | null> {
-    const m = await this.repo.findContact(merchantId, em);
+  /** With `share`, read FOR SHARE in em's transaction: a change of the merchant's email waits for it. */
+  async contactOf(merchantId: string, em?: EntityManager, share = false): Promise<MerchantContact | null> {
+    const m = await this.repo.findContact(merchantId, em, share);
     return m ? { name: shownName(m.displayName, m.businessName), email: m.email } : null;
   }
 }

@@ -29,9 +29,10 @@ export class MerchantRepository {
   }
 
   /** The fields a notification names the merchant by and sends its note to; in the caller's transaction when given. */
-  findContact(id: string, em?: EntityManager): Promise<Pick<MerchantEntity, 'email' | 'displayName' | 'businessName'> | null> {
+  /** With `share`, read FOR SHARE in em's transaction: a change to the merchant waits for it. */
+  findContact(id: string, em?: EntityManager, share = false): Promise<Pick<MerchantEntity, 'email' | 'displayName' | 'businessName'> | null> {
     const repo = em ? em.getRepository(MerchantEntity) : this.merchants;
-    return repo.findOne({ select: { email: true, displayName: true, businessName: true }, where: { id } });
+    return repo.findOne({ select: { email: true, displayName: true, businessName: true }, where: { id }, lock: share ? { mode: 'pessimistic_read' } : undefined });
   }
 
   findByWallet(walletAddress: string): Promise<MerchantEntity | null> {

@@ -1,3 +1,5 @@
+import type { EntityManager } from 'typeorm';
+
 /**
  * What a notification reads of its payment request: when it is built (at each attempt, so it shows the stored
  * request), and when an operator resends it (its partner for the audit row; its state, which must still call
@@ -26,5 +28,6 @@ export interface NotifiedRequest {
 }
 
 export abstract class NotificationRequestsPort {
-  abstract notifiedRequest(requestId: string): Promise<NotifiedRequest | null>;
+  /** With `em` (a transaction), read FOR SHARE: a change to the request waits for em's transaction. */
+  abstract notifiedRequest(requestId: string, em?: EntityManager): Promise<NotifiedRequest | null>;
 }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
@@ -23,6 +24,8 @@ export const SEND_DEADLINE_TIMEOUTS = 2;
  * only a vanished worker outlives it and the re-drive never declares in doubt a send that ended.
  */
 export const LEASE_TIMEOUTS = 3;
+/** Reads of a message's facts per job when the merchant's email keeps changing between a read and the claim. */
+const MAX_READS = 3;
 
 /** A message ready for its channel, or the reason this worker cannot send it. */
 type Built =
@@ -40,7 +43,7 @@ class UnbuildableMessage extends Error {}
 
 /**
  * One attempt of one message: build it from the stored request and merchant, claim it (lease + attempt row
- * 'sending', committed), send it within its deadline, record the outcome and schedule the next attempt as a
+ * 'sending', committed) while those still call for it as built, send it within its deadline, record the outcome and schedule the next attempt as a
  * new delayed job. Building comes before the claim, so a failure to read (Postgres away) leaves nothing in
  * doubt: BullMQ retries the job, and the re-drive adds it again once those retries are spent, for as long as
  * it takes. A message that cannot be built from facts that were read is retried the same way (an operator
@@ -61,6 +64,7 @@ export class NotificationSender {
     private readonly merchants: MerchantContacts,
     private readonly assets: AssetRegistry,
     private readonly metrics: MetricsService,
+    private readonly dataSource: DataSource,
   ) {
     this.mailer = config.smtpUrl
       ? new SmtpMailer(config.smtpUrl, config.mailFrom ?? `no-reply@${new URL(config.publicUrl).hostname}`, config.notifySendTimeoutMs)
@@ -74,24 +78,56 @@ export class NotificationSender {
       this.logger.debug(`attempt ${attempt} of notification ${id} not due; job ignored`);
       return;
     }
-    let message: Built;
-    let to: string;
-    try {
-      const { facts, request, merchantEmail } = await this.factsOf(row);
-      // A charge paid (or a payment lost to a reorg) while its message waited: not sent, never.
-      const misfit = noLongerFits(row.kind, { ...request, merchantEmail });
-      if (misfit) return this.outdated(row, attempt, misfit);
-      // Read before the claim: a merchant's email changed in the milliseconds until the send is not seen.
-      to = recipientNow(row, merchantEmail);
-      message = await this.build({ ...row, to }, facts);
-    } catch (e) {
-      if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long
-      return this.unbuildable(row, attempt, e);
+    for (let read = 1; ; read++) {
+      let message: Built;
+      let to: string;
+      try {
+        const { facts, request, merchantEmail } = await this.factsOf(row);
+        // A charge paid (or a payment lost to a reorg) while its message waited: not sent, never.
+        const misfit = noLongerFits(row.kind, { ...request, merchantEmail });
+        if (misfit) return this.outdated(row, attempt, misfit);
+        to = recipientNow(row, merchantEmail);
+        message = await this.build({ ...row, to }, facts);
+      } catch (e) {
+        if (!(e instanceof UnbuildableMessage)) throw e; // a failed read: retried, however long
+        return this.unbuildable(row, attempt, e);
+      }
+      // Started before the claim, so the deadline ends at least one send timeout before the lease does.
+      const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
+      const claim = await this.claimIfStill(row, attempt, to);
+      if (claim.kind === 'taken') return; // another run of the same attempt got there first
+      if (claim.kind === 'misfit') return this.outdated(row, attempt, claim.why);
+      if (claim.kind === 'claimed') return this.sendAndRecord(row, attempt, message, deadline);
+      // The merchant's email changed since it was read: the message is built again for the new address.
+      if (read >= MAX_READS) throw new Error(`notification ${id}: the merchant's email changed at each of ${MAX_READS} reads; the job is retried`);
     }
-    // Started before the claim, so the deadline ends at least one send timeout before the lease does.
-    const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
-    const claimed = await this.repo.claim(id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, to);
-    if (!claimed) return; // another run of the same attempt got there first
+  }
+
+  /**
+   * Takes attempt n only while what the message was decided on still holds. In the claim's transaction the
+   * request and (for a merchant's note) the merchant are read again FOR SHARE: a payment, a lost claim or a
+   * new merchant email that committed since the first read is seen here (the message is abandoned unsent, or
+   * built again for the new address), and one committing later waits for the claim, so it comes after the
+   * send began. Without this a note went to an address the merchant had removed moments before, and a charge
+   * notice went out for a charge just paid (a helper's hunt, with the claim held back by a lock).
+   */
+  private async claimIfStill(row: StoredNotification, attempt: number, to: string): Promise<{ kind: 'claimed' | 'taken' | 'changed' } | { kind: 'misfit'; why: string }> {
+    return this.dataSource.transaction(async (em) => {
+      const request = await this.requests.notifiedRequest(row.requestId, em);
+      // Deleted since the first read: the next read finds it gone and says so.
+      if (!request) return { kind: 'changed' };
+      const merchantEmail = row.kind === 'merchant_note' ? ((await this.merchants.contactOf(request.merchantId, em, true))?.email ?? null) : null;
+      const why = noLongerFits(row.kind, { ...request, merchantEmail });
+      if (why) return { kind: 'misfit', why };
+      if (recipientNow(row, merchantEmail) !== to) return { kind: 'changed' };
+      const claimed = await this.repo.claim(row.id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, to, em);
+      return { kind: claimed ? 'claimed' : 'taken' };
+    });
+  }
+
+  /** Sends the claimed attempt within its deadline, stores the outcome and schedules the next attempt. */
+  private async sendAndRecord(row: StoredNotification, attempt: number, message: Built, deadline: AbortSignal): Promise<void> {
+    const id = row.id;
     const result = await this.send(message, deadline);
     const step = nextStep(result, attempt, Date.now() - retriesSince(row).getTime(), {
       baseMs: this.config.notifyRetryBaseMs,

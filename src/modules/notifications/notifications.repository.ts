@@ -97,8 +97,8 @@ export class NotificationsRepository {
    * a worker that vanishes leaves a visible trace rather than a message that could go out twice. `to`: the
    * address this attempt sends to, when it is no longer the stored one (a merchant's note, recipientNow).
    */
-  async claim(id: string, attempt: number, leaseMs: number, to?: string): Promise<ClaimedNotification | null> {
-    const rows = await this.dataSource.query<ClaimRow[]>(
+  async claim(id: string, attempt: number, leaseMs: number, to?: string, em: EntityManager = this.dataSource.manager): Promise<ClaimedNotification | null> {
+    const rows = await em.query<ClaimRow[]>(
       `WITH c AS (
          UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to")
           WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { NotificationRequestsPort, type NotifiedRequest } from '../../notifications/notification-facts.port';
 import { RequestFactsPort, type RequestFacts } from '../../webhooks/request-facts.port';
 import { effectiveStatus } from '../domain/transitions';
@@ -13,8 +14,8 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
     return this.repo.factsFor(requestIds);
   }
 
-  async notifiedRequest(requestId: string): Promise<NotifiedRequest | null> {
-    const found = await this.repo.findWithClaimLost(requestId);
+  async notifiedRequest(requestId: string, em?: EntityManager): Promise<NotifiedRequest | null> {
+    const found = await this.repo.findWithClaimLost(requestId, em);
     if (!found) return null;
     const r = found.request;
     return {

@@ -231,8 +231,9 @@ export class RequestsRepository {
   }
 
   /** The request, and whether finality lost its verified claim (its transfer vanished, or pays it no more): one read. */
-  async findWithClaimLost(id: string): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
-    const e = await this.requests.findOneBy({ id });
+  /** With `em` (a transaction), read FOR SHARE: a change to the request waits for em's transaction. */
+  async findWithClaimLost(id: string, em?: EntityManager): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
+    const e = em ? await this.repo(em).findOne({ where: { id }, lock: { mode: 'pessimistic_read' } }) : await this.requests.findOneBy({ id });
     return e ? { request: toDomain(e), claimLost: e.claimLostAt !== null } : null;
   }
 
