@@ -114,6 +114,7 @@ describe('POST /dashboard/api/plans', () => {
   it.each<[string, Record<string, unknown>, string]>([
     ['a missing title', { title: undefined }, 'title'],
     ['a title over 120 characters', { title: 'x'.repeat(121) }, 'title'],
+    ['a title over 120 characters as Postgres counts them (variation selectors too; it was a 500)', { title: 'a\uFE0F'.repeat(61) }, 'title'],
     ['an unknown interval', { interval: 'fortnight' }, 'interval'],
     ['interval_count 13', { interval_count: 13 }, 'interval_count'],
     ['interval_count 0', { interval_count: 0 }, 'interval_count'],

@@ -3,6 +3,7 @@ import { IsIn, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, M
 import { OneEmailAddress } from '../../../common/email-address';
 import { CurrencyAssertion } from '../../../common/http/currency-assertion';
 import { strictInt } from '../../../common/http/query';
+import { MaxChars } from '../../../common/http/max-chars';
 import { IsTimestamp } from '../../../common/http/timestamp';
 import { PAGE_MAX } from '../../../common/paging';
 import { MetadataRule } from '../../requests/http/request.dto';
@@ -12,7 +13,7 @@ import { PLAN_INTERVALS, type PlanInterval } from '../domain/schedule';
 /** DESIGN §5 `POST /dashboard/api/plans`. */
 export class CreatePlanDto {
   static nullIsAbsent = true;
-  @IsString({ message: 'title must be a string' }) @MaxLength(120) @Matches(/\S/, { message: 'title must not be blank' }) title: string;
+  @IsString({ message: 'title must be a string' }) @MaxChars(120) @Matches(/\S/, { message: 'title must not be blank' }) title: string;
   @IsInt({ message: 'fiat_amount_int must be an integer' }) @Min(1) @Max(2147483647) fiat_amount_int: number;
   @IsIn(PLAN_INTERVALS as PlanInterval[], { message: 'interval must be one of day, week, month, year' }) interval: PlanInterval;
   @IsOptional() @IsInt({ message: 'interval_count must be an integer' }) @Min(1) @Max(12) interval_count?: number;
