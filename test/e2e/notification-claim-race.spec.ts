@@ -125,9 +125,9 @@ it('a charge paid between the read and the claim of its notice: the notice is ab
   const plan = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 2500, interval: 'month', payer_email: payer } });
   expect(plan.status).toBe(201);
   const [charge] = await sql(`SELECT id FROM payment_requests WHERE plan_id = $1`, [plan.body.plan_id]);
-  const [notice] = await waitFor(async () => {
+  const notice = await waitFor(async () => {
     const rows = await sql(`SELECT id FROM notifications WHERE request_id = $1 AND kind = 'charge_notice' AND attempts = 1 AND status = 'pending' AND lease_until IS NULL`, [charge.id]);
-    return rows.length === 1 && rows;
+    return rows.length === 1 && rows[0];
   }, 20000, 20);
   // The payment's transaction holds the charge's row when the second attempt comes to claim, and commits.
   const held = await holdRequest(charge.id, async (c) => {

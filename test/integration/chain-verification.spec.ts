@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Interface, JsonRpcProvider, Wallet } from 'ethers';
 import { VerificationService } from '../../src/modules/requests/application/verification.service';
 import {
@@ -145,6 +146,14 @@ describe('a submitted hash', () => {
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_tx_hash');
     }
+    expect((await call(svc.publicUrl, 'POST', `/pay/api/${r.id}/proof`, {})).body.error).toBe('invalid_tx_hash');
+    // A field the route does not take is refused (it attached the proof), and so is a body that is not an object.
+    for (const body of [{ tx_hash: `0x${'ab'.repeat(32)}`, request_id: randomUUID() }, null, [`0x${'ab'.repeat(32)}`]]) {
+      const res = await call(svc.publicUrl, 'POST', `/pay/api/${r.id}/proof`, { body });
+      expect({ status: res.status, error: res.body.error }).toEqual({ status: 400, error: 'invalid_request' });
+    }
+    expect(await stored(r.id)).toMatchObject({ proof_status: 'none', tx_hash: null });
+    expect(await events(r.id)).toEqual([]);
     const paid = await newRequest();
     const tx = await transferToken(node.url, token, PAYER, merchant.wallet.address, paid.amount);
     await submit(paid.id, tx.txHash);

@@ -13,7 +13,7 @@ export function MaxChars(max: number, options?: ValidationOptions): PropertyDeco
       constraints: [max],
       validator: {
         validate: (value: unknown) => typeof value !== 'string' || [...value].length <= max,
-        defaultMessage: ({ property }) => `${property} must be shorter than or equal to ${max} characters`,
+        defaultMessage: (args) => `${args?.property} must be shorter than or equal to ${max} characters`,
       },
     },
     options,

@@ -4,6 +4,7 @@ import { PublicRateLimit } from '../../../common/rate-limit/rate-limit';
 import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { PayService } from '../application/pay.service';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
+import { SubmitProofDto } from './request.dto';
 
 /** The pay page's JSON API (DESIGN §4): public, no key, limited per client address. */
 @Controller('pay/api')
@@ -25,8 +26,7 @@ export class PayController {
 
   @Post(':id/proof')
   @HttpCode(200)
-  async proof(@Param('id', UuidParamPipe) id: string, @Body() body: unknown) {
-    const hash = body && typeof body === 'object' && !Array.isArray(body) ? (body as { tx_hash?: unknown }).tx_hash : undefined;
-    return { ok: true, ...(await this.pay.submitProof(id, hash)) };
+  async proof(@Param('id', UuidParamPipe) id: string, @Body() body: SubmitProofDto) {
+    return { ok: true, ...(await this.pay.submitProof(id, body.tx_hash)) };
   }
 }

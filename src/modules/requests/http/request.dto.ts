@@ -98,3 +98,13 @@ export function listQuery(q: ListRequestsQuery & { source?: RequestSource; plan_
     offset: q.offset,
   };
 }
+
+/**
+ * `POST /pay/api/:id/proof` (DESIGN §4, §8): a missing or malformed `tx_hash` is 400 `invalid_tx_hash`; any other
+ * field is an unknown field, 400 `invalid_request`, and changes nothing (it attached the proof, a helper found).
+ */
+export class SubmitProofDto {
+  static fieldCodes: Record<string, ErrorCode> = { tx_hash: 'invalid_tx_hash' };
+  @IsString({ message: 'tx_hash must be 0x plus 64 hex characters' }) @Matches(/^0x[0-9a-fA-F]{64}$/, { message: 'tx_hash must be 0x plus 64 hex characters' })
+  tx_hash: string;
+}
