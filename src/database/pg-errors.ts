@@ -15,6 +15,11 @@ export function isCheckViolation(e: unknown, constraint: string): boolean {
   return err?.code === '23514' && err.constraint === constraint;
 }
 
+/** Postgres lock_not_available (55P03): a lock waited longer than the transaction's lock_timeout. */
+export function isLockTimeout(e: unknown): boolean {
+  return (e as { code?: string })?.code === '55P03';
+}
+
 /** Postgres deadlock_detected (40P01): this transaction was chosen to end a lock cycle and was rolled back. */
 export function isDeadlock(e: unknown): boolean {
   return (e as { code?: string })?.code === '40P01';

@@ -7,6 +7,7 @@ import { NotificationRelay } from '../../src/modules/notifications/notification-
 import { signInDashboard } from '../factories/dashboard';
 import { markVerified } from '../factories/notifications';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { testEnv } from '../support/test-env';
@@ -137,4 +138,39 @@ it('a charge paid between the read and the claim of its notice: the notice is ab
   await held.release(true);
   expect(await settled(notice.id)).toMatchObject({ status: 'abandoned', last_error: 'not sent: the charge is paid: a notice now would read as a second charge' });
   expect(smtp.to(payer)).toHaveLength(0);
+});
+
+it('a claim does not wait for long on a held row: messages whose rows nobody holds still go out, and the held ones after', async () => {
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  const t = tag();
+  const receipts: Array<{ id: string; requestId: string; to: string }> = [];
+  for (let i = 0; i < 11; i++) {
+    const to = `payer-${t}-${i}@example.com`;
+    const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 1000 + i, customer_email: to });
+    const [id] = await svc.app.get(DataSource).transaction(async (em) => {
+      await markVerified(em, r.request_id);
+      return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: to, customerPhone: null });
+    });
+    receipts.push({ id, requestId: r.request_id, to });
+  }
+  const held = receipts.slice(0, 10);
+  const free = receipts[10];
+  // A long writer (an operator's open UPDATE, say) holds ten requests' rows: as many as the worker sends at once.
+  const holder = new Client({ connectionString: testEnv().databaseUrl });
+  await holder.connect();
+  holders.add(holder);
+  await holder.query('BEGIN');
+  await holder.query(`SELECT id FROM payment_requests WHERE id = ANY($1::uuid[]) FOR UPDATE`, [held.map((h) => h.requestId)]);
+  await svc.app.get(NotificationRelay).enqueue(held.map((h) => h.id));
+  await svc.app.get(NotificationRelay).enqueue([free.id]);
+  await waitFor(async () => smtp.to(free.to).length === 1, 20000);
+  expect(held.filter((h) => smtp.to(h.to).length > 0)).toEqual([]);
+  holders.delete(holder);
+  await holder.query('ROLLBACK');
+  await holder.end();
+  // Their attempts were not spent: each goes out once, at its job's next try.
+  await waitFor(async () => held.every((h) => smtp.to(h.to).length === 1), 30000);
+  const rows = await sql(`SELECT status, attempts FROM notifications WHERE id = ANY($1::uuid[])`, [held.map((h) => h.id)]);
+  expect(rows).toEqual(held.map(() => ({ status: 'sent', attempts: 1 })));
 });

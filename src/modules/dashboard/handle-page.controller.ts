@@ -28,7 +28,7 @@ export class HandlePageController {
     };
   }
 
-  /** 201 for a new request; 200 for a replay of the page's `Idempotency-Key` (the page sends one per visit). */
+  /** 201 for a new request; 200 for a replay of the page's `Idempotency-Key` (the page sends one per payment the payer means). */
   @Post(':handle/requests')
   async create(
     @Param('handle') handle: string,

@@ -27,7 +27,7 @@ export class HandlePageService {
 
   /**
    * Source `handle`, metadata null, payment_mode pos, the partner's default expiry. An `Idempotency-Key` (the
-   * page sends one per visit, so a retry after a lost answer or a second click gets the request already made)
+   * page keeps one while the details stay the same, so a retry after a lost answer gets the request already made)
    * replays as the API's key does; it is stored as `handle:<merchant id>:<key>`, apart from the partner's keys
    * (which never contain a colon) and the dashboard's.
    */

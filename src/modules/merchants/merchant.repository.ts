@@ -28,8 +28,10 @@ export class MerchantRepository {
     return this.merchants.findOneBy({ id });
   }
 
-  /** The fields a notification names the merchant by and sends its note to; in the caller's transaction when given. */
-  /** With `share`, read FOR SHARE in em's transaction: a change to the merchant waits for it. */
+  /**
+   * The fields a notification names the merchant by and sends its note to; in the caller's transaction when
+   * given, and with `share` read FOR SHARE there: a change to the merchant waits for that transaction.
+   */
   findContact(id: string, em?: EntityManager, share = false): Promise<Pick<MerchantEntity, 'email' | 'displayName' | 'businessName'> | null> {
     const repo = em ? em.getRepository(MerchantEntity) : this.merchants;
     return repo.findOne({ select: { email: true, displayName: true, businessName: true }, where: { id }, lock: share ? { mode: 'pessimistic_read' } : undefined });

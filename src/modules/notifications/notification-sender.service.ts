@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { isLockTimeout } from '../../database/pg-errors';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { isOneEmailAddress } from '../../common/email-address';
 import { AssetRegistry } from '../chain/asset-registry';
@@ -26,6 +27,11 @@ export const SEND_DEADLINE_TIMEOUTS = 2;
 export const LEASE_TIMEOUTS = 3;
 /** Reads of a message's facts per job when the merchant's email keeps changing between a read and the claim. */
 const MAX_READS = 3;
+/** How long the claim waits for the request's or the merchant's row (lock_timeout, ms). */
+const CLAIM_LOCK_TIMEOUT_MS = 2000;
+
+/** What the claim found: taken by this run or another, the facts changed since the read, or the message no longer fits. */
+type ClaimOutcome = { kind: 'claimed' | 'taken' | 'changed' } | { kind: 'misfit'; why: string };
 
 /** A message ready for its channel, or the reason this worker cannot send it. */
 type Built =
@@ -99,7 +105,7 @@ export class NotificationSender {
       if (claim.kind === 'misfit') return this.outdated(row, attempt, claim.why);
       if (claim.kind === 'claimed') return this.sendAndRecord(row, attempt, message, deadline);
       // The merchant's email changed since it was read: the message is built again for the new address.
-      if (read >= MAX_READS) throw new Error(`notification ${id}: the merchant's email changed at each of ${MAX_READS} reads; the job is retried`);
+      if (read >= MAX_READS) throw new Error(`notification ${id}: its request or the merchant's email changed at each of ${MAX_READS} reads; the job is retried`);
     }
   }
 
@@ -111,8 +117,11 @@ export class NotificationSender {
    * send began. Without this a note went to an address the merchant had removed moments before, and a charge
    * notice went out for a charge just paid (a helper's hunt, with the claim held back by a lock).
    */
-  private async claimIfStill(row: StoredNotification, attempt: number, to: string): Promise<{ kind: 'claimed' | 'taken' | 'changed' } | { kind: 'misfit'; why: string }> {
-    return this.dataSource.transaction(async (em) => {
+  private async claimIfStill(row: StoredNotification, attempt: number, to: string): Promise<ClaimOutcome> {
+    return this.dataSource.transaction<ClaimOutcome>(async (em) => {
+      // A row another transaction holds for long (an operator's open UPDATE) must not hold this worker's place
+      // and connection with it: past the timeout the job fails, unspent, and is retried.
+      await em.query(`SET LOCAL lock_timeout = ${CLAIM_LOCK_TIMEOUT_MS}`);
       const request = await this.requests.notifiedRequest(row.requestId, em);
       // Deleted since the first read: the next read finds it gone and says so.
       if (!request) return { kind: 'changed' };
@@ -122,6 +131,9 @@ export class NotificationSender {
       if (recipientNow(row, merchantEmail) !== to) return { kind: 'changed' };
       const claimed = await this.repo.claim(row.id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, to, em);
       return { kind: claimed ? 'claimed' : 'taken' };
+    }).catch((e: unknown) => {
+      if (!isLockTimeout(e)) throw e;
+      throw new Error(`notification ${row.id}: its request or merchant was held by another transaction for over ${CLAIM_LOCK_TIMEOUT_MS} ms; attempt ${attempt} not taken, retried`);
     });
   }
 

@@ -34,12 +34,7 @@ export function nextStep(post: PostOutcome, attemptInSeries: number, schedule: R
     case 'abandon':
       return { outcome: 'abandoned' };
     case 'retry':
-      return retryOrAbandon(attemptInSeries, schedule);
+      if (attemptInSeries >= schedule.maxAttempts) return { outcome: 'abandoned' };
+      return { outcome: 'retry', delayMs: retryDelayMs(attemptInSeries, schedule.delaysMs) };
   }
-}
-
-/** An attempt that failed in a way worth trying again: retried after its delay, or abandoned past the last. */
-export function retryOrAbandon(attemptInSeries: number, schedule: RetrySchedule): NextStep {
-  if (attemptInSeries >= schedule.maxAttempts) return { outcome: 'abandoned' };
-  return { outcome: 'retry', delayMs: retryDelayMs(attemptInSeries, schedule.delaysMs) };
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { MicroBatch } from '../../common/micro-batch';
 import { MetricsService } from '../ops/metrics.service';
-import { nextStep, retryOrAbandon, type NextStep } from './delivery-policy';
+import { nextStep, type NextStep } from './delivery-policy';
 import { webhookBody, webhookHeaders, type DeliverySource } from './payload';
 import { RequestFactsPort, type RequestFacts } from './request-facts.port';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
@@ -55,21 +55,15 @@ export class DeliveryService {
     } else {
       // The outbox row references its request (foreign key), so this is a failure of the read: BullMQ retries.
       if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${eventId} not found`);
-      const schedule = { delaysMs: this.config.webhookRetryDelaysMs, maxAttempts: this.config.webhookMaxAttempts };
+      const source = toSource(ev, ev.request);
+      const body = webhookBody(source);
       const secrets = await this.openSecrets(ev);
-      if (!secrets) {
-        // Stored sealed, and the value does not open (SECRET_KEY changed without SECRET_KEY_PREVIOUS): nothing
-        // is signed with a wrong key. The attempt is spent and shown, as a network failure's would be, so the
-        // delivery ends abandoned (and can be redelivered) instead of waiting unseen; rotating the secret mends it.
-        post = { statusCode: null, durationMs: 0, errorClass: 'secret_unavailable', errorMessage: 'the webhook secret does not open with SECRET_KEY or SECRET_KEY_PREVIOUS; nothing was sent' };
-        step = retryOrAbandon(attempt - ev.seriesBase, schedule);
-      } else {
-        const source = toSource(ev, ev.request);
-        const body = webhookBody(source);
-        const outcome = await this.poster.post(url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
-        post = outcome;
-        step = nextStep(outcome, attempt - ev.seriesBase, schedule);
-      }
+      const outcome = await this.poster.post(url, body, webhookHeaders(source, body, secrets, Math.floor(Date.now() / 1000)));
+      post = outcome;
+      step = nextStep(outcome, attempt - ev.seriesBase, {
+        delaysMs: this.config.webhookRetryDelaysMs,
+        maxAttempts: this.config.webhookMaxAttempts,
+      });
     }
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
     const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
@@ -78,14 +72,20 @@ export class DeliveryService {
     if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry({ id: eventId, attempt: attempt + 1, partnerId: ev.partnerId }, delayMs);
   }
 
-  /** The partner's secrets in the clear; null (logged) when a stored value does not open. */
-  private async openSecrets(ev: Claim): Promise<string[] | null> {
+  /**
+   * The partner's secrets in the clear. A stored value that does not open fails the job, and nothing is signed:
+   * not with a wrong key, and not with the other secret alone, which the partner may not have deployed (an
+   * instance still on the old SECRET_KEY during a key rotation cannot open a value already sealed under the
+   * new one: another instance delivers it). BullMQ retries the job and the outbox re-drive keeps it queued, so
+   * nothing is lost: it goes out once the key is configured, or once a rotation confirmed has replaced the
+   * secret (docs/operations.md).
+   */
+  private async openSecrets(ev: Claim): Promise<string[]> {
     try {
       return await this.secrets.open(ev.partnerId, ev.endpoint);
     } catch (e) {
-      if (!(e instanceof SecretUnavailable)) throw e;
-      this.logger.error(`delivery ${ev.id}: ${e.message}; nothing sent. Restore the key (SECRET_KEY_PREVIOUS) or rotate the partner's secret`);
-      return null;
+      if (e instanceof SecretUnavailable) this.logger.error(`delivery ${ev.id}: ${e.message}; nothing sent, retried`);
+      throw e;
     }
   }
 

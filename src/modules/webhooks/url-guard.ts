@@ -183,15 +183,21 @@ async function resolveAll(host: string): Promise<string[]> {
 }
 
 /**
+ * A new webhook URL's text: no space or control character anywhere. The URL parser drops tabs and newlines
+ * and trims spaces, so the URL stored (as typed) and the one posted to would differ; a space inside one is not
+ * a URL either (RFC 3986). For a URL being changed only: one stored before this rule can still be saved again
+ * as it is (webhooks switched off with it), and is posted to as the parser reads it.
+ */
+export function assertWebhookUrlText(url: string): void {
+  if (/[\u0000-\u0020\u007f]/.test(url)) throw new WebhookUrlRejectedError('URL must not contain spaces or control characters');
+}
+
+/**
  * Save-time check of a partner's webhook URL. Resolves A and AAAA and refuses when ANY address is forbidden
  * (a client may connect to any of them). With allowPrivate every resolvable http(s) URL is accepted.
  * Throws WebhookUrlRejectedError with a human `reason`.
  */
 export async function assertWebhookUrlAllowed(url: string, opts: UrlGuardOptions): Promise<void> {
-  // The URL parser drops tabs and newlines and trims spaces, so the URL stored (as typed) and the one posted to
-  // would differ; a space inside one is not a URL either (RFC 3986). Checked on save only: a URL stored before
-  // this rule keeps being posted to as the parser reads it.
-  if (typeof url === 'string' && /[\u0000-\u0020\u007f]/.test(url)) throw new WebhookUrlRejectedError('URL must not contain spaces or control characters');
   const parsed = parseWebhookUrl(url, opts);
   const host = hostOf(parsed);
 

@@ -47,18 +47,18 @@ export class WebhookSecrets {
     return this.box.seal(secret, partnerId);
   }
 
-  /** A stored value to carry over (into previous_secret): as it is, or sealed again under SECRET_KEY if stale. */
+  /**
+   * A stored value to carry over (into previous_secret): sealed again under SECRET_KEY if it is stale and opens
+   * here, else as it is. One that does not open here is kept, never dropped: this process may be the one that
+   * lacks a key (an instance on the old SECRET_KEY during a rolling key rotation), and the fleet may still sign
+   * with it.
+   */
   carry(partnerId: string, stored: string): string {
-    return this.box.isStale(stored) ? this.seal(partnerId, this.openOne(partnerId, stored)) : stored;
-  }
-
-  /** Whether a stored value opens with the keys this process holds. */
-  opens(partnerId: string, stored: string): boolean {
+    if (!this.box.isStale(stored)) return stored;
     try {
-      this.openOne(partnerId, stored);
-      return true;
+      return this.seal(partnerId, this.openOne(partnerId, stored));
     } catch (e) {
-      if (e instanceof SecretUnavailable) return false;
+      if (e instanceof SecretUnavailable) return stored;
       throw e;
     }
   }

@@ -6,7 +6,7 @@ import { AppError } from '../../common/errors';
 import { isForeignKeyViolation } from '../../database/pg-errors';
 import { auditUrl, type Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
-import { assertWebhookUrlAllowed, WebhookUrlRejectedError } from './url-guard';
+import { assertWebhookUrlAllowed, assertWebhookUrlText, WebhookUrlRejectedError } from './url-guard';
 import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { SecretUnavailable, WebhookSecrets } from './webhook-secrets';
@@ -51,6 +51,7 @@ export class WebhookSettingsService {
   async configure(partnerId: string, input: { url: string; enabled: boolean }, actor: Actor): Promise<WebhookConfigured> {
     await this.limiter.consume(partnerId);
     try {
+      if (input.url !== (await this.endpoints.find(partnerId))?.url) assertWebhookUrlText(input.url);
       await assertWebhookUrlAllowed(input.url, { allowPrivate: this.config.webhookAllowPrivateUrls });
     } catch (e) {
       if (e instanceof WebhookUrlRejectedError) throw AppError.invalid([{ field: 'url', message: e.reason }]);
@@ -93,20 +94,14 @@ export class WebhookSettingsService {
       if (!current.secret) {
         throw new AppError('conflict', { errors: [{ field: 'webhook', message: 'no webhook secret yet: set the webhook first' }] });
       }
-      // The confirmed secret keeps signing until confirm-rotation, unless it no longer opens (SECRET_KEY lost):
-      // it can sign nothing, and rotating is how the partner's deliveries get a secret that works again.
-      const confirmed = current.previousSecret ?? current.secret;
-      const readable = this.secrets.opens(partnerId, confirmed);
-      if (!readable) this.logger.error(`partner ${partnerId}: the webhook secret in use does not open (SECRET_KEY); rotated without keeping it`);
+      // The confirmed secret keeps signing until confirm-rotation; carried as it is when it does not open here
+      // (see carry), so a rotation never needs the key the old secret was sealed with (it answered 500).
       await this.endpoints.update(em, partnerId, {
-        previousSecret: readable ? this.secrets.carry(partnerId, confirmed) : null,
+        previousSecret: this.secrets.carry(partnerId, current.previousSecret ?? current.secret),
         secret: this.secrets.seal(partnerId, secret),
       });
       await this.audit.record(em, actor, {
-        partnerId,
-        action: 'webhook.secret_rotated',
-        targetId: partnerId,
-        details: { replaced_pending_rotation: current.previousSecret !== null, ...(readable ? {} : { unreadable_secret_dropped: true }) },
+        partnerId, action: 'webhook.secret_rotated', targetId: partnerId, details: { replaced_pending_rotation: current.previousSecret !== null },
       });
     });
     return { secret };

@@ -15,7 +15,7 @@ export class RequestFactsService implements RequestFactsPort, NotificationReques
   }
 
   async notifiedRequest(requestId: string, em?: EntityManager): Promise<NotifiedRequest | null> {
-    const found = await this.repo.findWithClaimLost(requestId, em);
+    const found = await this.repo.findWithClaimLost(requestId, { em, share: em !== undefined });
     if (!found) return null;
     const r = found.request;
     return {

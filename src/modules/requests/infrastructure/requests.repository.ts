@@ -230,10 +230,12 @@ export class RequestsRepository {
     return e ? toDomain(e) : null;
   }
 
-  /** The request, and whether finality lost its verified claim (its transfer vanished, or pays it no more): one read. */
-  /** With `em` (a transaction), read FOR SHARE: a change to the request waits for em's transaction. */
-  async findWithClaimLost(id: string, em?: EntityManager): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
-    const e = em ? await this.repo(em).findOne({ where: { id }, lock: { mode: 'pessimistic_read' } }) : await this.requests.findOneBy({ id });
+  /**
+   * The request, and whether finality lost its verified claim (its transfer vanished, or pays it no more): one
+   * read. With `share` (em's transaction), read FOR SHARE: a change to the request waits for that transaction.
+   */
+  async findWithClaimLost(id: string, opts: { em?: EntityManager; share?: boolean } = {}): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
+    const e = await this.repo(opts.em).findOne({ where: { id }, lock: opts.share ? { mode: 'pessimistic_read' } : undefined });
     return e ? { request: toDomain(e), claimLost: e.claimLostAt !== null } : null;
   }
 
