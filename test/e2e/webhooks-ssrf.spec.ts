@@ -90,6 +90,20 @@ describe('at save time (admin PUT)', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ ok: true, url: 'https://93.184.216.34/hooks/prs', enabled: true });
   });
+
+  it('refuses a new URL with a space or a control character (stored and posted URLs would differ); a stored one may be saved again as it is', async () => {
+    const p = await createPartner(svc);
+    for (const url of ['https://93.184.216.34/hook\r\n\t/other', ' https://93.184.216.34/hook', 'https://93.184.216.34/my hook']) {
+      const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url, enabled: true });
+      expect(r.body).toEqual({ ok: false, error: 'invalid_request', errors: [{ field: 'url', message: 'URL must not contain spaces or control characters' }] });
+    }
+    // Stored before the rule: switching webhooks off with it must not need it mended first.
+    const legacy = 'https://93.184.216.34/my hook';
+    expect((await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'https://93.184.216.34/hook', enabled: true })).status).toBe(200);
+    await db.query(`UPDATE webhook_endpoints SET url = $2 WHERE partner_id = $1`, [p.id, legacy]);
+    const off = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: legacy, enabled: false });
+    expect(off.body).toMatchObject({ ok: true, url: legacy, enabled: false });
+  });
 });
 
 describe('at delivery time', () => {
