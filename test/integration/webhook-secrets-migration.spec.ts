@@ -119,3 +119,21 @@ it('seals plaintext secrets (current and pending previous) under SECRET_KEY; the
   expect(newOnly.open(again.previous_secret!, rotating)).toBe(previous);
   expect(newOnly.open((await row(single)).secret, single)).toBe(plain);
 });
+
+it('the re-key command stops at a value it cannot open, so SECRET_KEY_PREVIOUS is not removed while one still needs it; a plaintext value is sealed', async () => {
+  await migrate(DATABASE_URL);
+  const lostKey = randomBytes(32);
+  const partnerId = await plaintextRow(hex64(), null);
+  await ds.query(`UPDATE webhook_endpoints SET secret = $2 WHERE partner_id = $1`, [partnerId, new SecretBox(lostKey).seal(hex64(), partnerId)]);
+  const repo = new WebhookEndpointsRepository(ds.getRepository(WebhookEndpointEntity));
+  const devKey = loadSecretKeys({ NODE_ENV: 'test' }).secretKey;
+  const secrets = new WebhookSecrets({ secretKey: randomBytes(32), secretKeyPrevious: devKey }, repo);
+  // It counted such a row as sealed again and exited 0 (a review), though the value stayed under the lost key.
+  await expect(secrets.resealAll()).rejects.toThrow(/^the webhook secret of partner .* does not open/);
+  // A value written before sealing (a rolling upgrade) is the secret itself: a rotation seals it, never keeps it in the clear.
+  const plain = hex64();
+  const legacy = await plaintextRow(plain, null);
+  const kept = secrets.carryKept(legacy, plain);
+  expect(isSealed(kept)).toBe(true);
+  await ds.query(`DELETE FROM webhook_endpoints WHERE partner_id = ANY($1::uuid[])`, [[partnerId, legacy]]);
+});

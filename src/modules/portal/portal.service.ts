@@ -159,7 +159,7 @@ export class PortalService {
     if (!limited.ok) return limited;
     const target = await this.webhooks.signingTarget(partnerId);
     if (!target.secrets) {
-      return refused('conflict', [{ field: 'url', message: 'The webhook secret cannot be read on our side: rotate it, then test again.' }]);
+      return refused('conflict', [{ field: 'url', message: 'A webhook secret cannot be read on our side: rotate the secret, put the new one in place and confirm the rotation, then test again.' }]);
     }
     if (!target.url || target.secrets.length === 0) {
       return refused('conflict', [{ field: 'url', message: 'Save a webhook URL first: the test is signed with its secret.' }]);

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { SecretBox } from '../../common/crypto/secret-box';
+import { isSealed, SecretBox } from '../../common/crypto/secret-box';
 import { WebhookEndpointsRepository, type StoredSecrets } from './webhook-endpoints.repository';
 
 /**
@@ -48,15 +48,23 @@ export class WebhookSecrets {
   }
 
   /**
-   * A stored value to carry over (into previous_secret): sealed again under SECRET_KEY if it is stale and opens
-   * here, else as it is. One that does not open here is kept, never dropped: this process may be the one that
-   * lacks a key (an instance on the old SECRET_KEY during a rolling key rotation), and the fleet may still sign
-   * with it.
+   * A stored value to carry over: as it is, or sealed again under SECRET_KEY if stale (a value never sealed,
+   * written by a version before sealing, is the secret itself: sealed). Throws SecretUnavailable when a sealed
+   * value does not open.
    */
   carry(partnerId: string, stored: string): string {
     if (!this.box.isStale(stored)) return stored;
+    return this.seal(partnerId, isSealed(stored) ? this.openOne(partnerId, stored) : stored);
+  }
+
+  /**
+   * For a rotation's previous_secret: carry, and a sealed value that does not open here kept as it is, never
+   * dropped: this process may be the one that lacks a key (an instance on the old SECRET_KEY during a rolling
+   * key rotation), and the rest of the fleet may still sign with it.
+   */
+  carryKept(partnerId: string, stored: string): string {
     try {
-      return this.seal(partnerId, this.openOne(partnerId, stored));
+      return this.carry(partnerId, stored);
     } catch (e) {
       if (e instanceof SecretUnavailable) return stored;
       throw e;

@@ -94,10 +94,10 @@ export class WebhookSettingsService {
       if (!current.secret) {
         throw new AppError('conflict', { errors: [{ field: 'webhook', message: 'no webhook secret yet: set the webhook first' }] });
       }
-      // The confirmed secret keeps signing until confirm-rotation; carried as it is when it does not open here
-      // (see carry), so a rotation never needs the key the old secret was sealed with (it answered 500).
+      // The confirmed secret keeps signing until confirm-rotation; kept as it is when it does not open here
+      // (carryKept), so a rotation never needs the key the old secret was sealed with (it answered 500).
       await this.endpoints.update(em, partnerId, {
-        previousSecret: this.secrets.carry(partnerId, current.previousSecret ?? current.secret),
+        previousSecret: this.secrets.carryKept(partnerId, current.previousSecret ?? current.secret),
         secret: this.secrets.seal(partnerId, secret),
       });
       await this.audit.record(em, actor, {
