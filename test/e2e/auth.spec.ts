@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { admin, createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { RequestsService } from '../../src/modules/requests/application/requests.service';
 
 /*
  * Spec §5, DESIGN §3 (auth): missing, malformed, unknown or revoked key → 401 unauthorized, the same bytes
@@ -14,6 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await svc?.close();
+  await closeSql();
 });
 
 const UNAUTHORIZED = '{"ok":false,"error":"unauthorized"}';
@@ -85,6 +88,20 @@ describe('401: every kind of bad key gets the same bytes', () => {
     expect(r.text).toBe(UNAUTHORIZED);
     // Other keys of the partner are untouched.
     expect((await get({ authorization: `Bearer ${p.testKey}` })).status).toBe(200);
+  });
+
+  it('a create the guard let in before its key was revoked does not insert after the revocation (it waited for a connection)', async () => {
+    const key = await admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'test' });
+    const m = await createOnboardedMerchant(svc, key.body.api_key);
+    const made = await mustCreateRequest(svc, key.body.api_key, { account_id: m.id, fiat_amount_int: 700 });
+    expect(await sql(`SELECT api_key_id FROM payment_requests WHERE id = $1`, [made.request_id])).toEqual([{ api_key_id: key.body.key_id }]);
+    // The call as the guard admitted it, its key revoked before the insert runs (a helper held the pool busy
+    // with slow pages: the create landed up to 2.5 s after the revocation had answered).
+    const admitted = { partnerId: p.id, mode: 'test' as const, allowedExpiryMinutes: [60], defaultExpiryMinutes: 60, keyId: key.body.key_id };
+    expect((await admin(svc, 'DELETE', `/partners/${p.id}/keys/${key.body.key_id}`)).status).toBe(200);
+    const input = { merchantId: m.id, fiatAmount: 800, metadata: {}, paymentMode: 'pos' as const, source: 'partner' as const, idempotencyKey: 'k'.repeat(40) };
+    await expect(svc.app.get(RequestsService).create(admitted, input)).rejects.toMatchObject({ code: 'unauthorized' });
+    expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1 AND fiat_amount = 800`, [m.id])).toEqual([]);
   });
 
   it('a revoked key is refused on the admin listener too', async () => {

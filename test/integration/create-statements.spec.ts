@@ -31,7 +31,7 @@ beforeAll(async () => {
     partnerId: partner.id, merchantId: merchant.id, testMode: true, fiatAmount: 100, fiatCurrency: row.fiat_currency,
     rate: row.rate, chainId: BigInt(row.chain_id), tokenAddress: row.token_address, recipient: row.recipient, memo: null,
     paymentMode: 'pos', customerName: null, customerEmail: null, customerPhone: null, metadata: {}, source: 'partner',
-    planId: null, periodIndex: null, expiryMinutes: 60, graceMinutes: 60,
+    planId: null, periodIndex: null, apiKeyId: null, expiryMinutes: 60, graceMinutes: 60,
   };
   oneConnection = await createDataSource(svc.config.databaseUrl, 1).initialize();
 }, 60000);

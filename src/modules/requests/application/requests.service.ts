@@ -14,7 +14,7 @@ import { fiatToTokenAmount } from '../domain/amount';
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import { internalIdempotencyKey, SERVICE_MODE_DEFAULT_EXPIRY_MINUTES, type PaymentMode } from '../domain/request-rules';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
-import { RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
+import { KeyRevoked, RequestsRepository, type ListFilter, type NewRequest } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 import { ExpiryService } from './expiry.service';
 
@@ -31,7 +31,8 @@ export interface RequestPage {
  * Who a request is created for: the partner and mode it belongs to, with the partner's expiry settings. The
  * partner API passes its key's principal; the dashboard and the handle page pass the merchant's partner.
  */
-export type RequestCreator = Pick<Principal, 'partnerId' | 'mode' | 'allowedExpiryMinutes' | 'defaultExpiryMinutes'>;
+/** Who creates: a partner's API key (keyId: the insert fails once it is revoked), or the merchant's own surfaces. */
+export type RequestCreator = Pick<Principal, 'partnerId' | 'mode' | 'allowedExpiryMinutes' | 'defaultExpiryMinutes'> & { keyId?: string };
 
 /** One create, whoever asks (partner API, dashboard, handle page, plan charge): one path, one set of rules. */
 export interface CreateRequestInput {
@@ -186,10 +187,15 @@ export class RequestsService {
       source: dto.source,
       planId: dto.planId ?? null,
       periodIndex: dto.periodIndex ?? null,
+      apiKeyId: p.keyId ?? null,
       expiryMinutes: expiry,
       graceMinutes: this.config.latePaymentGraceMinutes,
     };
-    return this.repo.insertOrFind(n, em);
+    return this.repo.insertOrFind(n, em).catch((e: unknown) => {
+      // Answered as the guard answers a revoked key: the call acts no more than a call made after the revocation.
+      if (e instanceof KeyRevoked) throw new AppError('unauthorized');
+      throw e;
+    });
   }
 
   /**

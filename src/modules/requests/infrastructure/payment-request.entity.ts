@@ -133,6 +133,10 @@ export class PaymentRequestEntity {
   @Column('integer', { name: 'period_index', nullable: true })
   periodIndex!: number | null;
 
+  /** The partner API key that created it; null for dashboard, handle and plan creates (migration 1764000403100). */
+  @Column('uuid', { name: 'api_key_id', nullable: true })
+  apiKeyId!: string | null;
+
   @Column('timestamp with time zone', { name: 'expires_at', precision: 3 })
   expiresAt!: Date;
 

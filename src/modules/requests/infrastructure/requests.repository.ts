@@ -36,6 +36,8 @@ export interface NewRequest {
   source: RequestSource;
   planId: string | null;
   periodIndex: number | null;
+  /** The partner API key making the create (its insert fails once the key is revoked); null elsewhere. */
+  apiKeyId: string | null;
   expiryMinutes: number;
   graceMinutes: number;
 }
@@ -111,9 +113,9 @@ const AMOUNT_CANDIDATE = `
 const insertAt = (amount: string) => `
   INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency,
     rate, amount, chain_id, token_address, recipient, memo, payment_mode, customer_name, customer_email,
-    customer_phone, metadata, expires_at, claim_until, source, plan_id, period_index)
+    customer_phone, metadata, expires_at, claim_until, source, plan_id, period_index, api_key_id)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${amount}, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20), $21, $22, $23)
+    now() + make_interval(mins => $19), now() + make_interval(mins => $19 + $20), $21, $22, $23, $24)
   ON CONFLICT DO NOTHING
   RETURNING ${REQUEST_COLUMNS}`;
 
@@ -132,6 +134,13 @@ const INSERT_AT_CONVERTED_SQL = insertAt('$9::numeric');
 const INSERT_SQL = insertAt(AMOUNT_CANDIDATE);
 
 const STAMP: Record<StatusTrigger, keyof PaymentRequestEntity> = { open: 'openedAt', cancel: 'voidedAt', expire: 'expiredAt' };
+
+/** The partner API key making a create was revoked after the guard let the call in (payment_requests_key_live). */
+export class KeyRevoked extends Error {
+  constructor() {
+    super('the API key was revoked');
+  }
+}
 
 /** payment_requests: the only place that reads or writes it. Returns domain requests, never entities. */
 @Injectable()
@@ -154,7 +163,7 @@ export class RequestsRepository {
     const params = [n.id, n.partnerId, n.merchantId, n.testMode, n.idempotencyKey, n.fiatAmount, n.fiatCurrency,
       n.rate, n.baseAmount.toString(), n.chainId.toString(), n.tokenAddress, n.recipient, n.memo, n.paymentMode,
       n.customerName, n.customerEmail, n.customerPhone, n.metadata === null ? null : JSON.stringify(n.metadata), n.expiryMinutes,
-      n.graceMinutes, n.source, n.planId, n.periodIndex];
+      n.graceMinutes, n.source, n.planId, n.periodIndex, n.apiKeyId];
     for (let attempt = 0; ; attempt++) {
       let row: RequestRow | undefined;
       try {
@@ -165,6 +174,8 @@ export class RequestsRepository {
           [row] = await this.searchAndInsert(em, n.merchantId, params, attempt > 1);
         }
       } catch (e) {
+        // Revoked since the guard let the call in (payment_requests_key_live, migration 1764000403100).
+        if (isCheckViolation(e, 'payment_requests_key_live')) throw new KeyRevoked();
         if (!isCheckViolation(e, 'payment_requests_merchant_holds')) throw e;
         // An idempotent replay still returns the original (DESIGN §3), whatever the merchant is now.
         const replay = await this.findByKey(n.partnerId, n.merchantId, n.idempotencyKey, em);
