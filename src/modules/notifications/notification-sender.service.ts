@@ -51,10 +51,11 @@ class UnbuildableMessage extends Error {}
  * One attempt of one message: build it from the stored request and merchant, claim it (lease + attempt row
  * 'sending', committed) while those still call for it as built, send it within its deadline, record the
  * outcome and schedule the next attempt as a new delayed job. Building comes before the claim, so a failure
- * to read (Postgres away) leaves nothing in doubt: BullMQ retries the job, and the re-drive adds it again once
- * those retries are spent, for as long as it takes. A message that cannot be built from facts that were read is retried the same way (an operator
- * may repair the data), its reason kept in last_error, until it is NOTIFY_GIVE_UP_MS old: then it is
- * abandoned (never sent), like a send that kept failing, rather than retried without end.
+ * to read (Postgres away) leaves nothing in doubt: BullMQ retries the job, and the re-drive adds it again
+ * once those retries are spent, for as long as it takes. A message that cannot be built from facts that were
+ * read is retried the same way (an operator may repair the data), its reason kept in last_error, until it is
+ * NOTIFY_GIVE_UP_MS old: then it is abandoned (never sent), like a send that kept failing, rather than
+ * retried without end.
  */
 @Injectable()
 export class NotificationSender {
