@@ -9,7 +9,9 @@ import { closeSql, sql } from '../support/db';
 import { Receiver } from '../support/receiver';
 import { sealSecret } from '../support/secrets';
 import { testEnv } from '../support/test-env';
+import { sample } from '../support/metrics';
 import { waitFor } from '../support/wait';
+import { MetricsService } from '../../src/modules/ops/metrics.service';
 
 /*
  * A partner whose stored webhook secret does not open here: sealed under a key this instance does not hold
@@ -50,8 +52,9 @@ it('a delivery waits, unsigned and unspent; a rotation keeps the value as it is;
   const req = await mustCreateRequest(svc, partner.testKey, { account_id: m.id, fiat_amount_int: 1234 });
   const ev = await recordProofEvent(svc, { partnerId: partner.id, requestId: req.request_id });
 
-  // Taken up, and not sent: no attempt is spent on it.
+  // Taken up, and not sent: no attempt is spent on it. Operators see it counted.
   await waitFor(async () => (await admin(svc, 'GET', `/deliveries/${ev.id}`)).body.state === 'delivering');
+  await waitFor(async () => (sample(await svc.app.get(MetricsService).registry.metrics(), 'prs_webhook_secret_unavailable_total', {}) ?? 0) > 0);
   // The portal's test ping is refused in words, not a 500.
   expect(await svc.app.get(WebhookSettingsService).signingTarget(partner.id)).toEqual({ url: receiver.url, secrets: null });
 

@@ -41,6 +41,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  *  - `prs_notifications_unbuildable_total{kind,channel}`: `countUnbuildableNotification()`, fed by the
  *    worker's notification sender.
  *  - `prs_webhook_attempts_total{outcome}`: `countWebhookAttempt()`, fed by the worker's webhook delivery.
+ *  - `prs_webhook_secret_unavailable_total`: `countWebhookSecretUnavailable()`, fed by the worker's webhook
+ *    delivery: tries that sent nothing because a stored secret does not open here (alert on any increase).
  *  - `prs_notification_attempts_total{channel,outcome}`: `countNotificationAttempt()`, fed by the worker's
  *    notification sender (sent, retry, failed, in_doubt, abandoned).
  * Scrape-time gauges (queue depths, the webhook backlog) register themselves through `gauge()`.
@@ -91,6 +93,12 @@ export class MetricsService {
     name: 'prs_webhook_attempts_total',
     help: 'Webhook delivery attempts recorded by this process, by outcome (delivered, retry, abandoned)',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly webhookSecretUnavailable = new Counter({
+    name: 'prs_webhook_secret_unavailable_total',
+    help: 'Webhook delivery tries that sent nothing because a stored secret does not open with this process\'s keys',
     registers: [this.registry],
   });
 
@@ -148,6 +156,11 @@ export class MetricsService {
   /** One webhook delivery attempt recorded by this process, with its outcome. */
   countWebhookAttempt(outcome: AttemptOutcome): void {
     this.webhookAttempts.inc({ outcome });
+  }
+
+  /** One delivery try that sent nothing: a stored secret did not open here (the delivery waits, unspent). */
+  countWebhookSecretUnavailable(): void {
+    this.webhookSecretUnavailable.inc();
   }
 
   /** One email or SMS attempt recorded by this process; `in_doubt` ones are never resent, so alert on them. */

@@ -84,7 +84,10 @@ export class DeliveryService {
     try {
       return await this.secrets.open(ev.partnerId, ev.endpoint);
     } catch (e) {
-      if (e instanceof SecretUnavailable) this.logger.error(`delivery ${ev.id}: ${e.message}; nothing sent, retried`);
+      if (e instanceof SecretUnavailable) {
+        this.metrics.countWebhookSecretUnavailable();
+        this.logger.error(`delivery ${ev.id}: ${e.message}; nothing sent, retried`);
+      }
       throw e;
     }
   }
