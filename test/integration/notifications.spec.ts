@@ -197,7 +197,11 @@ it('a charge notice written by NotificationsOutbox.chargeCreated → the pay lin
   expect(mail.text).toContain(`${svc.config.payUrl}/${r.id}`);
   expect(mail.html).toContain(`href="${svc.config.payUrl}/${r.id}"`);
   expect(mail.text).toContain('2026-12-01T00:00:00.000Z');
-  const [row] = await sql(`SELECT kind, plan_id, period_index, status FROM notifications WHERE id = $1`, [ids[0]]);
+  // The mail arrives before the sender records it sent: wait for the row.
+  const row = await waitFor(async () => {
+    const [n] = await sql(`SELECT kind, plan_id, period_index, status FROM notifications WHERE id = $1`, [ids[0]]);
+    return n.status !== 'pending' && n;
+  });
   expect(row).toEqual({ kind: 'charge_notice', plan_id: planId, period_index: 3, status: 'sent' });
   expect(await write()).toEqual([]);
 });
