@@ -29,9 +29,9 @@ export interface RequestPage {
 
 /**
  * Who a request is created for: the partner and mode it belongs to, with the partner's expiry settings. The
- * partner API passes its key's principal; the dashboard and the handle page pass the merchant's partner.
+ * partner API passes its key's principal, whose keyId makes the insert fail once the key is revoked; the
+ * dashboard, the handle page and plan charges pass the merchant's partner, without a key.
  */
-/** Who creates: a partner's API key (keyId: the insert fails once it is revoked), or the merchant's own surfaces. */
 export type RequestCreator = Pick<Principal, 'partnerId' | 'mode' | 'allowedExpiryMinutes' | 'defaultExpiryMinutes'> & { keyId?: string };
 
 /** One create, whoever asks (partner API, dashboard, handle page, plan charge): one path, one set of rules. */
