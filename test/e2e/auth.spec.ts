@@ -4,7 +4,10 @@ import { mustCreateRequest } from '../factories/requests';
 import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { waitFor } from '../support/wait';
 import { RequestsService } from '../../src/modules/requests/application/requests.service';
+import { ApiKeyService } from '../../src/modules/auth/api-key.service';
+import { MerchantsService } from '../../src/modules/merchants/merchants.service';
 
 /*
  * Spec §5, DESIGN §3 (auth): missing, malformed, unknown or revoked key → 401 unauthorized, the same bytes
@@ -102,6 +105,55 @@ describe('401: every kind of bad key gets the same bytes', () => {
     const input = { merchantId: m.id, fiatAmount: 800, metadata: {}, paymentMode: 'pos' as const, source: 'partner' as const, idempotencyKey: 'k'.repeat(40) };
     await expect(svc.app.get(RequestsService).create(admitted, input)).rejects.toMatchObject({ code: 'unauthorized' });
     expect(await sql(`SELECT id FROM payment_requests WHERE merchant_id = $1 AND fiat_amount = 800`, [m.id])).toEqual([]);
+  });
+
+  it('a cancel and a merchant create the guard let in before their key was revoked change nothing after the revocation', async () => {
+    const key = await admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'test' });
+    const m = await createOnboardedMerchant(svc, key.body.api_key);
+    const made = await mustCreateRequest(svc, key.body.api_key, { account_id: m.id, fiat_amount_int: 900 });
+    // The calls as the guard admitted them, the key revoked before they reach the database.
+    const admitted = await svc.app.get(ApiKeyService).authenticate(key.body.api_key);
+    expect(admitted?.keyId).toBe(key.body.key_id);
+    expect((await admin(svc, 'DELETE', `/partners/${p.id}/keys/${key.body.key_id}`)).status).toBe(200);
+    await expect(svc.app.get(RequestsService).cancel({ partnerId: p.id, testMode: true }, made.request_id, admitted!.keyId))
+      .rejects.toMatchObject({ code: 'unauthorized' });
+    expect(await sql(`SELECT status FROM payment_requests WHERE id = $1`, [made.request_id])).toEqual([{ status: 'requested' }]);
+    const wallet = `0x${randomUUID().replace(/-/g, '').padEnd(40, '7')}`;
+    await expect(svc.app.get(MerchantsService).create(admitted!, { wallet_address: wallet }))
+      .rejects.toMatchObject({ code: 'unauthorized' });
+    expect(await sql(`SELECT id FROM merchants WHERE wallet_address = $1`, [wallet])).toEqual([]);
+  });
+
+  it('a revocation waits for a cancel that holds its key, and a cancel after it answers 401', async () => {
+    const key = await admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'test' });
+    const m = await createOnboardedMerchant(svc, key.body.api_key);
+    const made = await mustCreateRequest(svc, key.body.api_key, { account_id: m.id, fiat_amount_int: 910 });
+    const keys = svc.app.get(ApiKeyService);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding!: () => void;
+    const started = new Promise<void>((r) => (holding = r));
+    const write = keys.whileLive(key.body.key_id, async () => {
+      holding();
+      await held;
+      return 'written';
+    });
+    await started;
+    let revoked = false;
+    const revocation = admin(svc, 'DELETE', `/partners/${p.id}/keys/${key.body.key_id}`).then((r) => {
+      revoked = true;
+      return r;
+    });
+    // The revocation is blocked on the key's row while the write holds it.
+    await waitFor(async () => (await sql(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE api_keys%'`)).length > 0, 10000, 20);
+    expect(revoked).toBe(false);
+    release();
+    await expect(write).resolves.toBe('written');
+    expect((await revocation).status).toBe(200);
+    const r = await call(svc.publicUrl, 'POST', `/api/v1/requests/${made.request_id}/cancel`, { key: key.body.api_key });
+    expect(r.status).toBe(401);
+    expect(await sql(`SELECT status FROM payment_requests WHERE id = $1`, [made.request_id])).toEqual([{ status: 'requested' }]);
   });
 
   it('a revoked key is refused on the admin listener too', async () => {

@@ -18,6 +18,18 @@ export class ApiKeyRepository {
     });
   }
 
+  /**
+   * Runs `write` in a transaction that first takes the key's row FOR SHARE, unless the key is revoked (then
+   * null and nothing runs). A revocation takes the row FOR NO KEY UPDATE, so it waits for the write to
+   * commit, and a write that reaches this point after a revocation committed finds the key revoked.
+   */
+  whileLive<T>(keyId: string, write: (em: EntityManager) => Promise<T>): Promise<{ result: T } | null> {
+    return this.keys.manager.transaction(async (em) => {
+      const live = await em.query<unknown[]>(`SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE`, [keyId]);
+      return live.length === 1 ? { result: await write(em) } : null;
+    });
+  }
+
   /** A foreign-key violation when the partner does not exist. */
   async insert(em: EntityManager, k: { partnerId: string; mode: Mode; scopes: Scope[]; keyHash: Buffer; displayPrefix: string; label: string | null }): Promise<ApiKeyInfo> {
     const r = await em.getRepository(ApiKeyEntity).createQueryBuilder().insert().into(ApiKeyEntity).values(k).returning(['id', 'createdAt']).execute();

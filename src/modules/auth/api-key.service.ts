@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
@@ -113,6 +114,18 @@ export class ApiKeyService implements OnModuleInit {
     });
     if (!row) throw AppError.notFound();
     return { id: keyId, revokedAt: row.revokedAt };
+  }
+
+  /**
+   * A partner key's write (a merchant create, a cancel) with the key held live until it commits: a call the
+   * guard admitted, then kept waiting (for a pool connection behind slow queries) past the key's revocation,
+   * answers 401 and changes nothing, and a revocation answers only after the writes that got in first have
+   * committed. A request create checks its key in the insert's trigger instead (no row lock on the hot path).
+   */
+  async whileLive<T>(keyId: string, write: (em: EntityManager) => Promise<T>): Promise<T> {
+    const done = await this.repo.whileLive(keyId, write);
+    if (!done) throw new AppError('unauthorized');
+    return done.result;
   }
 
   private async load(hash: Buffer, mode: Mode): Promise<Principal | null> {

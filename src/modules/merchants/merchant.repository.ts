@@ -19,8 +19,8 @@ export class MerchantRepository {
    * Inserts unless the wallet is taken: false then (ON CONFLICT DO NOTHING; the id and token hash are random,
    * so the wallet is the only unique value that can collide).
    */
-  async insertUnlessWalletTaken(m: NewMerchant): Promise<boolean> {
-    const r = await this.merchants.createQueryBuilder().insert().into(MerchantEntity).values(m).orIgnore().returning(['id']).execute();
+  async insertUnlessWalletTaken(em: EntityManager, m: NewMerchant): Promise<boolean> {
+    const r = await em.getRepository(MerchantEntity).createQueryBuilder().insert().into(MerchantEntity).values(m).orIgnore().returning(['id']).execute();
     return (r.raw as unknown[]).length === 1;
   }
 

@@ -10,6 +10,7 @@ import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
 import { MerchantDirectory } from './merchant-directory';
 import type { Principal } from '../auth/api-key';
+import { ApiKeyService } from '../auth/api-key.service';
 import type { CreateMerchantDto, ListMerchantsQuery } from './merchant.dto';
 import { hashToken, onboardingLinkExpired, onboardingLinkExpiresAt, onboardingToken, type Merchant } from './merchant';
 import type { MerchantEntity } from './merchant.entity';
@@ -33,6 +34,7 @@ export class MerchantsService {
     private readonly rates: RatesService,
     private readonly directory: MerchantDirectory,
     private readonly audit: AuditService,
+    private readonly keys: ApiKeyService,
   ) {}
 
   /** A supported display currency in lower case, or a 400 naming the field (RatesService's rule). */
@@ -40,12 +42,15 @@ export class MerchantsService {
     return this.rates.supportedCurrency(code, field);
   }
 
-  /** Spec §4.5: idempotent on wallet_address within a partner and mode; wallets are globally unique. */
+  /**
+   * Spec §4.5: idempotent on wallet_address within a partner and mode; wallets are globally unique. The insert
+   * commits only while the calling key is live (401 once it is revoked).
+   */
   async create(p: Principal, dto: CreateMerchantDto): Promise<{ merchant: Merchant; created: boolean }> {
     const currency = this.supportedCurrency(dto.display_currency ?? p.defaultCurrency);
     const id = randomUUID();
     const salt = randomBytes(32);
-    const inserted = await this.repo.insertUnlessWalletTaken({
+    const inserted = await this.keys.whileLive(p.keyId, (em) => this.repo.insertUnlessWalletTaken(em, {
       id,
       partnerId: p.partnerId,
       testMode: p.mode === 'test',
@@ -62,7 +67,7 @@ export class MerchantsService {
       walletAddress: dto.wallet_address ?? null,
       onboardingTokenSalt: salt,
       onboardingTokenHash: hashToken(onboardingToken(this.config.onboardingTokenSecret, id, salt)),
-    });
+    }));
     if (inserted) return { merchant: await this.mustLoad(id), created: true };
     // The wallet is taken: a replay when it is this partner's merchant in this mode, a conflict otherwise.
     const owner = dto.wallet_address ? await this.repo.findByWallet(dto.wallet_address) : null;

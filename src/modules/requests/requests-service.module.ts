@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
 import { MerchantsCoreModule } from '../merchants/merchants-core.module';
 import { RequestsService } from './application/requests.service';
 import { RequestsCoreModule } from './requests-core.module';
@@ -9,7 +10,7 @@ import { RequestsCoreModule } from './requests-core.module';
  * all create requests through.
  */
 @Module({
-  imports: [MerchantsCoreModule, RequestsCoreModule],
+  imports: [AuthModule, MerchantsCoreModule, RequestsCoreModule],
   providers: [RequestsService],
   exports: [RequestsService],
 })

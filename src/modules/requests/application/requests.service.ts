@@ -6,6 +6,7 @@ import { fiatExponent } from '../../../common/currencies';
 import { AppError } from '../../../common/errors';
 import { currencyMismatch } from '../../../common/http/currency-assertion';
 import type { Principal } from '../../auth/api-key';
+import { ApiKeyService } from '../../auth/api-key.service';
 import { AssetRegistry } from '../../chain/asset-registry';
 import { MerchantDirectory, type MerchantForCreate } from '../../merchants/merchant-directory';
 import { MerchantGate } from '../../merchants/merchant-gate.service';
@@ -94,6 +95,7 @@ export class RequestsService {
     private readonly merchants: MerchantGate,
     private readonly directory: MerchantDirectory,
     private readonly expiry: ExpiryService,
+    private readonly keys: ApiKeyService,
   ) {}
 
   /**
@@ -277,8 +279,10 @@ export class RequestsService {
    * Spec §4.4: only requested with proof none; otherwise CannotCancel with the current request, which each
    * surface shows beside the error in its own shape (cannotCancelWith).
    */
-  async cancel(scope: RequestScope, id: string): Promise<PaymentRequest> {
-    const voided = await this.repo.applyStatus(id, 'cancel', { scope });
+  /** A partner's cancel names its key (`keyId`): the request is voided only while that key is live (else 401). */
+  async cancel(scope: RequestScope, id: string, keyId?: string): Promise<PaymentRequest> {
+    const voiding = (em?: EntityManager) => this.repo.applyStatus(id, 'cancel', { scope, em });
+    const voided = keyId ? await this.keys.whileLive(keyId, voiding) : await voiding();
     if (voided) return voided;
     throw new CannotCancel(await this.get(scope, id));
   }

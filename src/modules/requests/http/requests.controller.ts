@@ -44,6 +44,6 @@ export class RequestsController {
   @RateLimit(60)
   async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
     const view = (r: PaymentRequest) => toRequestResponse(r, this.config.payUrl, new Date());
-    return view(await this.requests.cancel(partnerScope(req.principal), id).catch(cannotCancelWith(view)));
+    return view(await this.requests.cancel(partnerScope(req.principal), id, req.principal.keyId).catch(cannotCancelWith(view)));
   }
 }
