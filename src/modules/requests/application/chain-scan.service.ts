@@ -9,7 +9,7 @@ import { RequestsRepository } from '../infrastructure/requests.repository';
 import { UnmatchedTransfersRepository, type NextTry, type SeenTransfer } from '../infrastructure/unmatched-transfers.repository';
 import { deepThrough } from '../domain/finality';
 import { readHead } from './chain-head';
-import { VerificationService } from './verification.service';
+import { ChainOff, VerificationService, type VerifyOutcome } from './verification.service';
 
 /** How far back a first scan of a chain starts. */
 const FIRST_SCAN_LOOKBACK_BLOCKS = 1000;
@@ -291,7 +291,7 @@ export class ChainScanService {
     let reason = 'no_open_request_for_amount';
     if (candidate) {
       const seenTip = tried && !retry.last ? (retry.retryTip ?? undefined) : undefined;
-      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', seenTip);
+      const outcome = await this.verification.verify(candidate, t.txHash, 'chain_scan', seenTip).catch(chainOffWaits(retry.scanTip));
       switch (outcome.kind) {
         case 'verified': {
           // verify says the request is verified by this transaction, not which log: another transfer of the
@@ -349,7 +349,7 @@ export class ChainScanService {
    * tip passes both the scan's and the verification's (a lagging backend's tip is lower than the scan's).
    */
   private nextTry(why: string, verifiedTip: number, retry: Retry): NextTry {
-    if (why === 'unknown') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
+    if (why === 'unknown' || why === 'chain_off') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
     return { delayMs: 0, tip: Math.max(verifiedTip, retry.scanTip) };
   }
 
@@ -392,4 +392,16 @@ function movedFrom(claim: { blockHash: string | null; blockNumber: number | null
   return claim.blockHash !== null && t.blockHash !== null
     ? claim.blockHash !== t.blockHash
     : claim.blockNumber !== null && claim.blockNumber !== t.blockNumber;
+}
+
+/**
+ * A transfer whose candidate is a request of the other mode (both modes on one chain and token, as in
+ * development) while that mode's chain is off: undecided, retried with the back-off of a transaction the node
+ * does not know, instead of failing the whole range and stopping the scan there for every request.
+ */
+function chainOffWaits(tip: number): (e: unknown) => VerifyOutcome | { kind: 'wait'; why: 'chain_off'; tip: number } {
+  return (e) => {
+    if (e instanceof ChainOff) return { kind: 'wait', why: 'chain_off', tip };
+    throw e;
+  };
 }

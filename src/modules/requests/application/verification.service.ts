@@ -29,6 +29,12 @@ export type VerifyOutcome =
   | { kind: 'rejected'; reason: RejectReason }
   | { kind: 'moot'; why: 'missing' | 'already_verified' | 'superseded' };
 
+/**
+ * The request's mode cannot read the request's chain now (no chain configured for the mode, or its node is on
+ * another chain): nothing about the transaction can be decided, and nothing is recorded.
+ */
+export class ChainOff extends Error {}
+
 /** What the proof pre-check (DESIGN §7, §8) saw of a submitted hash on the request's chain. */
 export type ProofCheck =
   /** `logIndexes`: the transfers that pay it (exact value, token, recipient, in the window). */
@@ -104,7 +110,7 @@ export class VerificationService {
     if (r.proofStatus === 'verified') return { kind: 'moot', why: 'already_verified' };
     if (source === 'payer' && r.txHash !== txHash) return { kind: 'moot', why: 'superseded' };
     const mode: Mode = r.testMode ? 'test' : 'live';
-    const { reader, chainId, confirmations: needed } = this.chainOf(r, (why) => new Error(why));
+    const { reader, chainId, confirmations: needed } = this.chainOf(r, (why) => new ChainOff(why));
 
     const tip = await reader.tip();
     if (seenTip !== undefined && tip === seenTip) return { kind: 'wait', why: 'same_block', mode, tip };
