@@ -362,7 +362,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
   }
   const publicUrl = url(env, 'PUBLIC_URL', 'http://localhost:3000');
   const adminToken = str(env, 'ADMIN_TOKEN', DEV_ADMIN_TOKEN);
-  if (adminToken.length < 12) throw new ConfigError('ADMIN_TOKEN', 'must be at least 12 characters');
+  // A guessable token guards the whole admin surface in production; a local or test run may use any.
+  if (production && adminToken.length < 12) throw new ConfigError('ADMIN_TOKEN', 'must be at least 12 characters when NODE_ENV is production');
   const onboardingTokenSecret = str(env, 'ONBOARDING_TOKEN_SECRET', DEV_ONBOARDING_SECRET);
   const { secretKey, secretKeyPrevious } = loadSecretKeys(env);
   const keyPrefix = str(env, 'KEY_PREFIX', 'prs');
