@@ -478,7 +478,7 @@ describe('admin: deliveries', () => {
     const ev = await recordEvent(s);
     await settled(ev.id, 'delivered');
     const skippedShop = await shop({ enabled: false });
-    await recordEvent(skippedShop);
+    const skippedEv = await recordEvent(skippedShop);
 
     const list = await admin(svc, 'GET', `/deliveries?partner_id=${s.partner.id}`);
     expect(list.status).toBe(200);
@@ -495,6 +495,9 @@ describe('admin: deliveries', () => {
       has_more: false, limit: 50, offset: 0,
     });
     expect((await admin(svc, 'GET', `/deliveries?partner_id=${s.partner.id}&status=abandoned`)).body.deliveries).toEqual([]);
+    // Events recorded while webhooks were off were never meant for delivery (DESIGN §3): listed only when asked.
+    expect((await admin(svc, 'GET', `/deliveries?partner_id=${skippedShop.partner.id}`)).body.deliveries).toEqual([]);
+    expect((await admin(svc, 'GET', `/deliveries?request_id=${skippedEv.requestId}`)).body.deliveries).toEqual([]);
     const skipped = await admin(svc, 'GET', `/deliveries?partner_id=${skippedShop.partner.id}&status=skipped`);
     expect(skipped.body.deliveries).toHaveLength(1);
     expect(skipped.body.deliveries[0]).toMatchObject({ state: 'skipped', attempts: 0, next_attempt_at: null });
