@@ -38,7 +38,18 @@ export class RedisLeases {
   async acquire(name: string, ttlMs: number): Promise<HeldLease | null> {
     const key = this.redis.channel(`lease:${name}`);
     const token = randomBytes(16).toString('hex');
-    if ((await this.redis.main.set(key, token, 'PX', ttlMs, 'NX')) !== 'OK') return null;
+    let reply: string | null;
+    try {
+      reply = await this.redis.main.set(key, token, 'PX', ttlMs, 'NX');
+    } catch (e) {
+      // A command timeout only stops the waiting: the SET was sent, and a Redis that catches up runs it,
+      // leaving a lease nobody holds (every export of that merchant refused for ttlMs, a helper found). The
+      // compare-and-delete goes right behind it on the same connection, so it runs after it; not awaited, so
+      // the caller's fail-open does not wait on a stalled Redis.
+      void this.commands.prsLeaseRelease(key, token).catch(() => undefined);
+      throw e;
+    }
+    if (reply !== 'OK') return null;
     let released = false;
     const renew = async () => {
       try {
