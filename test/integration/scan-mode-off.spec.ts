@@ -10,7 +10,8 @@ import { waitFor } from '../support/wait';
  * Both modes on one chain and token (as in development), then live mode's chain switched off: a transfer to a
  * live wallet of an amount a live request holds is seen by the test-mode scan, and its candidate cannot be
  * verified. It used to fail the scan's whole range, every scan after at the same block, so test-mode payments
- * after it were never found (a helper's hunt). It now waits as undecided, and is decided once live mode is back.
+ * after it were never found (a helper's hunt). It now waits as undecided, however long, and is decided once
+ * live mode is back.
  */
 const PAYER = DEV_KEYS[1];
 let node: LocalNode;
@@ -74,6 +75,16 @@ it('a transfer for the switched-off mode waits undecided, the other mode\'s scan
   expect(await sql(`SELECT reason, pending_request_id FROM unmatched_transfers WHERE tx_hash = $1`, [livePay.txHash]))
     .toEqual([{ reason: 'unconfirmed_chain_off', pending_request_id: liveRequest.id }]);
   expect((await proofOf(liveRequest.id)).proof_status).toBe('none');
+  // Past the give-up bound (6 h after the request's window) it is still kept waiting, not given up: once the
+  // cursor has passed it, only this row can verify the payment when the mode is back.
+  const [{ claim_until: claimUntil }] = await sql<{ claim_until: Date }>(`SELECT claim_until FROM payment_requests WHERE id = $1`, [liveRequest.id]);
+  await sql(`UPDATE payment_requests SET claim_until = now() - interval '7 hours' WHERE id = $1`, [liveRequest.id]);
+  const [{ retries }] = await sql<{ retries: number }>(`UPDATE unmatched_transfers SET retry_at = now() WHERE tx_hash = $1 RETURNING retries`, [livePay.txHash]);
+  await waitFor(async () => (await sql<{ retries: number }>(
+    `SELECT retries FROM unmatched_transfers WHERE tx_hash = $1 AND retries > $2`, [livePay.txHash, retries])).length > 0);
+  expect(await sql(`SELECT reason, pending_request_id FROM unmatched_transfers WHERE tx_hash = $1`, [livePay.txHash]))
+    .toEqual([{ reason: 'unconfirmed_chain_off', pending_request_id: liveRequest.id }]);
+  await sql(`UPDATE payment_requests SET claim_until = $2 WHERE id = $1`, [liveRequest.id, claimUntil]);
   await svc.close();
 
   // Live mode back: a retry of the held transfer verifies the live request.

@@ -283,7 +283,6 @@ export class WebhookEventsRepository {
     );
   }
 
-  /** Newest first. */
   /**
    * A page of deliveries, newest first. Without a state it leaves out the events recorded while webhooks were
    * off (`skipped`): they were never meant for delivery (DESIGN §3), and `status=skipped` lists them.

@@ -303,7 +303,9 @@ export class ChainScanService {
           break;
         }
         case 'wait':
-          if (retry.last) return this.giveUp(chainId, t, candidate, outcome.why, lease);
+          // A transfer waiting for its mode's chain to come back is never given up: it may pay, and once the
+          // cursor has passed it only this row can still verify it (each retry is one read, every 5 min).
+          if (retry.last && outcome.why !== 'chain_off') return this.giveUp(chainId, t, candidate, outcome.why, lease);
           if (outcome.why === 'same_block') {
             return this.written(t, lease !== null && (await this.unmatched.postpone(chainId, t, lease, 0, Math.max(outcome.tip, retry.scanTip))));
           }
@@ -349,7 +351,7 @@ export class ChainScanService {
    * tip passes both the scan's and the verification's (a lagging backend's tip is lower than the scan's).
    */
   private nextTry(why: string, verifiedTip: number, retry: Retry): NextTry {
-    if (why === 'unknown' || why === 'chain_off') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
+    if (why === 'unknown' || why === 'chain_off' || why === 'chain_moved') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
     return { delayMs: 0, tip: Math.max(verifiedTip, retry.scanTip) };
   }
 
@@ -396,12 +398,14 @@ function movedFrom(claim: { blockHash: string | null; blockNumber: number | null
 
 /**
  * A transfer whose candidate is a request of the other mode (both modes on one chain and token, as in
- * development) while that mode's chain is off: undecided, retried with the back-off of a transaction the node
- * does not know, instead of failing the whole range and stopping the scan there for every request.
+ * development) that cannot be verified now: undecided, retried with the back-off of a transaction the node
+ * does not know, instead of failing the whole range and stopping the scan there for every request. `chain_off`
+ * (that mode has no working chain) waits until it has one; `chain_moved` (that mode now reads another chain)
+ * is given up like any undecided transfer, 6 h after its request's window.
  */
-function chainOffWaits(tip: number): (e: unknown) => VerifyOutcome | { kind: 'wait'; why: 'chain_off'; tip: number } {
+function chainOffWaits(tip: number): (e: unknown) => VerifyOutcome | { kind: 'wait'; why: 'chain_off' | 'chain_moved'; tip: number } {
   return (e) => {
-    if (e instanceof ChainOff) return { kind: 'wait', why: 'chain_off', tip };
+    if (e instanceof ChainOff) return { kind: 'wait', why: e.off ? 'chain_off' : 'chain_moved', tip };
     throw e;
   };
 }

@@ -277,9 +277,9 @@ export class RequestsService {
 
   /**
    * Spec §4.4: only requested with proof none; otherwise CannotCancel with the current request, which each
-   * surface shows beside the error in its own shape (cannotCancelWith).
+   * surface shows beside the error in its own shape (cannotCancelWith). A partner's cancel names its key
+   * (`keyId`): the request is voided only while that key is live (else 401).
    */
-  /** A partner's cancel names its key (`keyId`): the request is voided only while that key is live (else 401). */
   async cancel(scope: RequestScope, id: string, keyId?: string): Promise<PaymentRequest> {
     const voiding = (em?: EntityManager) => this.repo.applyStatus(id, 'cancel', { scope, em });
     const voided = keyId ? await this.keys.whileLive(keyId, voiding) : await voiding();

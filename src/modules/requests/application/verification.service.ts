@@ -30,10 +30,15 @@ export type VerifyOutcome =
   | { kind: 'moot'; why: 'missing' | 'already_verified' | 'superseded' };
 
 /**
- * The request's mode cannot read the request's chain now (no chain configured for the mode, or its node is on
- * another chain): nothing about the transaction can be decided, and nothing is recorded.
+ * The request's mode cannot read the request's chain now: nothing about the transaction can be decided, and
+ * nothing is recorded. `off`: the mode has no working chain (not configured, its node unreachable at start or
+ * on another chain id), which an operator may fix; otherwise the mode reads another chain than the request's.
  */
-export class ChainOff extends Error {}
+export class ChainOff extends Error {
+  constructor(message: string, readonly off: boolean) {
+    super(message);
+  }
+}
 
 /** What the proof pre-check (DESIGN §7, §8) saw of a submitted hash on the request's chain. */
 export type ProofCheck =
@@ -110,7 +115,7 @@ export class VerificationService {
     if (r.proofStatus === 'verified') return { kind: 'moot', why: 'already_verified' };
     if (source === 'payer' && r.txHash !== txHash) return { kind: 'moot', why: 'superseded' };
     const mode: Mode = r.testMode ? 'test' : 'live';
-    const { reader, chainId, confirmations: needed } = this.chainOf(r, (why) => new ChainOff(why));
+    const { reader, chainId, confirmations: needed } = this.chainOf(r, (why, off) => new ChainOff(why, off));
 
     const tip = await reader.tip();
     if (seenTip !== undefined && tip === seenTip) return { kind: 'wait', why: 'same_block', mode, tip };
@@ -144,12 +149,12 @@ export class VerificationService {
     this.logger.warn(`request ${requestId}: gave up on ${txHash}, unknown to the node`);
   }
 
-  private chainOf(r: PaymentRequest, fail: (why: string) => Error): { reader: ChainReader; chainId: bigint; confirmations: Confirmations } {
+  private chainOf(r: PaymentRequest, fail: (why: string, off: boolean) => Error): { reader: ChainReader; chainId: bigint; confirmations: Confirmations } {
     const mode: Mode = r.testMode ? 'test' : 'live';
     const reader = this.assets.reader(mode);
     const asset = this.assets.asset(mode);
-    if (!reader || !asset) throw fail(`verification is off for ${mode} mode: ${JSON.stringify(this.assets.status(mode))}`);
-    if (asset.chainId !== r.chainId) throw fail(`request ${r.id} is on chain ${r.chainId}, ${mode} mode reads ${asset.chainId}`);
+    if (!reader || !asset) throw fail(`verification is off for ${mode} mode: ${JSON.stringify(this.assets.status(mode))}`, true);
+    if (asset.chainId !== r.chainId) throw fail(`request ${r.id} is on chain ${r.chainId}, ${mode} mode reads ${asset.chainId}`, false);
     return { reader, chainId: asset.chainId, confirmations: asset.confirmations };
   }
 
