@@ -317,6 +317,38 @@ describe('form text Postgres cannot store', () => {
                              (SELECT url FROM webhook_endpoints WHERE partner_id = $1) AS url`, [partner.id])).toEqual(before);
   });
 
+  // The same fields in a body that is not a form used to be read as JSON, past the text check: a 500.
+  it.each([
+    ['application/json', (f: Record<string, unknown>) => JSON.stringify(f)],
+    ['text/plain', (f: Record<string, unknown>) => JSON.stringify(f)],
+    ['multipart/form-data; boundary=x', (f: Record<string, unknown>) => `--x\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\n${f._csrf}\r\n--x--\r\n`],
+  ])('a body sent as %s is not read: 415 in words, nothing stored', async (type, encode) => {
+    const c = client();
+    await c.signIn(await createUser(svc, partner.id), PASSWORD);
+    const csrf = await c.csrf('/portal/keys');
+    const keys = async () => (await sql(`SELECT count(*)::int AS n FROM api_keys WHERE partner_id = $1`, [partner.id]))[0].n;
+    const before = await keys();
+    const r = await fetch(`${svc.publicUrl}/portal/keys`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: [...c.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': type },
+      body: encode({ _csrf: csrf, mode: 'test', scopes: ['requests:read'], label: 'back\u0000end' }),
+    });
+    expect(r.status).toBe(415);
+    expect(await r.text()).toContain('Only forms are accepted');
+    expect(await keys()).toBe(before);
+    // Signed out, the sign-in form refuses it too, before any lookup.
+    const anonymous = client();
+    const token = await anonymous.csrf('/portal/login');
+    const login = await fetch(`${svc.publicUrl}/portal/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: [...anonymous.cookies].map(([k, v]) => `${k}=${v}`).join('; '), 'content-type': type },
+      body: encode({ _csrf: token, email: 'some\u0000one@example.com', password: PASSWORD }),
+    });
+    expect([403, 415]).toContain(login.status);
+  });
+
   it('a sign-in with a NUL in the email is a 400, before any lookup', async () => {
     const c = client();
     const token = await c.csrf('/portal/login');

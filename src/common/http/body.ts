@@ -23,7 +23,7 @@ export function nextRequestId(): string {
 const parser = express.json({ limit: MAX_BODY, strict: false, type: () => true });
 
 /** A request that carries body bytes: a positive Content-Length, or a chunked body (length unknown). */
-function hasBody(req: Request): boolean {
+export function hasBody(req: Request): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
   const length = req.headers['content-length'];
   return length !== undefined && Number(length) > 0;
@@ -51,8 +51,10 @@ export function unsupportedMediaType(req: Request): boolean {
 export function jsonBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   req.id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || nextRequestId();
   if (req.method === 'GET' || req.method === 'HEAD') return next();
-  // The portal's HTML forms were read by their own parser (mounted on /portal ahead of this one): exempt.
-  if (!(req as { _body?: boolean })._body && !PORTAL_PATH.test(req.path) && unsupportedMediaType(req)) {
+  // The portal takes its HTML forms only, read by their own parser (mounted on /portal ahead of this one),
+  // which refuses any other body: nothing under /portal is read as JSON.
+  if (PORTAL_PATH.test(req.path)) return next();
+  if (unsupportedMediaType(req)) {
     req.bodyProblem = 'unsupported_media_type';
     req.body = undefined;
     return next();

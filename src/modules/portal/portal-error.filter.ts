@@ -31,6 +31,8 @@ function words(status: number, path: string, signedIn: boolean): Words {
       return { title: 'Not found', detail: 'There is nothing at this address in your portal.' };
     case 413:
       return { title: 'Too much data', detail: 'The form sent more than the portal accepts. Nothing was changed.' };
+    case 415:
+      return { title: 'Only forms are accepted', detail: 'The portal reads its own HTML forms, not JSON or other bodies. Nothing was changed.' };
     case 429:
       return path.startsWith('/portal/login')
         ? { title: 'Too many sign-in attempts', detail: 'Sign-in is paused for this address or account. Wait a minute, then try again.' }

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ParsedRequest } from '../../common/http/body';
-import { MAX_BODY, textErrors } from '../../common/http/body';
+import { hasBody, MAX_BODY, mediaType, textErrors } from '../../common/http/body';
 import type { PortalSession } from './portal-sessions.service';
 
 /** The session cookie: HttpOnly, SameSite=Lax, scoped to /portal, Secure when the service is served over https. */
@@ -30,15 +30,20 @@ const formParser = express.urlencoded({ extended: false, limit: MAX_BODY, parame
 /**
  * The portal's HTML forms post application/x-www-form-urlencoded, which the API's JSON-only body parser
  * would refuse. Mounted on /portal ahead of it; a parse failure is deferred the same way (bodyProblem), and
- * the JSON parser skips a body this one consumed. Text Postgres cannot store as sent (a NUL, a lone
- * surrogate: see textErrors) makes the form unreadable too, as it makes a JSON body invalid; the fields stay,
- * so the session's CSRF check still reads its token and the 400 comes from BodyCheckGuard.
+ * the JSON parser leaves /portal alone. Text Postgres cannot store as sent (a NUL, a lone surrogate: see
+ * textErrors) makes the form unreadable too, as it makes a JSON body invalid; the fields stay, so the
+ * session's CSRF check still reads its token and the 400 comes from BodyCheckGuard. A body of any other type
+ * (JSON, text, multipart) is not read: 415 (it used to be read as JSON, past the text check: a NUL in a key's
+ * label was a 500, a helper's fuzzing found).
  */
 export function portalFormBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   if (req.method === 'GET' || req.method === 'HEAD') return next();
   formParser(req, res, (err?: { type?: string }) => {
     if (err) {
       req.bodyProblem = err.type === 'entity.too.large' ? 'payload_too_large' : 'invalid_json';
+      req.body = undefined;
+    } else if (hasBody(req) && mediaType(req) !== 'application/x-www-form-urlencoded') {
+      req.bodyProblem = 'unsupported_media_type';
       req.body = undefined;
     } else if (textErrors(req.body).length > 0) {
       req.bodyProblem = 'invalid_json';
