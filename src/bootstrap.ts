@@ -10,6 +10,7 @@ import { AppModule, type Extensions, type Roles } from './app.module';
 import { ConfigError, type AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
+import { answerClientErrors } from './common/http/client-errors';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
 import { literalPercents } from './common/http/literal-percents';
 import { httpMetrics } from './modules/ops/http-metrics.middleware';
@@ -113,7 +114,10 @@ export async function start(
     req.adminListener = true;
     handler(req, res);
   });
-  for (const s of [publicServer, adminServer]) serverTimeouts(s);
+  for (const s of [publicServer, adminServer]) {
+    serverTimeouts(s);
+    answerClientErrors(s);
+  }
   const publicUrl = await listen(publicServer, config.port);
   const adminUrl = await listen(adminServer, config.adminPort, config.adminHost);
   return {

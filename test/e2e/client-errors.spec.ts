@@ -1,0 +1,66 @@
+import net from 'node:net';
+import { createPartner, type TestPartner } from '../factories/partners';
+import { startService, type TestService } from '../support/app';
+import { closeSql } from '../support/db';
+
+/*
+ * Requests Node's HTTP parser refuses never reach Express (a header with a NUL or a control character, headers
+ * over 16 KB), nor does an Expect header Node does not know: Node answered them with a bare status line and no
+ * body (a helper's fuzzing). They are answered in the envelope, with Node's status, on both listeners.
+ */
+let svc: TestService;
+let p: TestPartner;
+
+beforeAll(async () => {
+  svc = await startService();
+  p = await createPartner(svc);
+}, 60000);
+
+afterAll(async () => {
+  await svc?.close();
+  await closeSql();
+});
+
+interface RawReply {
+  status: number;
+  head: string;
+  body: string;
+}
+
+/** Writes the bytes as they are (no client would send them) and reads until the server closes. */
+function raw(baseUrl: string, bytes: Buffer): Promise<RawReply> {
+  const u = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(u.port), u.hostname);
+    const chunks: Buffer[] = [];
+    s.on('data', (d) => chunks.push(d));
+    s.on('error', reject);
+    s.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const at = text.indexOf('\r\n\r\n');
+      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1), head: text.slice(0, at), body: text.slice(at + 4) });
+    });
+    s.end(bytes);
+  });
+}
+
+const create = (baseUrl: string, extraHeader: Buffer) =>
+  raw(baseUrl, Buffer.concat([
+    Buffer.from(`POST /api/v1/requests/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n`),
+    extraHeader,
+    Buffer.from('\r\n{}'),
+  ]));
+
+it.each([
+  ['a header with a NUL byte', Buffer.from('Idempotency-Key: abc\u0000def\r\n', 'latin1'), 400, 'invalid_request'],
+  ['a header with a control character', Buffer.from('Idempotency-Key: a\u0001b\r\n', 'latin1'), 400, 'invalid_request'],
+  ['headers over 16 KB', Buffer.from(`Idempotency-Key: ${'A'.repeat(20 * 1024)}\r\n`), 431, 'request_header_fields_too_large'],
+  ['an Expect header other than 100-continue', Buffer.from('Expect: weird\r\n'), 417, 'expectation_failed'],
+])("%s → Node's status, in the envelope, on both listeners", async (_label, header, status, error) => {
+  for (const url of [svc.publicUrl, svc.adminUrl]) {
+    const r = await create(url, header);
+    expect(r.status).toBe(status);
+    expect(r.head).toMatch(/\r\ncontent-type: application\/json/i);
+    expect(JSON.parse(r.body)).toEqual({ ok: false, error });
+  }
+});
