@@ -18,7 +18,7 @@
  * request, sorted by what the service spends beyond the floor; BENCH_CASES=get or create alone keeps one path's
  * work apart), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
  * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
- * partner is held to 10 attempts in flight, ten fill the worker's 50 as the bare loop has 50 in flight),
+ * partner is held to 10 attempts in flight, ten fill the worker's 100; the bare loop runs 50 in flight, its fastest),
  * BENCH_WEBHOOK_RATE (events per second of each webhook bench's commit-to-receipt latency phase, default 1000;
  * 0 skips it),
  * BENCH_AMOUNTS (random, or sequential to avoid amount collisions). The children's
@@ -251,7 +251,7 @@ async function main(): Promise<void> {
     connections: CONNECTIONS, warmupSeconds: WARMUP_SECONDS,
   };
   // One partner is held to WEBHOOK_PARTNER_CONCURRENCY (10) attempts in flight by the fairness rule (DESIGN
-  // §7); ten partners let the worker run its 50 at once, as many as the bare loop: both are printed.
+  // §7); ten partners let the worker run its 100 at once: both are printed.
   const webhookPartners = (process.env.BENCH_WEBHOOK_PARTNERS || '1,10').split(',').map((p) => intEnvValue('BENCH_WEBHOOK_PARTNERS', p.trim(), 1));
   const webhooks: Array<{ partners: number; outcome: WebhookOutcome }> = [];
   if (wanted.includes('webhooks')) {

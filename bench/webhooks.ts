@@ -6,9 +6,12 @@
  *
  * The receiver is a child process, so neither side shares its event loop with it. The worker runs in this
  * process on the database prs_bench_webhooks (recreated) with Redis prefix prs-bench-wh. Each repetition
- * records BENCH_WEBHOOK_EVENTS events (default 3000) with the queue paused, then resumes it and times until
- * all are recorded as delivered; the bare loop sends four times as many POSTs (it is that much faster, and a
- * run of a few hundred milliseconds is mostly noise). BENCH_WEBHOOK_PARTNERS (default 1) spreads the events
+ * records BENCH_WEBHOOK_EVENTS events (default 20000) with the queue paused, then resumes it and times until
+ * all are recorded as delivered; the bare loop sends four times as many POSTs (it is that much faster). Both
+ * run for several seconds, after a warm-up of BENCH_WEBHOOK_WARMUP deliveries and as many bare POSTs (default
+ * 5000), as PERFORMANCE.md's method asks (2 s of warm-up, then ~10 s): until the 2026-11-28 session they ran
+ * 3000 events after 500, about one second after a tenth of one, which timed the worker's ramp-up and its last
+ * partners' tail as much as its steady rate (rep 1 of a run was up to a third slower than rep 2). BENCH_WEBHOOK_PARTNERS (default 1) spreads the events
  * over that many partners, all pointing at the receiver.
  *   node -r @swc-node/register bench/webhooks.ts        (or through `npm run bench`)
  * BENCH_WEBHOOKS_DATABASE_URL and BENCH_WEBHOOKS_REDIS_PREFIX move it aside, to run beside a bench.
@@ -43,7 +46,8 @@ import type { ProduceOrder, ProduceReport } from './webhook-producer';
 const DATABASE_URL = process.env.BENCH_WEBHOOKS_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/prs_bench_webhooks';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const REDIS_PREFIX = process.env.BENCH_WEBHOOKS_REDIS_PREFIX || 'prs-bench-wh';
-const IN_FLIGHT = 50; // the worker's concurrency, and the bare loop's
+/** The bare loop's POSTs in flight: its fastest setting here (100 ran no faster: 8,700–10,400/s against 10,200–11,400). */
+const IN_FLIGHT = 50;
 const BARE_FACTOR = 4;
 /** Measured seconds of the latency phase (after its 2-second warm-up). */
 const LATENCY_SECONDS = 10;
@@ -391,7 +395,8 @@ export interface WebhookBenchResult {
 
 export async function benchWebhooks(context: { reps?: number; partners?: number } = {}): Promise<WebhookBenchResult> {
   const reps = context.reps ?? Number(process.env.BENCH_REPS ?? 3);
-  const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 3000);
+  const events = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 20000);
+  const warmup = Number(process.env.BENCH_WEBHOOK_WARMUP ?? 5000);
   const partners = context.partners ?? Number(process.env.BENCH_WEBHOOK_PARTNERS ?? 1);
   const latencyRate = Number(process.env.BENCH_WEBHOOK_RATE ?? 1000);
   if (!Number.isInteger(latencyRate) || latencyRate < 0) throw new Error('BENCH_WEBHOOK_RATE: events per second, a whole number (0 skips the latency phase)');
@@ -418,14 +423,14 @@ export async function benchWebhooks(context: { reps?: number; partners?: number 
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       LOG_LEVEL: 'warn',
       // Unset: the service's default (10 of one partner in flight). With a single partner (the default
-      // BENCH_WEBHOOK_PARTNERS=1) this limit, not the worker's 50, caps what is in flight; with 5 or more
+      // BENCH_WEBHOOK_PARTNERS=1) this limit, not the worker's 100, caps what is in flight; with 5 or more
       // partners the worker's concurrency does.
       ...(process.env.WEBHOOK_PARTNER_CONCURRENCY ? { WEBHOOK_PARTNER_CONCURRENCY: process.env.WEBHOOK_PARTNER_CONCURRENCY } : {}),
     });
     running = await start(config, { http: false, worker: true }, { logger: process.env.BENCH_LOGS ? undefined : false });
-    log(`warm-up: ${Math.min(events, 500)} deliveries and as many bare POSTs`);
-    await serviceRun(running, client, receiver.child, fs, Math.min(events, 500));
-    await bareRun(receiver.url, f, Math.min(events, 500));
+    log(`warm-up: ${warmup} deliveries and as many bare POSTs; then ${events} deliveries and ${events * BARE_FACTOR} bare POSTs a repetition`);
+    await serviceRun(running, client, receiver.child, fs, warmup);
+    await bareRun(receiver.url, f, warmup);
     const results: WebhookBenchResult['reps'] = [];
     const profiler = process.env.BENCH_WEBHOOK_PROFILE ? new Session() : undefined;
     profiler?.connect();

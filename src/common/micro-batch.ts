@@ -1,5 +1,5 @@
 /**
- * Collects the calls made during one turn of the event loop and runs them as one batch: with 50 attempts in
+ * Collects the calls made during one turn of the event loop and runs them as one batch: with 100 attempts in
  * flight, many finish together, and one statement for all of them costs a single database round trip
  * (PERFORMANCE.md: attempt rows are batched where the outcome allows). `run` answers for each input in
  * order; when it throws, every caller of that batch gets the error.

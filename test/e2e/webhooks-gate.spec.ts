@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait';
  * WEBHOOK_PARTNER_CONCURRENCY by filling the others with members no job runs (they hold their slot until
  * their lease runs out), so one worker's run-on is what delivers its events.
  */
-const LIMIT = 25;
+const LIMIT = 50;
 const TIMEOUT_MS = 500;
 
 let svc: TestService;
@@ -69,7 +69,7 @@ function callsPerDelivery(calls: ReceivedCall[]): Map<string, number> {
 }
 
 it('partners whose endpoints hang keep no worker busy beyond their turn: a healthy partner queued behind them is served within seconds', async () => {
-  // Two hanging partners fill the worker's 50 concurrent attempts; each finished attempt admits the partner's next.
+  // Two hanging partners fill the worker's 100 concurrent attempts; each finished attempt admits the partner's next.
   const hanging = [await partnerWithEvents(600, 'hang'), await partnerWithEvents(600, 'hang')];
   const healthy = await partnerWithEvents(5, 'ok');
   const relay = svc.app.get(WebhookRelay);

@@ -8,7 +8,7 @@ import { DUE_JOB, WebhookDeliveryQueue } from './webhook-delivery.queue';
 /** How many of its partner's next attempts one job runs in the slot it holds before handing them to the queue. */
 const MAX_RUN_ON = 1000;
 /**
- * And for how long: a job that runs on holds one of the worker's 50 places, so partners whose attempts are
+ * And for how long: a job that runs on holds one of the worker's 100 places, so partners whose attempts are
  * slow (a hanging endpoint takes WEBHOOK_TIMEOUT_MS each) would keep every place for up to MAX_RUN_ON attempts
  * and starve every other partner's queued attempts. Past this budget the next attempt goes to the back of
  * the queue like any other; a fast partner still runs hundreds of attempts per queue round trip.
@@ -16,7 +16,10 @@ const MAX_RUN_ON = 1000;
 const RUN_ON_BUDGET_MS = 1000;
 
 /**
- * The `webhooks` queue. 50 attempts run at once per worker. Every `deliver` job already holds one of its
+ * The `webhooks` queue. 100 attempts run at once per worker: ten partners' default slots (WEBHOOK_PARTNER_CONCURRENCY),
+ * so ten busy partners all run at their limit, and one whose endpoint hangs holds a tenth of the worker (with
+ * 50, deliveries to ten partners ran a third slower, on a machine not yet busy: each attempt is a chain of
+ * round trips, claim, POST, record, slot, and more of them in flight share each batch). Every `deliver` job already holds one of its
  * partner's WEBHOOK_PARTNER_CONCURRENCY slots (PartnerGate admitted it), so a worker never picks up an
  * attempt it cannot run: a partner whose endpoint hangs holds its slots for at most WEBHOOK_TIMEOUT_MS each,
  * and its other attempts wait in the gate, spending no attempt and no worker time (DESIGN §7). When an
@@ -26,7 +29,7 @@ const RUN_ON_BUDGET_MS = 1000;
  * the job to another worker, which delivers it again under the same delivery_id; attempts it was running on
  * from the gate are found by the outbox re-drive and queued again in their slots.
  */
-@Processor(QUEUES.webhooks, { concurrency: 50, lockDuration: 10_000, stalledInterval: 5_000 })
+@Processor(QUEUES.webhooks, { concurrency: 100, lockDuration: 10_000, stalledInterval: 5_000 })
 export class DeliveryProcessor extends WorkerHost implements BeforeApplicationShutdown {
   private readonly logger = new Logger('DeliveryProcessor');
   /** Set at shutdown: attempts admitted from then on are queued for another worker, not run here. */
