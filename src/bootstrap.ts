@@ -11,6 +11,7 @@ import { ConfigError, type AppConfig } from './config/config';
 import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { answerClientErrors } from './common/http/client-errors';
+import { closeBounded } from './common/queue/shutdown';
 import { expressSettings, serverTimeouts } from './common/http/express-settings';
 import { literalPercents } from './common/http/literal-percents';
 import { httpMetrics } from './modules/ops/http-metrics.middleware';
@@ -90,7 +91,7 @@ export async function start(
     const ctx = await NestFactory.createApplicationContext(module, { logger: opts.logger, bufferLogs: json });
     if (json) ctx.useLogger(ctx.get(JsonLogger));
     ctx.enableShutdownHooks();
-    return { app: ctx, close: () => ctx.close() };
+    return { app: ctx, close: () => closeBounded(ctx) };
   }
   const app = await NestFactory.create<NestExpressApplication>(module, { bodyParser: false, logger: opts.logger, bufferLogs: json });
   if (json) app.useLogger(app.get(JsonLogger));
@@ -129,7 +130,7 @@ export async function start(
     close: async () => {
       adminServer.closeAllConnections();
       await new Promise<void>((r) => adminServer.close(() => r()));
-      await app.close();
+      await closeBounded(app);
     },
   };
 }
