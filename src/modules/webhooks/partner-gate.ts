@@ -11,11 +11,6 @@ import { RedisConnections } from '../../common/redis/redis.module';
  * re-drive sends the attempt again.
  */
 const QUEUED_MS = 60_000;
-/**
- * A member admitted this long ago whose attempt has neither a job nor a claim is taken for orphaned (see
- * admitOrphans): a live run-on claims its attempt within milliseconds of taking its slot.
- */
-const ORPHAN_AFTER_MS = 10_000;
 /** A partner's waiting set is dropped if nothing touches it for a day (Postgres holds every due attempt). */
 const WAITING_TTL_MS = 86_400_000;
 
@@ -45,8 +40,7 @@ const FILL = `
 // KEYS[1]: the partner's slots, a sorted set of members holding a slot, scored by their lease's expiry (ms).
 // KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
 // ARGV: limit, lease length (ms) for members admitted now, '1' to hand back members that hold a slot already
-// ('0' to leave them: a duplicate relay; '2' to hand back only those admitted over ORPHAN_AFTER_MS ago), then
-// the members asking for a slot. Expired leases (a worker that
+// ('0' to leave them: a duplicate relay), then the members asking for a slot. Expired leases (a worker that
 // died) are dropped before counting. Returns the number of members newly waiting or handed back, then the
 // members to queue now (handed back first, then admitted).
 const ADMIT = `
@@ -58,7 +52,7 @@ const ADMIT = `
   for i = 4, #ARGV do
     if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
       added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
-    elseif ARGV[3] == '1' or (ARGV[3] == '2' and tonumber(redis.call('ZSCORE', KEYS[1], ARGV[i])) < expiry - ${ORPHAN_AFTER_MS}) then
+    elseif ARGV[3] == '1' then
       redis.call('ZADD', KEYS[1], expiry, ARGV[i])
       added = added + 1
       out[#out + 1] = ARGV[i]
@@ -143,19 +137,7 @@ export class PartnerGate {
 
   /** Adds `members` to the partner's waiting set (those not waiting or running yet), and admits as many as slots are free. */
   admit(partnerId: string, members: readonly string[]): Promise<Admission> {
-    return this.run(partnerId, '0', members);
-  }
-
-  /**
-   * As admit(), for the outbox re-drive's overdue attempts that have no job and no claim: a member holding a
-   * slot admitted over ORPHAN_AFTER_MS ago is handed back, keeping its slot. Such a slot was taken by a gate
-   * script whose reply never came (Redis stalled past the client's command timeout and ran it later, or the
-   * connection dropped): nobody queued its attempt, and the partner's deliveries waited for the slot's lease,
-   * about a minute and a half, after every Redis stall (a helper's hunt). Handed back by mistake (a run-on
-   * that took 10 s to claim), the attempt's job finds it claimed and sends nothing; the slot is the same one.
-   */
-  admitOrphans(partnerId: string, members: readonly string[]): Promise<Admission> {
-    return this.run(partnerId, '2', members);
+    return this.run(partnerId, false, members);
   }
 
   /**
@@ -165,7 +147,7 @@ export class PartnerGate {
    * job took it to run on (DeliveryProcessor.runNext) and has not claimed it yet.
    */
   readmit(partnerId: string, members: readonly string[]): Promise<Admission> {
-    return this.run(partnerId, '1', members);
+    return this.run(partnerId, true, members);
   }
 
   /**
@@ -173,7 +155,8 @@ export class PartnerGate {
    * which hold a slot now (queue their attempts). Releases asked in one turn of the event loop share one
    * script call (RELEASE), and so its failure: each of them rejects. A failure after Redis ran the script (the
    * reply lost to a timeout or a dropped connection) leaves the members it admitted holding slots with no job,
-   * now of every partner in the batch rather than one; the outbox re-drive hands them back (admitOrphans).
+   * now of every partner in the batch rather than one; they are sent again by the outbox re-drive once their
+   * admission lease runs out (about a minute), as one lost admission always was.
    */
   release(partnerId: string, member: string): Promise<string[]> {
     return this.releases.submit({ partnerId, member });
@@ -203,9 +186,9 @@ export class PartnerGate {
     return { waiting, running };
   }
 
-  private async run(partnerId: string, handBack: '0' | '1' | '2', members: readonly string[]): Promise<Admission> {
+  private async run(partnerId: string, requeue: boolean, members: readonly string[]): Promise<Admission> {
     const [added, ...admitted] = await this.commands.prsGateAdmit(
-      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.config.webhookPartnerConcurrency, this.admissionLeaseMs(), handBack, ...members,
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.config.webhookPartnerConcurrency, this.admissionLeaseMs(), requeue ? '1' : '0', ...members,
     );
     return { added, admitted };
   }

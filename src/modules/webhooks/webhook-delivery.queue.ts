@@ -89,7 +89,7 @@ export class WebhookDeliveryQueue {
    * finished without moving the event on (its worker died, or it exhausted BullMQ's retries) is replaced; a
    * waiting, delayed or active one is left alone. A stalled attempt that holds a slot but has no job (its
    * worker died running it) is queued again in that slot; one that is not stalled and holds a slot is left to
-   * whoever holds it, unless it took that slot over 10 s ago (an orphan: PartnerGate.admitOrphans). Asking the gate also admits whatever its free slots
+   * whoever holds it, until the slot's lease runs out. Asking the gate also admits whatever its free slots
    * allow, so slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
    */
   async ensureJob({ id: eventId, attempt, partnerId, stalled }: DueAttempt): Promise<boolean> {
@@ -97,7 +97,7 @@ export class WebhookDeliveryQueue {
     const state = await this.queue.getJobState(jobId);
     if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
     else if (state !== 'unknown') return false;
-    const { added, admitted } = stalled ? await this.gate.readmit(partnerId, [jobId]) : await this.gate.admitOrphans(partnerId, [jobId]);
+    const { added, admitted } = stalled ? await this.gate.readmit(partnerId, [jobId]) : await this.gate.admit(partnerId, [jobId]);
     await this.queueAdmitted(partnerId, admitted);
     return added > 0;
   }
