@@ -4,8 +4,6 @@ import { loadConfig } from './config/config';
  * `start`: the API and the worker in one process (local use). `start:api` / `start:worker` pass a role
  * (`--api`, `--worker`) so production can scale them separately.
  */
-const HARD_EXIT_MS = 25_000;
-
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const only = args.includes('--api') ? 'api' : args.includes('--worker') ? 'worker' : null;
@@ -18,12 +16,6 @@ async function main(): Promise<void> {
   if (running.publicUrl) log.log(`public listener ${running.publicUrl}, admin listener ${running.adminUrl}`);
   if (only !== 'api') log.log('worker running');
   const stop = async () => {
-    // The last resort, should a close still hang: out before an orchestrator's SIGKILL (30 s by default), with
-    // a line that says so.
-    setTimeout(() => {
-      log.error(`still closing ${HARD_EXIT_MS} ms after the signal: exiting`);
-      process.exit(1);
-    }, HARD_EXIT_MS).unref();
     await running.close();
     process.exit(0);
   };

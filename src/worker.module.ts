@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
 import { DashboardWorkerModule } from './modules/dashboard/dashboard-worker.module';
 import { PlansWorkerModule } from './modules/plans/plans-worker.module';
 import { NotificationsWorkerModule } from './modules/notifications/notifications-worker.module';
@@ -9,10 +8,9 @@ import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module'
 
 /**
  * Everything the worker role runs: queue processors and repeating job schedulers. Mounted only when the
- * process has the worker role (`start` and `start:worker`). DiscoveryModule: closeBounded (shutdown.ts) finds
- * the processors' workers through it.
+ * process has the worker role (`start` and `start:worker`).
  */
 @Module({
-  imports: [DiscoveryModule, DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule, PlansWorkerModule, NotificationsWorkerModule],
+  imports: [DashboardWorkerModule, RatesWorkerModule, RequestsWorkerModule, WebhooksWorkerModule, PlansWorkerModule, NotificationsWorkerModule],
 })
 export class WorkerModule {}

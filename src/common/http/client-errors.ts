@@ -5,19 +5,22 @@ import type { Duplex } from 'node:stream';
  * What Node's HTTP parser refuses before Express sees the request (a header with a NUL or control character,
  * headers over 16 KB, a request line it cannot read, a request that took too long to arrive), and an Expect
  * header it does not know, are answered in the API's envelope like every other refusal, with the status Node
- * would have sent (its own answers are a bare status line with no body). The answer goes out only when nothing
- * of a response was written on that socket yet, as in Node's own handler; then the connection is closed.
+ * would have sent (its own answers are a bare status line with no body). The answer goes out only when no
+ * response is owed on that socket; then the connection is closed.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse }) => {
-    if (err.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) {
+    // A response still owed on this socket (a bad request pipelined behind a good one) would take this answer
+    // for its own: the connection is closed instead, as for a reset or a socket no longer writable.
+    if (err.code === 'ECONNRESET' || !socket.writable || socket._httpMessage) {
       socket.destroy();
       return;
     }
     const [status, error] =
       err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'request_header_fields_too_large']
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout']
-          : [400, 'invalid_request'];
+        : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? [413, 'payload_too_large']
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout']
+            : [400, 'invalid_request'];
     const body = JSON.stringify({ ok: false, error });
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +

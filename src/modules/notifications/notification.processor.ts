@@ -2,7 +2,6 @@ import { BeforeApplicationShutdown } from '@nestjs/common';
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { NOTIFICATION_JOBS, QUEUES, type NotificationJob } from '../../common/queue/queues';
-import { closeWorker } from '../../common/queue/shutdown';
 import { NotificationRedrive } from './notification-redrive';
 import { NotificationSender } from './notification-sender.service';
 
@@ -37,6 +36,6 @@ export class NotificationProcessor extends WorkerHost implements BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     // Let running sends finish and record before the SMTP pool closes.
-    await closeWorker(this.worker);
+    await this.worker.close();
   }
 }

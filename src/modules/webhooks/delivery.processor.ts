@@ -2,7 +2,6 @@ import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { QUEUES, type WebhookJob } from '../../common/queue/queues';
-import { closeWorker } from '../../common/queue/shutdown';
 import { DeliveryService } from './delivery.service';
 import { DUE_JOB, WebhookDeliveryQueue } from './webhook-delivery.queue';
 
@@ -109,6 +108,6 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     // Let running attempts finish before the poster closes its keep-alive sockets (at application shutdown).
-    await closeWorker(this.worker);
+    await this.worker.close();
   }
 }
