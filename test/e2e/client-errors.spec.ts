@@ -72,3 +72,10 @@ it('a bad request pipelined behind a good one is not answered as if it were the 
   // The good request's answer, or none (the connection closed): never a 400 in its place.
   expect([200, -1]).toContain(r.status);
 });
+
+it('chunk extensions over Node\'s limit in the request\'s own body → 413 in the envelope', async () => {
+  const head = `POST /api/v1/requests/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  const r = await raw(svc.publicUrl, Buffer.from(`${head}2;${'e'.repeat(20 * 1024)}\r\n{}\r\n0\r\n\r\n`));
+  expect(r.status).toBe(413);
+  expect(JSON.parse(r.body)).toEqual({ ok: false, error: 'payload_too_large' });
+});

@@ -4,9 +4,9 @@ import { RedisServer } from '../support/redis-server';
 
 /*
  * Closing an API process (SIGTERM) while Redis stalls: it waited as long as the stall for its queues' QUIT
- * (once past a test's 60 s in CI; a helper traced it). Close now asks Redis first (a PING, 1 s): silent, the
- * queues are closed without waiting for it. (A worker stopped while Redis is away still waits: its running
- * jobs finish and record first; docs/operations.md.)
+ * (once past a test's 60 s in CI; a helper traced it). Now the queues' connections are dropped 10 s into the
+ * close. (A worker stopped while Redis is away still waits: its running jobs finish and record first;
+ * docs/operations.md.)
  */
 afterAll(async () => {
   await closeSql();

@@ -6,13 +6,15 @@ import type { Duplex } from 'node:stream';
  * headers over 16 KB, a request line it cannot read, a request that took too long to arrive), and an Expect
  * header it does not know, are answered in the API's envelope like every other refusal, with the status Node
  * would have sent (its own answers are a bare status line with no body). The answer goes out only when no
- * response is owed on that socket; then the connection is closed.
+ * response is owed on that socket to another request; then the connection is closed.
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse }) => {
-    // A response still owed on this socket (a bad request pipelined behind a good one) would take this answer
-    // for its own: the connection is closed instead, as for a reset or a socket no longer writable.
-    if (err.code === 'ECONNRESET' || !socket.writable || socket._httpMessage) {
+    // A response already under way, or owed to an earlier request read whole (a bad request pipelined behind
+    // a good one), would take this answer for its own: the connection is closed instead, as for a reset or a
+    // socket no longer writable. An error in the body of the request being read is that request's answer.
+    const owed = socket._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || (owed && (owed.headersSent || owed.req.complete))) {
       socket.destroy();
       return;
     }
