@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { ChangeFeed } from '../../src/database/change-feed';
 import { ApiKeyService } from '../../src/modules/auth/api-key.service';
 import { createKey, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
@@ -110,19 +111,30 @@ describe('public page limits bucket IPv6 by /64 (c)', () => {
 describe('the key cache (b)', () => {
   it('as many distinct bad keys as the cache holds (API_KEY_CACHE_MAX_ENTRIES) do not evict a cached valid key', async () => {
     const keys = svc.app.get(ApiKeyService);
-    const valid = await createKey(svc, p.id, { mode: 'test' });
-    expect(await keys.authenticate(valid)).not.toBeNull();
-    // Revoked behind the service's back (no invalidation): only a cached entry can still answer for it.
-    await sql(`UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1`, [p.id]);
-    const started = Date.now();
-    // Were bad keys cached with valid ones, the oldest entry (the valid key) would be pushed out by these.
-    expect(svc.config.apiKeyCacheMaxEntries).toBe(KEY_CACHE_MAX_ENTRIES);
-    for (let i = 0; i < KEY_CACHE_MAX_ENTRIES; i += 100) {
-      const answers = await Promise.all(Array.from({ length: 100 }, () => keys.authenticate(badKey())));
-      expect(answers.every((a) => a === null)).toBe(true);
+    const feed = svc.app.get(ChangeFeed);
+    // A cache answers from memory only while the change feed is live, and is emptied when it listens again:
+    // on a loaded machine the feed can miss its heartbeat (a CI run saw it), and the valid entry then goes,
+    // rightly. Such a round says nothing about eviction by bad keys, and is run again.
+    for (let round = 1; ; round++) {
+      const valid = await createKey(svc, p.id, { mode: 'test' });
+      expect(await keys.authenticate(valid)).not.toBeNull();
+      // Revoked behind the service's back (no invalidation): only a cached entry can still answer for it.
+      await sql(`UPDATE api_keys SET revoked_at = now() WHERE partner_id = $1`, [p.id]);
+      const started = Date.now();
+      let live = feed.live;
+      // Were bad keys cached with valid ones, the oldest entry (the valid key) would be pushed out by these.
+      expect(svc.config.apiKeyCacheMaxEntries).toBe(KEY_CACHE_MAX_ENTRIES);
+      for (let i = 0; i < KEY_CACHE_MAX_ENTRIES; i += 100) {
+        const answers = await Promise.all(Array.from({ length: 100 }, () => keys.authenticate(badKey())));
+        expect(answers.every((a) => a === null)).toBe(true);
+        live &&= feed.live;
+      }
+      // Within the cache TTL (API_KEY_CACHE_MS, KEY_CACHE_MS here), the valid entry must still be there.
+      expect(Date.now() - started).toBeLessThan(svc.config.apiKeyCacheMs);
+      const answer = await keys.authenticate(valid);
+      if (!(live && feed.live) && round < 3) continue;
+      expect(answer).toMatchObject({ partnerId: p.id });
+      break;
     }
-    // Within the cache TTL (API_KEY_CACHE_MS, KEY_CACHE_MS here), the valid entry must still be there.
-    expect(Date.now() - started).toBeLessThan(svc.config.apiKeyCacheMs);
-    expect(await keys.authenticate(valid)).toMatchObject({ partnerId: p.id });
   }, 180_000);
 });
