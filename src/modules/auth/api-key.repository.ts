@@ -21,8 +21,9 @@ export class ApiKeyRepository {
   /**
    * Runs `write` in a transaction that first takes the key's row FOR SHARE, unless the key is revoked (then
    * null and nothing runs). The transaction is opened here, not in a service, because the lock is the point:
-   * the caller's write (another module's repository, on the `em` given) is all that runs inside it. A revocation takes the row FOR NO KEY UPDATE, so it waits for the write to
-   * commit, and a write that reaches this point after a revocation committed finds the key revoked.
+   * the caller's write (another module's repository, on the `em` given) is all that runs inside it. A
+   * revocation takes the row FOR NO KEY UPDATE, so it waits for the write to commit, and a write that reaches
+   * this point after a revocation committed finds the key revoked.
    */
   whileLive<T>(keyId: string, write: (em: EntityManager) => Promise<T>): Promise<{ result: T } | null> {
     return this.keys.manager.transaction(async (em) => {

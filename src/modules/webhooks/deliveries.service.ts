@@ -8,9 +8,15 @@ import { AuditService } from '../audit/audit.service';
 import type { ListDeliveriesQuery } from './webhooks.dto';
 import { toAttemptView, toDeliveryView, type DeliveryDetail, type DeliveryPage, type DeliveryView } from './webhooks.mapper';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
-import type { WebhookEventEntity } from './webhook-event.entity';
+import { DELIVERY_STATES, type DeliveryState, type WebhookEventEntity } from './webhook-event.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEventsRepository } from './webhook-events.repository';
+
+/**
+ * The states a deliveries list shows unless asked for one: not the events recorded while webhooks were off
+ * (`skipped`), never meant for delivery (DESIGN §3); `status=skipped` lists them.
+ */
+export const LISTED_STATES: readonly DeliveryState[] = DELIVERY_STATES.filter((s) => s !== 'skipped');
 
 /** The operator's view of deliveries (DESIGN §4): list, show with attempts, redeliver. */
 @Injectable()
@@ -33,7 +39,8 @@ export class DeliveriesService {
   async list(q: ListDeliveriesQuery): Promise<DeliveryPage> {
     const limit = q.limit ?? PAGE_DEFAULT;
     const offset = q.offset ?? 0;
-    const rows = await this.events.list({ partnerId: q.partner_id, requestId: q.request_id, state: q.status, limit: limit + 1, offset });
+    const states = q.status ? [q.status] : LISTED_STATES;
+    const rows = await this.events.list({ partnerId: q.partner_id, requestId: q.request_id, states, limit: limit + 1, offset });
     return { deliveries: rows.slice(0, limit).map(toDeliveryView), has_more: rows.length > limit, limit, offset };
   }
 

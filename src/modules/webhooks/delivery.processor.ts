@@ -16,12 +16,12 @@ const MAX_RUN_ON = 1000;
 const RUN_ON_BUDGET_MS = 1000;
 
 /**
- * The `webhooks` queue. 100 attempts run at once per worker: ten partners' default slots (WEBHOOK_PARTNER_CONCURRENCY),
- * so ten busy partners all run at their limit, and one whose endpoint hangs holds a tenth of the worker (with
- * 50, deliveries to ten partners ran a third slower, on a machine not yet busy: each attempt is a chain of
- * round trips, claim, POST, record, slot, and more of them in flight share each batch). Every `deliver` job already holds one of its
- * partner's WEBHOOK_PARTNER_CONCURRENCY slots (PartnerGate admitted it), so a worker never picks up an
- * attempt it cannot run: a partner whose endpoint hangs holds its slots for at most WEBHOOK_TIMEOUT_MS each,
+ * The `webhooks` queue. 100 attempts run at once per worker: ten partners' default slots
+ * (WEBHOOK_PARTNER_CONCURRENCY), so ten busy partners all run at their limit, and one whose endpoint hangs
+ * holds a tenth of the worker (with 50, deliveries to ten partners ran a third slower, on a machine not yet
+ * busy: each attempt is a chain of round trips, claim, POST, record, slot, and more of them in flight share
+ * each batch). Every `deliver` job already holds one of its partner's WEBHOOK_PARTNER_CONCURRENCY slots
+ * (PartnerGate admitted it), so a worker never picks up an attempt it cannot run: a partner whose endpoint hangs holds its slots for at most WEBHOOK_TIMEOUT_MS each,
  * and its other attempts wait in the gate, spending no attempt and no worker time (DESIGN §7). When an
  * attempt ends its slot admits the partner's next one, which the same job runs at once (runNext). A `due`
  * job is a retry's timer: it hands the attempt to the gate. The lock is renewed every 5 s while an attempt

@@ -37,9 +37,6 @@ export interface AttemptRecord {
 
 const STATE_AFTER: Record<AttemptOutcome, DeliveryState> = { delivered: 'delivered', retry: 'pending', abandoned: 'abandoned' };
 const MAX_ERROR_MESSAGE = 500;
-/** The states the deliveries list shows unless asked for one. */
-const LISTED_STATES = DELIVERY_STATES.filter((s) => s !== 'skipped');
-
 /** Rows a merged page of the deliveries list may read at most, and partners it may merge (see partnersToMerge). */
 const MERGE_BUDGET = 20_000;
 const MAX_MERGED_PARTNERS = 50;
@@ -283,12 +280,9 @@ export class WebhookEventsRepository {
     );
   }
 
-  /**
-   * A page of deliveries, newest first. Without a state it leaves out the events recorded while webhooks were
-   * off (`skipped`): they were never meant for delivery (DESIGN §3), and `status=skipped` lists them.
-   */
-  async list(f: { partnerId?: string; requestId?: string; state?: DeliveryState; limit: number; offset: number }): Promise<WebhookEventEntity[]> {
-    const states = f.state ? [f.state] : LISTED_STATES;
+  /** A page of deliveries in `states`, newest first. */
+  async list(f: { partnerId?: string; requestId?: string; states: readonly DeliveryState[]; limit: number; offset: number }): Promise<WebhookEventEntity[]> {
+    const { states } = f;
     if (!f.requestId) {
       const partners = f.partnerId ? [f.partnerId] : await this.partnersToMerge(states.length * (f.offset + f.limit));
       if (partners) return this.newestPage(partners, states, f.limit, f.offset);
@@ -297,7 +291,7 @@ export class WebhookEventsRepository {
     const q = this.events.createQueryBuilder('e');
     if (f.requestId) q.andWhere('e.request_id = :requestId', { requestId: f.requestId });
     if (f.partnerId) q.andWhere('e.partner_id = :partnerId', { partnerId: f.partnerId });
-    q.andWhere('e.state IN (:...states)', { states });
+    q.andWhere('e.state IN (:...states)', { states: [...states] });
     return q.orderBy('e.recorded_at', 'DESC').addOrderBy('e.id', 'DESC').limit(f.limit).offset(f.offset).getMany();
   }
 

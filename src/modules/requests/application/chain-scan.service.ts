@@ -33,6 +33,8 @@ const FAILURES_PER_SCAN = 3;
  * verification's own hour, after which a transaction that is not mined is refused as transaction_not_found).
  */
 export const GIVE_UP_AFTER_WINDOW_MS = 6 * 3600_000;
+/** Waits that no new block ends: tried again after a back-off in time (see nextTry). */
+const BACKS_OFF = new Set(['unknown', 'chain_off', 'chain_moved']);
 
 /** A retry of an undecided transfer: what its row says of it, and the tip the scan read. */
 interface Retry {
@@ -351,7 +353,7 @@ export class ChainScanService {
    * tip passes both the scan's and the verification's (a lagging backend's tip is lower than the scan's).
    */
   private nextTry(why: string, verifiedTip: number, retry: Retry): NextTry {
-    if (why === 'unknown' || why === 'chain_off' || why === 'chain_moved') return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
+    if (BACKS_OFF.has(why)) return { delayMs: doubling(RETRY_FIRST_MS, RETRY_MAX_MS, retry.retries), tip: null };
     return { delayMs: 0, tip: Math.max(verifiedTip, retry.scanTip) };
   }
 
