@@ -1,4 +1,4 @@
-import { parseFiat } from '../modules/pages/format';
+import { formatFiat, parseFiat } from '../modules/pages/format';
 import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './dashboard/forms';
@@ -59,6 +59,14 @@ async function main(): Promise<void> {
   document.querySelector('label[for="handle-amount"]')!.textContent = `Amount in ${currency.toUpperCase()}`;
   if (!view.accepting_payments) return closed();
   form.hidden = false;
+  // What the typed amount is read as, before anything is made: "12,50" is €12.50, and a text read two ways
+  // ("1,250" dinars) is refused rather than guessed.
+  const amountField = byId<HTMLInputElement>('handle-amount');
+  const amountHint = byId('handle-amount-hint');
+  amountField.addEventListener('input', () => {
+    const minor = parseFiat(amountField.value, currency);
+    amountHint.textContent = minor === null ? 'For example 12.50' : `You pay ${formatFiat(minor, currency)}`;
+  });
 
   // One Idempotency-Key per payment the payer means to make: a retry of the same details (a lost answer, a
   // second click) gets the request already made; changed details, or a page come back to from the pay page

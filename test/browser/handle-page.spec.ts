@@ -76,7 +76,10 @@ describe('the handle', () => {
         await payer.page.locator('#handle-amount').fill('0');
         await payer.page.locator('#handle-pay').click();
         await waitForText(payer.page, '#handle-amount-error', 'Enter a positive amount');
-        await payer.page.locator('#handle-amount').fill('7.50');
+        // A decimal comma is a decimal comma (it was read as grouping: "7,50" made a $750 request), and the
+        // page says what it read before anything is made.
+        await payer.page.locator('#handle-amount').fill('7,50');
+        await waitForText(payer.page, '#handle-amount-hint', 'You pay $7.50');
         await payer.page.locator('#handle-memo').fill('Two croissants');
         await payer.page.locator('#handle-pay').click();
         await payer.page.waitForURL(/\/pay\/[0-9a-f-]{36}$/);

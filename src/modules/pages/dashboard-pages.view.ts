@@ -338,7 +338,7 @@ export function renderHandlePage(handle: string, assets: DashboardAssets): strin
 <noscript><p class="message error">This page needs JavaScript.</p></noscript>
 <p class="message error" id="handle-closed" hidden>This merchant is not accepting payments right now.</p>
 <form id="handle-form" novalidate hidden>
-${textField({ id: 'handle-amount', name: 'amount', label: 'Amount', value: '', hint: '', extra: html` inputmode="decimal" autocomplete="off" required` })}
+${textField({ id: 'handle-amount', name: 'amount', label: 'Amount', value: '', hint: 'For example 12.50', extra: html` inputmode="decimal" autocomplete="off" required` })}
 ${textField({ id: 'handle-memo', name: 'memo', label: 'Note for the merchant (optional)', value: '', extra: html` maxlength="500"` })}
 ${textField({ id: 'handle-email', name: 'customer_email', label: 'Your email for a receipt (optional)', value: '', type: 'email', extra: html` maxlength="254" autocomplete="email"` })}
 <button class="button primary" id="handle-pay" type="submit">Pay</button>

@@ -39,11 +39,28 @@ describe('parseFiat', () => {
     ['1500', 'jpy', 1500],
     ['1.25', 'kwd', 1250],
     ['21474836.47', 'eur', 2147483647],
+    // A decimal comma, as most of Europe writes it (it was read as grouping: "12,50" € became 1,250 €).
+    ['12,50', 'eur', 1250],
+    ['0,99', 'usd', 99],
+    ['1,5', 'usd', 150],
+    ['1.250,50', 'eur', 125050],
+    ['1,250,000.5', 'usd', 125000050],
+    ['1.250.000', 'eur', 125000000],
+    ['1 250,50', 'eur', 125050],
+    ['1\u202f250,50', 'eur', 125050],
+    ["1'250.50", 'chf', 125050],
+    ['1,500', 'jpy', 1500],
+    ['1,250.500', 'kwd', 1250500],
+    ['1,25', 'kwd', 1250],
   ])('%s %s → %d', (text, currency, minor) => {
     expect(parseFiat(text, currency)).toBe(minor);
   });
 
-  it.each([['', 'usd'], ['0', 'usd'], ['-5', 'usd'], ['1.234', 'usd'], ['1.5', 'jpy'], ['abc', 'usd'], ['1e3', 'usd'], ['21474836.48', 'eur']])(
+  it.each([['', 'usd'], ['0', 'usd'], ['-5', 'usd'], ['1.234', 'usd'], ['1.5', 'jpy'], ['abc', 'usd'], ['1e3', 'usd'], ['21474836.48', 'eur'],
+    // Not whole groups of three, or a mark twice where it can only be the decimal one.
+    ['12,50.00', 'usd'], ['1,2345', 'usd'], ['1.250,5.0', 'eur'], ['1 25', 'usd'], ['1 250,000', 'usd'], ['1,5', 'jpy'],
+    // Read two ways with three decimals: 1.250 or 1250 dinars.
+    ['1,250', 'kwd']])(
     'refuses %j in %s',
     (text, currency) => {
       expect(parseFiat(text, currency)).toBeNull();

@@ -38,17 +38,46 @@ export function formatTokenUnits(baseUnits: string | bigint, decimals: number, g
 
 
 /**
- * What a person typed as an amount ("12.5", "1,250.00", "1500") in minor units of `currency`, or null when it
- * is not a positive amount with at most the currency's digits. String math only: "0.1" is exactly 10 cents.
+ * Which of "," and "." a typed amount uses as its decimal mark and which to group thousands, or null when the
+ * text can be read two ways. Both present: the last is the decimal mark ("1,250.50", "1.250,50"). One mark
+ * several times: groups ("1,250,000"). One "." once: the decimal mark. One "," once: the decimal mark
+ * ("12,50", as most of Europe writes it), unless three digits follow it, which no currency of fewer than three
+ * decimals can mean ("1,250" is 1250 dollars or euros); with three-decimal currencies that is refused.
+ */
+function marks(text: string, exponent: number): { decimal: string | null; group: string | null } | null {
+  const commas = text.split(',').length - 1;
+  const dots = text.split('.').length - 1;
+  if (commas > 0 && dots > 0) return text.lastIndexOf(',') > text.lastIndexOf('.') ? { decimal: ',', group: '.' } : { decimal: '.', group: ',' };
+  if (dots > 1) return { decimal: null, group: '.' };
+  if (commas > 1) return { decimal: null, group: ',' };
+  if (dots === 1) return { decimal: '.', group: null };
+  if (commas === 1) {
+    if (text.length - text.indexOf(',') - 1 !== 3) return { decimal: ',', group: null };
+    return exponent >= 3 ? null : { decimal: null, group: ',' };
+  }
+  return { decimal: null, group: null };
+}
+
+/**
+ * What a person typed as an amount ("12.5", "12,50", "1,250.00", "1.250,00", "1 500") in minor units of
+ * `currency`, or null when it is not a positive amount with at most the currency's digits, or could be read
+ * two ways. Thousands must be whole groups of three: "12,50.00" is refused, never read as 1250. String math
+ * only: "0.1" is exactly 10 cents.
  */
 export function parseFiat(text: string, currency: string): number | null {
   const exponent = fiatExponent(currency);
-  const cleaned = text.trim().replace(/[,\s]/g, '');
-  const m = /^(\d+)(?:\.(\d*))?$/.exec(cleaned);
+  // Spaces (also no-break and narrow no-break) and apostrophes only ever group digits ("1 250,50", "1'250.50").
+  const cleaned = text.trim().replace(/[\s'’]/g, ' ');
+  let m = marks(cleaned, exponent);
+  if (m && cleaned.includes(' ')) m = m.group === null ? { decimal: m.decimal, group: ' ' } : null;
   if (!m) return null;
-  const fraction = m[2] ?? '';
-  if (fraction.length > exponent) return null;
-  const minor = BigInt(m[1] + fraction.padEnd(exponent, '0'));
+  const at = m.decimal === null ? cleaned.length : cleaned.indexOf(m.decimal);
+  if (m.decimal !== null && cleaned.indexOf(m.decimal, at + 1) >= 0) return null;
+  const whole = cleaned.slice(0, at);
+  const fraction = cleaned.slice(at + 1);
+  const wholeShape = m.group === null ? /^\d+$/ : new RegExp(`^\\d{1,3}(?:\\${m.group}\\d{3})*$`);
+  if (!wholeShape.test(whole) || !/^\d*$/.test(fraction) || fraction.length > exponent) return null;
+  const minor = BigInt(whole.replace(/\D/g, '') + fraction.padEnd(exponent, '0'));
   if (minor <= 0n || minor > 2147483647n) return null;
   return Number(minor);
 }
