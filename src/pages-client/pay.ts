@@ -52,7 +52,7 @@ let noteShown = false;
 
 function render(next: PayView): void {
   expiresAt = Date.parse(next.expires_at);
-  const nextPhase = payPhase(next.status, next.proof_status);
+  const nextPhase = payPhase(next.status, next.proof_status, next.proof_note ?? null);
   if (nextPhase !== phase) {
     phase = nextPhase;
     root.dataset.phase = phase;
@@ -65,7 +65,7 @@ function render(next: PayView): void {
   }
   if (next.tx_hash) paidHash.textContent = next.tx_hash;
   // The attached hash is known not to pay: ask for the right one (cleared once it no longer applies).
-  const note = phase === 'checking' && next.proof_note ? noPayText(next.proof_note) : null;
+  const note = next.proof_status === 'attached' && next.proof_note ? noPayText(next.proof_note) : null;
   if (note) say(proofError, note);
   else if (noteShown) say(proofError, '');
   noteShown = note !== null;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Interface, JsonRpcProvider, Transaction, Wallet } from 'ethers';
 import type { Browser } from 'playwright-core';
-import { DEV_KEYS, deployToken, findFreePort, mine, mint, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
+import { DEV_KEYS, deployToken, findFreePort, mine, mint, sendTokenTransfer, setAutomine, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
 import { PAGE_CSP } from '../../src/modules/pages/page-security';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -184,6 +184,40 @@ describe('the pay page', () => {
       expect(problems).toEqual([]);
     } finally {
       provider.destroy();
+      await context.close();
+    }
+  });
+
+  it('keeps offering payment when the attached hash is known not to pay, and says expired once the window closed', async () => {
+    // Anyone can attach a pending hash (DESIGN §7): here a stranger's transaction that pays nothing. It used to
+    // read "Payment submitted" for good, with no QR, address or wallet button, and "being confirmed" even
+    // after the request expired.
+    const r = await newRequest();
+    const stranger = new Wallet(DEV_KEYS[2]);
+    await mint(node.url, token, stranger.address, 10n);
+    await setAutomine(node.url, false);
+    try {
+      const hash = await sendTokenTransfer(node.url, token, DEV_KEYS[2], stranger.address, 1n);
+      expect((await call(svc.publicUrl, 'POST', `/pay/api/${r.id}/proof`, { body: { tx_hash: hash } })).status).toBe(200);
+    } finally {
+      await setAutomine(node.url, true);
+    }
+    await mine(node.url, CONFIRMATIONS);
+    await waitFor(async () => (await call(svc.publicUrl, 'GET', `/pay/api/${r.id}`)).body.proof_note === 'no_transfer_to_recipient');
+    const { context, page, problems } = await openContext(browser);
+    try {
+      await page.goto(payUrl(r.id));
+      expect(await page.locator('#status-title').textContent()).toBe('Waiting for payment');
+      for (const part of ['#pay-button', '#pay-section', '.qr-code', '#recipient', '#countdown']) expect(await visible(page, part)).toBe(true);
+      await waitForText(page, '#tx-hash-error', 'it sends nothing to this merchant’s address');
+      expect(await apiView(r.id)).toMatchObject({ status: 'opened', proof_status: 'attached' });
+
+      await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '1 minute' WHERE id = $1`, [r.id]);
+      await waitForText(page, '#status-title', 'This payment request has expired');
+      for (const part of ['#pay-button', '#pay-section', '.qr-code', '#countdown']) expect(await visible(page, part)).toBe(false);
+      expect(await apiView(r.id)).toMatchObject({ status: 'expired', proof_status: 'attached' });
+      expect(problems).toEqual([]);
+    } finally {
       await context.close();
     }
   });

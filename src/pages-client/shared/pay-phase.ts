@@ -6,13 +6,17 @@ import type { ProofStatus, RequestStatus } from '../../modules/requests/domain/t
  */
 export type PayPhase = 'payable' | 'checking' | 'paid' | 'expired' | 'voided';
 
-export function payPhase(status: RequestStatus, proofStatus: ProofStatus): PayPhase {
+export function payPhase(status: RequestStatus, proofStatus: ProofStatus, proofNote: string | null = null): PayPhase {
   // Money that arrived is reported whatever the status (DESIGN §3): proof wins over expiry and voiding.
   switch (proofStatus) {
     case 'verified':
       return 'paid';
     case 'attached':
-      return 'checking';
+      // An attached hash still being checked may pay; one known not to pay (its note says why) checks nothing,
+      // so the request reads as its status: still payable, with the note, or expired. Anyone can attach a
+      // hash that pays nothing, and it must not take the payment offer off the page.
+      if (proofNote === null) return 'checking';
+      break;
     case 'none':
       break;
   }
