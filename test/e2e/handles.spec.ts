@@ -211,8 +211,14 @@ describe('public handle API', () => {
     expect(api.body).toMatchObject({ metadata: null, fiat_amount: 2500, account_id: m.id });
     const listed = await m.dash.call('GET', '/requests?source=handle');
     expect(listed.body.requests.map((x: any) => x.request_id)).toEqual([r.body.request_id]);
-    // The pay page knows it.
-    expect((await call(svc.publicUrl, 'GET', `/pay/api/${r.body.request_id}`)).body).toMatchObject({ fiat_amount: 2500, merchant_name: 'Corner Café' });
+    // The pay page knows it, but not the visitor's note: it is for the merchant (its dashboard shows it), and
+    // under the merchant's name anyone could write "send the payment to 0x… instead" and share the link.
+    const view = await call(svc.publicUrl, 'GET', `/pay/api/${r.body.request_id}`);
+    expect(view.body).toMatchObject({ fiat_amount: 2500, merchant_name: 'Corner Café', memo: null });
+    const page = await call(svc.publicUrl, 'GET', `/pay/${r.body.request_id}`);
+    expect(page.text).toContain('Corner Café');
+    expect(page.text).not.toContain('Thanks!');
+    expect((await m.dash.call('GET', `/requests/${r.body.request_id}`)).body).toMatchObject({ memo: 'Thanks!' });
   });
 
   it.each([

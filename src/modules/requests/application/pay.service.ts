@@ -81,7 +81,10 @@ export class PayService {
       chain_id: r.chainId.toString(),
       recipient: r.recipient,
       expires_at: r.expiresAt.toISOString(),
-      memo: r.memo,
+      // A handle request's memo is its visitor's note to the merchant: shown on the merchant's pages only, never
+      // under the merchant's name here, where anyone could write "send the payment to 0x… instead" and share
+      // the link.
+      memo: r.source === 'handle' ? null : r.memo,
       payment_uri: paymentUri(r),
       tx_hash: r.txHash,
       proof_note: r.proofStatus === 'attached' ? r.verifyNote : null,
