@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { RateRepository } from '../../src/modules/rates/rate.repository';
+import { RatesService } from '../../src/modules/rates/rates.service';
 import { signInDashboard } from '../factories/dashboard';
 import { createOnboardedMerchant, admin, createPartner } from '../factories/partners';
 import { idemKey } from '../factories/requests';
@@ -337,6 +338,50 @@ describe('two refreshes at once', () => {
         await em.query(`DELETE FROM rates`);
         for (const r of before) await em.query(`INSERT INTO rates (currency, rate, source, updated_at) VALUES ($1, $2, $3, now())`, [r.currency, r.rate, r.source]);
       });
+    }
+  });
+
+  /**
+   * An instance reads the stored rates on a timer, on another instance's announcement and after its own
+   * refresh; the reads overlap. One that read before a refresh committed and answered after a newer read had
+   * been applied put the superseded rate back (a multi-instance hunt: creates priced at the old rate for up
+   * to 10 s after the refresh had answered).
+   */
+  it('a read of the stored rates that answers after a newer read was applied changes nothing', async () => {
+    const rates = svc.app.get(RatesService, { strict: false });
+    const repo = svc.app.get(RateRepository, { strict: false });
+    const db = svc.app.get(DataSource, { strict: false });
+    const reload = () => (rates as unknown as { reload(): Promise<void> }).reload();
+    const before = await sql<{ currency: string; rate: string; source: string }>(`SELECT currency, rate, source FROM rates`);
+    const real = repo.allWithAge.bind(repo);
+    let readDone!: () => void;
+    const read = new Promise<void>((r) => (readDone = r));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // The first read runs against the database as it is, and its answer is held back (a busy moment).
+    const slowRead = jest.spyOn(repo, 'allWithAge').mockImplementationOnce(async () => {
+      const rows = await real();
+      readDone();
+      await held;
+      return rows;
+    });
+    try {
+      const slow = reload();
+      await read;
+      await db.transaction((em) => repo.store(em, { chf: '0.77' }, 'test:refresh', { answeredAt: performance.now(), complete: false }));
+      await reload();
+      expect(rates.rate('chf')).toBe('0.77');
+      release();
+      await slow;
+      expect(rates.rate('chf')).toBe('0.77');
+    } finally {
+      release();
+      slowRead.mockRestore();
+      await db.transaction(async (em) => {
+        await em.query(`DELETE FROM rates`);
+        for (const r of before) await em.query(`INSERT INTO rates (currency, rate, source, updated_at) VALUES ($1, $2, $3, now())`, [r.currency, r.rate, r.source]);
+      });
+      await reload();
     }
   });
 });

@@ -42,6 +42,9 @@ interface HeldRate {
 export class RatesService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Rates');
   private current = new Map<string, HeldRate>();
+  /** Reads of the stored rates started, and the newest of them applied to `current` (see reload). */
+  private readsStarted = 0;
+  private readApplied = 0;
   private timer?: NodeJS.Timeout;
   /** When this instance last logged a refusal of each currency (monotonic clock). */
   private readonly refusalLogged = new Map<string, number>();
@@ -182,8 +185,16 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
     return this.list();
   }
 
+  /**
+   * Reads the stored rates. Reads overlap (the timer, another instance's announcement, this instance's refresh),
+   * and one that started earlier may answer later with rows from before a refresh: it is dropped once a read
+   * started after it has been applied, so a slow read never puts back a superseded rate.
+   */
   private async reload(): Promise<void> {
+    const started = ++this.readsStarted;
     const rows = await this.repo.allWithAge();
+    if (started < this.readApplied) return;
+    this.readApplied = started;
     const loadedAt = performance.now();
     this.current = new Map(
       rows.map((r) => [r.currency, { row: { currency: r.currency, rate: r.rate, source: r.source, updated_at: r.updatedAt }, ageAtLoadMs: r.ageMs, loadedAt }]),
