@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { isLockTimeout } from '../../database/pg-errors';
@@ -9,7 +10,7 @@ import { MetricsService } from '../ops/metrics.service';
 import { nextStep, noLongerFits, recipientNow, retriesSince, type SendResult, type StoredNotification } from './notification';
 import { NotificationRequestsPort, type NotifiedRequest } from './notification-facts.port';
 import { NotificationQueue } from './notification.queue';
-import { NotificationsRepository } from './notifications.repository';
+import { NotificationsRepository, type AttemptResult } from './notifications.repository';
 import { SmsClient } from './sms-client';
 import { SmtpMailer, type ComposedEmail } from './smtp-mailer';
 import { renderEmail, renderSms, type MessageFacts } from './templates';
@@ -25,6 +26,9 @@ export const SEND_DEADLINE_TIMEOUTS = 2;
  * only a vanished worker outlives it and the re-drive never declares in doubt a send that ended.
  */
 export const LEASE_TIMEOUTS = 3;
+/** The first wait before storing a send's outcome again when Postgres did not take it; it doubles up to the next. */
+const RECORD_RETRY_FIRST_MS = 100;
+const RECORD_RETRY_MAX_MS = 2000;
 /** Reads of a message's facts per job when the merchant's email keeps changing between a read and the claim. */
 const MAX_READS = 3;
 /** How long the claim waits for the request's or the merchant's row (lock_timeout, ms). */
@@ -101,10 +105,12 @@ export class NotificationSender {
       }
       // Started before the claim, so the deadline ends at least one send timeout before the lease does.
       const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
+      // The lease starts at the claim, after this: ending the record's tries here keeps them inside it.
+      const leaseEnds = Date.now() + this.config.notifySendTimeoutMs * LEASE_TIMEOUTS;
       const claim = await this.claimIfStill(row, attempt, to);
       if (claim.kind === 'taken') return; // another run of the same attempt got there first
       if (claim.kind === 'misfit') return this.outdated(row, attempt, claim.why);
-      if (claim.kind === 'claimed') return this.sendAndRecord(row, attempt, message, deadline);
+      if (claim.kind === 'claimed') return this.sendAndRecord(row, attempt, message, deadline, leaseEnds);
       // The merchant's email changed since it was read: the message is built again for the new address.
       if (read >= MAX_READS) throw new Error(`notification ${id}: its request or the merchant's email changed at each of ${MAX_READS} reads; the job is retried`);
     }
@@ -139,7 +145,7 @@ export class NotificationSender {
   }
 
   /** Sends the claimed attempt within its deadline, stores the outcome and schedules the next attempt. */
-  private async sendAndRecord(row: StoredNotification, attempt: number, message: Built, deadline: AbortSignal): Promise<void> {
+  private async sendAndRecord(row: StoredNotification, attempt: number, message: Built, deadline: AbortSignal, leaseEnds: number): Promise<void> {
     const id = row.id;
     const result = await this.send(message, deadline);
     const step = nextStep(result, attempt, Date.now() - retriesSince(row).getTime(), {
@@ -148,21 +154,42 @@ export class NotificationSender {
       giveUpMs: this.config.notifyGiveUpMs,
     });
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
-    const recorded = await this.repo.record({
-      id,
-      attempt,
-      outcome: step.outcome,
-      error: result.kind === 'sent' ? null : result.error,
-      response: result.kind === 'sent' ? result.response : null,
-      delayMs,
-    });
+    const recorded = await this.recordOutcome(
+      {
+        id,
+        attempt,
+        outcome: step.outcome,
+        error: result.kind === 'sent' ? null : result.error,
+        response: result.kind === 'sent' ? result.response : null,
+        delayMs,
+      },
+      leaseEnds,
+    );
     if (!recorded) {
-      this.logger.error(`notification ${id}: attempt ${attempt} ended (${result.kind}) after its lease; left as the re-drive marked it`);
+      this.logger.error(`notification ${id}: attempt ${attempt} ended (${result.kind}) but its lease was no longer held (the re-drive declared it in doubt, or an earlier try to record it committed unanswered); left as it is`);
       return;
     }
     this.metrics.countNotificationAttempt(row.channel, step.outcome);
     if (step.outcome === 'retry') await this.queue.scheduleRetry({ id, attempt: attempt + 1 }, delayMs);
     else if (step.outcome !== 'sent') this.logger.warn(`notification ${id} (${row.kind} by ${row.channel}) ${step.outcome} after attempt ${attempt}`);
+  }
+
+  /**
+   * Stores a send's outcome, trying again while Postgres does not answer (a restart, a failover), until the
+   * lease ends. Only this run knows the outcome: unrecorded, the re-drive would fail the message in doubt, so
+   * a receipt the server refused would never be retried and one it took would read failed (a Postgres-outage
+   * hunt: a one-second outage lost both). Storing it twice is harmless: the record needs the lease it releases.
+   */
+  private async recordOutcome(r: AttemptResult, leaseEnds: number): Promise<boolean> {
+    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      try {
+        return await this.repo.record(r);
+      } catch (e) {
+        if (Date.now() + wait >= leaseEnds) throw e;
+        this.logger.warn(`notification ${r.id}: attempt ${r.attempt}'s outcome (${r.outcome}) not stored yet (${(e as Error).message}); trying again in ${wait} ms`);
+        await sleep(wait);
+      }
+    }
   }
 
   /** Retried (the job fails) until the message is NOTIFY_GIVE_UP_MS old (or resent that long ago), then abandoned with the reason. */
