@@ -8,8 +8,9 @@ import { PLAN_CLOCK, type Clock } from './clock';
 
 /**
  * The plans' side of PlanChargesPort (DESIGN §5): a charge that expired unpaid is missed, PLAN_MAX_MISSED in
- * a row pause the plan (reason unpaid), a paid charge resets the count and, when it is the latest charge of a
- * plan paused for unpaid, resumes the plan (afterPaid). Runs in the transaction of the request's change.
+ * a row pause the plan (reason unpaid), a paid charge resets the count to the misses after it and, when those
+ * are too few to pause a plan paused for unpaid, resumes the plan (afterPaid). Runs in the transaction of the
+ * request's change.
  */
 @Injectable()
 export class PlanOutcomesService extends PlanChargesPort {
@@ -34,8 +35,9 @@ export class PlanOutcomesService extends PlanChargesPort {
     // Locked like every change of a plan: a sweep counting a miss, or the scheduler, waits for this decision.
     const plan = await this.plans.lock(em, charge.planId);
     if (!plan) return;
-    const next = afterPaid(plan, charge.periodIndex, this.clock.now());
+    const missedSince = await charge.missedSince();
+    const next = afterPaid(plan, missedSince, this.config.planMaxMissed, this.clock.now());
     await this.plans.update(em, plan.id, next);
-    if (next.status !== plan.status) this.logger.log(`plan ${plan.id} resumed: its latest charge ${charge.requestId} (period ${charge.periodIndex}) was paid`);
+    if (next.status !== plan.status) this.logger.log(`plan ${plan.id} resumed: its charge ${charge.requestId} (period ${charge.periodIndex}) was paid, ${missedSince} missed since`);
   }
 }

@@ -173,7 +173,7 @@ export class PlansService {
 
   /**
    * → paused (reason merchant). Already paused by the merchant: unchanged. Paused for unpaid: the pause becomes
-   * the merchant's, so paying the latest charge late no longer resumes it (afterPaid); only /resume does.
+   * the merchant's, so a charge paid late no longer resumes it (afterPaid); only /resume does.
    * Canceled or completed: 409 plan_not_active.
    */
   pause(m: Merchant, id: string): Promise<Plan> {

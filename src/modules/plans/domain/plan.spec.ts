@@ -11,24 +11,28 @@ const plan = (over: Partial<Plan> = {}): Plan => ({
 });
 
 describe('afterPaid', () => {
-  it('the latest charge of a plan paused for unpaid resumes it as resume would: the first date from now on, nothing charged', () => {
+  it('a plan paused for unpaid resumes as resume would when no miss is left after the payment: the first date from now on, nothing charged', () => {
     // Now is after period 2 (Mar 10): resume never backfills, the next charge is period 3 (Apr 10).
-    expect(afterPaid(plan(), 1, NOW)).toEqual({
+    expect(afterPaid(plan(), 0, 2, NOW)).toEqual({
       status: 'active', pauseReason: null, nextPeriodIndex: 3, nextChargeAt: new Date('2027-04-10T00:00:00.000Z'), chargesCreated: 2,
       missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
     });
   });
 
+  it('resumes with the misses after the payment counted, when they are too few to pause', () => {
+    expect(afterPaid(plan(), 1, 2, NOW)).toMatchObject({ status: 'active', pauseReason: null, missedInRow: 1 });
+  });
+
   it.each<[string, PlanStatus, PauseReason | null, number]>([
-    ['an older charge of a plan paused for unpaid (the latest is still owed)', 'paused', 'unpaid', 0],
-    ['the latest charge of a plan paused by the merchant', 'paused', 'merchant', 1],
-    ['the latest charge of an active plan', 'active', null, 1],
-    ['the latest charge of a canceled plan', 'canceled', null, 1],
-    ['the latest charge of a completed plan', 'completed', null, 1],
-  ])('%s: only the missed count resets', (_, status, pauseReason, period) => {
+    ['a plan paused for unpaid with as many misses after the payment as pause one', 'paused', 'unpaid', 2],
+    ['a plan paused by the merchant', 'paused', 'merchant', 0],
+    ['an active plan', 'active', null, 1],
+    ['a canceled plan', 'canceled', null, 0],
+    ['a completed plan', 'completed', null, 0],
+  ])('%s: only the missed count changes, to the misses after the payment', (_, status, pauseReason, missedSince) => {
     const p = plan({ status, pauseReason, nextChargeAt: status === 'active' ? new Date('2027-03-10T00:00:00.000Z') : null });
-    expect(afterPaid(p, period, NOW)).toEqual({
-      status, pauseReason, nextPeriodIndex: 2, nextChargeAt: p.nextChargeAt, chargesCreated: 2, missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
+    expect(afterPaid(p, missedSince, 2, NOW)).toEqual({
+      status, pauseReason, nextPeriodIndex: 2, nextChargeAt: p.nextChargeAt, chargesCreated: 2, missedInRow: missedSince, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
     });
   });
 });

@@ -105,24 +105,25 @@ export function afterResume(p: Plan, now: Date): PlanChange {
 }
 
 /**
- * Charge `period` of the plan was verified (DESIGN §5: a paid charge resets the missed count). A plan paused
- * for unpaid also resumes, as /resume would (the first scheduled date from now on, nothing backfilled, nothing
- * charged now), when the paid charge is its latest one: a plan paused for unpaid creates no charge, so the
- * latest is the newest thing the payer owes, and once it is paid the payer is current. That is the case of a
- * charge paid late, in the grace window after its expires_at, whose expiry counted the miss that paused the
- * plan: the miss is taken back. An older charge paid late leaves the plan paused: the latest, missed after it
- * (or still open), is still owed; paying it resumes the plan, and the merchant can resume it any time. A plan
- * paused by the merchant, canceled or completed keeps its status: only the count resets.
+ * A charge of the plan was verified (DESIGN §5: a paid charge resets the missed count). `missedSince` is how
+ * many of its charges lapsed unpaid after the plan's latest paid charge (this one, or a later one paid
+ * before): the misses still in a row once this payment is counted, which is what the count becomes. A plan
+ * paused for unpaid resumes, as /resume would (the first scheduled date from now on, nothing backfilled,
+ * nothing charged now), when those are fewer than `maxMissed`: the pause would not have happened had the
+ * payment been seen in time. That is the case of a charge paid in the grace window after its expires_at, and
+ * of one paid before its deadline whose verification came after the expiry was stored (deep confirmations,
+ * an outage; a time-edge hunt found such a plan left paused for good, its periods never charged). A plan
+ * paused by the merchant, canceled or completed keeps its status: only the count changes.
  */
-export function afterPaid(p: Plan, period: number, now: Date): PlanChange {
-  const reset: PlanChange = { ...changeOf(p), missedInRow: 0 };
+export function afterPaid(p: Plan, missedSince: number, maxMissed: number, now: Date): PlanChange {
+  const counted: PlanChange = { ...changeOf(p), missedInRow: missedSince };
   switch (p.status) {
     case 'paused':
-      return p.pauseReason === 'unpaid' && period === p.latestChargePeriod ? afterResume(p, now) : reset;
+      return p.pauseReason === 'unpaid' && missedSince < maxMissed ? { ...afterResume(p, now), missedInRow: missedSince } : counted;
     case 'active':
     case 'canceled':
     case 'completed':
-      return reset;
+      return counted;
   }
 }
 

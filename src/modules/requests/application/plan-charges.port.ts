@@ -6,9 +6,14 @@ export interface PlanChargeRef {
   planId: string;
 }
 
-/** A verified charge: its period tells the plan whether the payer paid the newest charge (DESIGN §5). */
+/** A verified charge (DESIGN §5). */
 export interface PaidPlanCharge extends PlanChargeRef {
   periodIndex: number;
+  /**
+   * Reads how many of the plan's charges lapsed unpaid after its latest paid one, in the verifying transaction:
+   * call it once the plan is locked, so a charge of the same plan verified meanwhile is counted.
+   */
+  missedSince(): Promise<number>;
 }
 
 /**

@@ -170,8 +170,12 @@ export class VerificationService {
         // charge counts its miss, which the payment then resets), as if the expiry job had run on time.
         await this.expiry.expireIfLapsed(em, r.id);
         if (!(await this.repo.claim(em, r.id, t, source))) return null;
-        // A paid charge resets its plan's missed count, and may resume a plan paused for unpaid (DESIGN §5).
-        if (r.planId && r.periodIndex !== null) await this.plans.chargePaid(em, { requestId: r.id, planId: r.planId, periodIndex: r.periodIndex });
+        // A paid charge resets its plan's missed count to the misses after it, and may resume a plan paused for
+        // unpaid (DESIGN §5).
+        if (r.planId && r.periodIndex !== null) {
+          const planId = r.planId;
+          await this.plans.chargePaid(em, { requestId: r.id, planId, periodIndex: r.periodIndex, missedSince: () => this.repo.chargesMissedSincePaid(em, planId) });
+        }
         const e = await this.outbox.record(em, { partnerId: r.partnerId, requestId: r.id, event: 'payment.proof_verified', testMode: r.testMode });
         // The receipt and the merchant's note (DESIGN §6), in the same transaction as the verification.
         const notices = await this.notices.requestVerified(em, {

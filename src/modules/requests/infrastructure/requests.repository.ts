@@ -603,6 +603,21 @@ export class RequestsRepository {
   }
 
   /**
+   * How many of a plan's charges lapsed unpaid (stored expired, not verified) after its latest verified charge:
+   * its misses in a row as of now (DESIGN §5). Read in the transaction that verifies a charge, after its claim.
+   */
+  async chargesMissedSincePaid(em: EntityManager, planId: string): Promise<number> {
+    const [row] = await em.query<Array<{ missed: number }>>(
+      `SELECT count(*)::int AS missed FROM payment_requests r
+        WHERE r.plan_id = $1 AND r.status = 'expired' AND r.proof_status <> 'verified'
+          AND r.period_index > COALESCE((SELECT max(v.period_index) FROM payment_requests v
+                                          WHERE v.plan_id = $1 AND v.proof_status = 'verified'), -1)`,
+      [planId],
+    );
+    return row.missed;
+  }
+
+  /**
    * Frees the amounts of requests whose claim window has closed *as the chain scan sees it*: the scan has
    * handled a block stamped after claim_until (plus the 60 s of clock tolerance), so no unseen transfer can
    * still pay them. Released on the wall clock instead, a payment mined near the end of the window but
