@@ -30,16 +30,29 @@ afterAll(async () => {
   await closeSql();
 });
 
-const list = (since: string) => call(svc.publicUrl, 'GET', `/api/v1/requests?limit=100&since=${encodeURIComponent(since)}`, { key: p.testKey });
+const list = (since: string, skip = 0, limit = 100) =>
+  call(svc.publicUrl, 'GET', `/api/v1/requests?limit=${limit}&offset=${skip}&since=${encodeURIComponent(since)}`, { key: p.testKey });
 
-/** The README's loop: every item from `since` on, and the cursor it ends at. */
-async function readFrom(since: string, seen: string[]): Promise<string> {
-  for (;;) {
-    const page = await list(since);
+/**
+ * The README's loop: every item from `since` on, and the cursor it ends at. The items of the cursor's own
+ * millisecond already read are skipped by offset, so a page filled by one millisecond moves on.
+ */
+async function readFrom(since: string, seen: string[], limit = 100): Promise<string> {
+  let skip = 0;
+  for (let pages = 0; ; pages++) {
+    expect(pages).toBeLessThan(1000);
+    const page = await list(since, skip, limit);
     expect(page.status).toBe(200);
-    for (const r of page.body.requests) if (!seen.includes(r.request_id)) seen.push(r.request_id);
-    if (page.body.requests.length) since = page.body.requests[page.body.requests.length - 1].created_at;
+    const items: Array<{ request_id: string; created_at: string }> = page.body.requests;
+    for (const r of items) {
+      expect(seen).not.toContain(r.request_id);
+      seen.push(r.request_id);
+    }
     if (!page.body.has_more) return since;
+    const last = items[items.length - 1].created_at;
+    const same = items.filter((r) => r.created_at === last).length;
+    if (last === since) skip += same;
+    else [since, skip] = [last, same];
   }
 }
 
@@ -90,4 +103,22 @@ it('a request inserted late in its transaction is stamped at its insert, not at 
   } finally {
     await tx.end();
   }
+});
+
+it('pages through more rows of one millisecond than a page holds, each once (the loop used to read the same page for ever)', async () => {
+  const model = await mustCreateRequest(svc, p.testKey, { account_id: b.id, fiat_amount_int: 4646 });
+  const ids = [model.request_id];
+  for (let i = 1; i < 7; i++) {
+    const id = randomUUID();
+    await sql(COPY_REQUEST_SQL, [id, `ms-${id}`, i, model.request_id]);
+    ids.push(id);
+  }
+  const [{ at }] = await sql<{ at: string }>(
+    `UPDATE payment_requests SET created_at = date_trunc('milliseconds', now()) - interval '1 second' WHERE id = ANY($1::uuid[]) RETURNING created_at AS at`,
+    [ids],
+  );
+  const before = new Date(new Date(at).getTime() - 1).toISOString();
+  const seen: string[] = [];
+  await readFrom(before, seen, 2);
+  expect(ids.filter((id) => seen.includes(id)).sort()).toEqual([...ids].sort());
 });
