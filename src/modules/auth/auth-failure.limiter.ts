@@ -14,7 +14,9 @@ const MAX_BLOCKED = 10000;
  * (AUTH_FAILURE_RATE_LIMIT × RATE_LIMIT_SCALE), its calls get 429 rate_limited until the minute ends:
  * this instance refuses from memory before the key is even hashed, another instance after one Redis read
  * and before the database lookup. Valid keys from that address are refused too for the rest of the minute
- * (the check comes before the key is read). Fails open when Redis is away, like every other limiter.
+ * (the check comes before the key is read), except on another instance that has the key cached from an
+ * earlier call: it answers from its cache without Redis (a key in use before, not a guess; every guess needs a
+ * lookup, which every instance refuses). Fails open when Redis is away, like every other limiter.
  */
 @Injectable()
 export class AuthFailureLimiter {
