@@ -13,7 +13,7 @@ import { NotificationQueue } from './notification.queue';
 import { NotificationsRepository, type AttemptResult } from './notifications.repository';
 import { SmsClient } from './sms-client';
 import { SmtpMailer, type ComposedEmail } from './smtp-mailer';
-import { renderEmail, renderSms, type MessageFacts } from './templates';
+import { renderEmail, renderSms, txUrl, type MessageFacts } from './templates';
 
 /**
  * One send, waiting for the connection included, ends within this many send timeouts (NOTIFY_SEND_TIMEOUT_MS
@@ -262,6 +262,7 @@ export class NotificationSender {
       amount: r.amount,
       token,
       txHash: r.txHash,
+      txUrl: txUrl(r.chainId, r.txHash),
       verifiedAt: r.proofVerifiedAt,
       payPageUrl: `${this.config.payUrl}/${r.requestId}`,
       dueAt: row.dueAt,

@@ -3,6 +3,13 @@ import { formatFiat, formatTokenUnits } from '../pages/format';
 import { html, type SafeHtml } from '../pages/html';
 import type { NotificationKind } from './notification';
 import { shownName } from '../../common/names';
+import { NETWORKS } from '../../pages-client/shared/networks';
+
+/** A transaction's page on its chain's public explorer, or null (no hash yet, or a chain without one). */
+export function txUrl(chainId: bigint, txHash: string | null): string | null {
+  const explorer = NETWORKS[chainId.toString()]?.explorer;
+  return explorer && txHash && /^0x[0-9a-f]{64}$/i.test(txHash) ? `${explorer}/tx/${txHash}` : null;
+}
 
 /** Everything a message shows, read when it is built. */
 export interface MessageFacts {
@@ -17,6 +24,8 @@ export interface MessageFacts {
   /** Null when the token's symbol and decimals are unknown: the amount is then shown in base units. */
   token: { symbol: string; decimals: number } | null;
   txHash: string | null;
+  /** The transaction on the chain's public explorer, when the chain has one (never the local test chain). */
+  txUrl: string | null;
   verifiedAt: Date | null;
   /** Charge notices: the pay page and when the charge is due and until when it can be paid. */
   payPageUrl: string;
@@ -57,6 +66,7 @@ function details(f: MessageFacts, a: { fiat: string; token: string }): Array<[st
     rows.push(['Pay by', iso(f.expiresAt)!], ['Pay here', f.payPageUrl]);
   } else {
     rows.push(['Transaction', f.txHash ?? '—']);
+    if (f.txUrl) rows.push(['On the explorer', f.txUrl]);
     if (f.verifiedAt) rows.push(['Verified at', iso(f.verifiedAt)!]);
   }
   rows.push(['Request', f.requestId]);
