@@ -59,8 +59,9 @@ interface Retry {
  * token on the mode's chain that open requests are still priced in, to wallets with claimable requests,
  * from a persisted cursor per chain and token up to the tip less the confirmations, in bounded ranges, and
  * pays through the same verification path. Transfers to those wallets that pay nothing are kept for
- * operators. One scan per chain and token at a time, whatever the number of workers (a transaction-scoped
- * advisory lock); the cursor moves only after its range was fully handled, so a failure re-reads the range.
+ * operators. One scan per chain and token at a time, whatever the number of workers (a session advisory lock,
+ * held with no transaction open: see scanToken); the cursor moves only after its range was fully handled, so a
+ * failure re-reads the range.
  * A mode whose scan fails does not stop the other's.
  *
  * A transfer whose verification cannot be decided yet (it must wait: a load-balanced RPC whose backend is
@@ -141,11 +142,23 @@ export class ChainScanService {
     if (failure !== null) throw failure;
   }
 
-  /** One range of one token's transfers, from its cursor; the tip read, or null when another worker holds its scan. */
+  /**
+   * One range of one token's transfers, from its cursor; the tip read, or null when another worker holds its
+   * scan. No transaction is open across the range's RPC calls: the scan lock is a session lock on a connection
+   * of its own (ChainCursorsRepository.tryLockScan), and the cursor is read before and written after them in
+   * single statements. A transaction held across them sat idle in transaction for the whole range, and a
+   * server bounding that (idle_in_transaction_session_timeout, as managed Postgres often sets) or an operator
+   * ending such sessions killed every scan longer than the bound: the cursor never moved, amounts were never
+   * released, retries never ran. The lock's connection dying mid-scan lets another worker scan the same range
+   * meanwhile, which is safe: each transfer is decided through the claim's unique index and upserts keyed by
+   * the transfer, as when a range is re-read, and the cursor moves only from where this scan found it.
+   */
   private async scanToken(reader: ChainReader, asset: Asset, token: string): Promise<number | null> {
     const { chainId } = asset;
-    return this.dataSource.transaction(async (em) => {
-      if (!(await this.cursors.tryLockScan(em, chainId, token))) return null;
+    const lock = await this.cursors.tryLockScan(chainId, token);
+    if (!lock) return null;
+    try {
+      const em = this.dataSource.manager;
       // The head under the lock: read before it, another worker's fresher cursor could look above the tip.
       const head = await readHead(reader, asset.confirmations);
       const tip = head.tip;
@@ -164,9 +177,13 @@ export class ChainScanService {
       const read = recipients.length === 0 ? to : await this.readTransfers(reader, chainId, token, recipients, { from, to, tip });
       if (read < from) return tip;
       const block = await reader.block(read);
-      await this.cursors.advance(em, chainId, token, read, block ? new Date(block.timestamp * 1000) : null);
+      if (!(await this.cursors.advance(em, chainId, token, last, read, block ? new Date(block.timestamp * 1000) : null))) {
+        this.logger.warn(`chain ${chainId}: the scan cursor of ${token} moved from ${last} while this scan read blocks ${from}-${read} (another worker scanned too); left where it is`);
+      }
       return tip;
-    });
+    } finally {
+      await lock.release();
+    }
   }
 
   /**
