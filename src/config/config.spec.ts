@@ -62,6 +62,14 @@ describe('loadConfig defaults (DESIGN §2)', () => {
     }
   });
 
+  it('reads DATABASE_QUERY_TIMEOUT_MS: 30 s by default, from 100 ms to an hour', () => {
+    expect(c.databaseQueryTimeoutMs).toBe(30000);
+    expect(loadConfig({ DATABASE_QUERY_TIMEOUT_MS: '1500' }).databaseQueryTimeoutMs).toBe(1500);
+    for (const bad of ['0', '99', '1.5', 'soon', '3600001']) {
+      expect(() => loadConfig({ DATABASE_QUERY_TIMEOUT_MS: bad })).toThrow(/DATABASE_QUERY_TIMEOUT_MS/);
+    }
+  });
+
   it('reads RATES_MAX_AGE_MS: one hour by default, at least two refresh intervals', () => {
     expect(c.ratesMaxAgeMs).toBe(3600000);
     expect(loadConfig({ RATES_MAX_AGE_MS: '600000' }).ratesMaxAgeMs).toBe(600000);

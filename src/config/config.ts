@@ -30,6 +30,8 @@ export interface AppConfig {
   databaseUrl: string;
   /** Postgres connections each process pools (DATABASE_POOL_SIZE). */
   databasePoolSize: number;
+  /** A pooled query unanswered this long closes its connection (DATABASE_QUERY_TIMEOUT_MS; src/database/data-source.ts). */
+  databaseQueryTimeoutMs: number;
   redisUrl: string;
   port: number;
   adminPort: number;
@@ -385,6 +387,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     production,
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/prs', ['postgres:', 'postgresql:']),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
+    databaseQueryTimeoutMs: int(env, 'DATABASE_QUERY_TIMEOUT_MS', 30_000, 100, 3_600_000),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     port,
     adminPort,

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
+import { boundedClient } from './bounded-client';
 
 /** Every module's entities (each `*.entity.ts` belongs to the module whose folder holds it). */
 export const ENTITIES_GLOB = join(__dirname, '..', 'modules', '**', '*.entity.{ts,js}');
@@ -18,7 +19,41 @@ export const ENTITIES_GLOB = join(__dirname, '..', 'modules', '**', '*.entity.{t
  */
 export const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
 
-export function dataSourceOptions(databaseUrl: string, poolSize = 20, acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS): DataSourceOptions {
+/**
+ * The default of DATABASE_QUERY_TIMEOUT_MS: a query of the pool that Postgres has not answered after this
+ * long closes its connection (bounded-client.ts). Without it, a pooled connection left half-open (a failover,
+ * a partition: no FIN, no RST) held every query sent on it until the kernel gave the socket up (~15 min at
+ * tcp_retries2=15), and once the pool was full of them every call failed on the acquire timeout; keepalives
+ * cannot see it, since Linux sends no keepalive probe while sent data is unacknowledged.
+ * 30 s is far above any statement the service runs (the slowest measured is the webhook re-drive's ranking,
+ * 4.5 s at its worst before its index, docs/performance.md; lists and CSV export batches take milliseconds) and
+ * above its lock waits, which last as long as the holder's transaction (milliseconds: the service holds no row
+ * or advisory lock across a network call in a transaction; the chain scans only try theirs). A query
+ * cut by it is a 500, its transaction rolled back. Migrations run without it (migrate).
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
+
+/**
+ * Server-side TCP keepalive and user timeout of each connection (USERSET settings, Postgres 12+): a backend whose
+ * client vanished without a FIN (the same partition, seen from the server) otherwise stays "idle in
+ * transaction" holding its row and advisory locks for the OS default of 2 h (tcp_keepalives_idle 7200 s), or
+ * blocked sending a result for ~15 min, and the service's fresh connections wait on those locks. With these the
+ * server drops such a backend, rolling its transaction back, within about a minute. A live client's kernel
+ * answers the probes, so nothing legitimate (a long statement, the chain scan's lock connection idle across its
+ * RPC calls) is ever cut by them.
+ */
+const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 -c tcp_user_timeout=60000';
+
+/**
+ * `queryTimeoutMs`: see DEFAULT_QUERY_TIMEOUT_MS; 0 leaves queries unbounded (migrations, which may build an
+ * index for minutes or wait on another instance's migration lock).
+ */
+export function dataSourceOptions(
+  databaseUrl: string,
+  poolSize = 20,
+  acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS,
+  queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+): DataSourceOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
@@ -34,13 +69,27 @@ export function dataSourceOptions(databaseUrl: string, poolSize = 20, acquireTim
     // status=expired's lapsed-row subqueries are estimated from the whole table's statistics, and once the
     // partial expiring indexes passed min_parallel_index_scan_size each ran under a Gather, 3-10 ms of worker
     // start-up to read a few index pages (measured at 10 M rows, docs/performance.md "Lists").
-    extra: { max: poolSize, connectionTimeoutMillis: acquireTimeoutMs, options: '-c jit=off -c max_parallel_workers_per_gather=0' },
+    // The pool's Client bounds each query (queryTimeoutMs) and keeps a checked-out client's `error` event from
+    // being uncaught. pg's own query_timeout is not used: it leaves the connection in the pool (bounded-client.ts).
+    // No client-side keepAlive: pg-pool already closes a connection idle for 10 s (idleTimeoutMillis), and a
+    // busy one has data in flight, which keepalive probes wait for.
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: acquireTimeoutMs,
+      options: `-c jit=off -c max_parallel_workers_per_gather=0 ${SERVER_KEEPALIVE}`,
+      Client: boundedClient(queryTimeoutMs),
+    },
     logging: false,
   };
 }
 
-export function createDataSource(databaseUrl: string, poolSize = 20, acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS): DataSource {
-  return new DataSource(dataSourceOptions(databaseUrl, poolSize, acquireTimeoutMs));
+export function createDataSource(
+  databaseUrl: string,
+  poolSize = 20,
+  acquireTimeoutMs = POOL_ACQUIRE_TIMEOUT_MS,
+  queryTimeoutMs = DEFAULT_QUERY_TIMEOUT_MS,
+): DataSource {
+  return new DataSource(dataSourceOptions(databaseUrl, poolSize, acquireTimeoutMs, queryTimeoutMs));
 }
 
 /** Creates the database named in the URL when it does not exist yet (DESIGN §2). */
@@ -64,7 +113,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 
 export async function migrate(databaseUrl: string): Promise<string[]> {
   await ensureDatabase(databaseUrl);
-  const ds = createDataSource(databaseUrl, 2);
+  // Unbounded queries: a migration may build an index for minutes, and the lock below waits for another
+  // instance's migrations.
+  const ds = createDataSource(databaseUrl, 2, POOL_ACQUIRE_TIMEOUT_MS, 0);
   await ds.initialize();
   try {
     // A lock so two instances starting together do not run the same migration twice.

@@ -3,7 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { ChangeFeed } from './change-feed';
 import { ChangeFeedRepository } from './change-feed.repository';
-import { dataSourceOptions } from './data-source';
+import { dataSourceOptions, POOL_ACQUIRE_TIMEOUT_MS } from './data-source';
 
 /**
  * The one DataSource of the app, from the validated config (TypeOrmModule closes it at shutdown). Modules
@@ -14,7 +14,10 @@ import { dataSourceOptions } from './data-source';
   imports: [
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => ({ ...dataSourceOptions(config.databaseUrl, config.databasePoolSize), retryAttempts: 0 }),
+      useFactory: (config: AppConfig) => ({
+        ...dataSourceOptions(config.databaseUrl, config.databasePoolSize, POOL_ACQUIRE_TIMEOUT_MS, config.databaseQueryTimeoutMs),
+        retryAttempts: 0,
+      }),
     }),
   ],
   providers: [ChangeFeedRepository, ChangeFeed],
