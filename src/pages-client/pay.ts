@@ -52,7 +52,10 @@ let noteShown = false;
 
 function render(next: PayView): void {
   expiresAt = Date.parse(next.expires_at);
-  const nextPhase = payPhase(next.status, next.proof_status, next.proof_note ?? null);
+  const nextPhase = payPhase(next.status, next.proof_status, {
+    note: next.proof_note ?? null,
+    pastDeadline: Date.now() + clockOffset >= expiresAt,
+  });
   if (nextPhase !== phase) {
     phase = nextPhase;
     root.dataset.phase = phase;

@@ -212,10 +212,19 @@ describe('the pay page', () => {
       await waitForText(page, '#tx-hash-error', 'it sends nothing to this merchant’s address');
       expect(await apiView(r.id)).toMatchObject({ status: 'opened', proof_status: 'attached' });
 
-      await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '1 minute' WHERE id = $1`, [r.id]);
+      // Past expires_at, in the claim window (the request still reads opened: its attached hash has until the
+      // window closes): no payment is offered any more.
+      await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 minute', claim_until = now() + interval '1 hour' WHERE id = $1`, [r.id]);
       await waitForText(page, '#status-title', 'This payment request has expired');
       for (const part of ['#pay-button', '#pay-section', '.qr-code', '#countdown']) expect(await visible(page, part)).toBe(false);
-      expect(await apiView(r.id)).toMatchObject({ status: 'expired', proof_status: 'attached' });
+      expect(await visible(page, '#proof-form')).toBe(true);
+      expect(await apiView(r.id)).toMatchObject({ status: 'opened', proof_status: 'attached' });
+      // The window closed: expired for good.
+      await sql(`UPDATE payment_requests SET expires_at = now() - interval '2 minutes', claim_until = now() - interval '1 minute' WHERE id = $1`, [r.id]);
+      await waitFor(async () => (await apiView(r.id)).status === 'expired');
+      await page.reload();
+      expect(await page.locator('#status-title').textContent()).toBe('This payment request has expired');
+      for (const part of ['#pay-button', '#pay-section', '.qr-code', '#countdown']) expect(await visible(page, part)).toBe(false);
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -16,7 +16,8 @@ import { waitFor } from '../support/wait';
  * charge 0 was missed; charge 1 is paid a second before its expires_at, but its 3 confirmations come after it,
  * so the sweep stores charge 1 expired first: the second miss in a row pauses the plan. The payment then
  * verifies. Charge 1 was not the plan's latest (charge 2 is open), and only the latest resumed a plan: it
- * stayed paused for unpaid with no miss left, and charged no period again (a time-edge hunt).
+ * stayed paused for unpaid with no miss left, and charged no period again (a time-edge hunt). Resumed, it must
+ * also charge the period that fell due while it was wrongly paused (a review).
  */
 class TestClock implements Clock {
   private t = Date.now();
@@ -96,10 +97,14 @@ it('a charge paid before its expires_at and verified after it leaves its plan ac
   expect(await planRow(planId)).toMatchObject({ pause_reason: 'unpaid', missed_in_row: 2 });
   expect((await requestRow(c1.id)).status).toBe('expired');
 
+  // Period 3 falls due while the plan is paused: nothing is charged for it yet.
+  clock.set(new Date(due(3).getTime() + 1));
   await mine(env.rpcUrl, 2);
   await waitFor(async () => (await requestRow(c1.id)).proof_status === 'verified', 30_000, 100);
   expect(minedAt * 1000).toBeLessThan((await requestRow(c1.id)).expires_at.getTime());
-  // Paid on time: no miss after it, so the plan is active again, due at period 3 (nothing backfilled, nothing lost).
-  await waitFor(async () => (await planRow(planId)).status === 'active', 15_000, 50);
-  expect(await planRow(planId)).toEqual({ status: 'active', pause_reason: null, missed_in_row: 0, next_period_index: 3, next_charge_at: due(3) });
+  // Paid on time: no miss after it, so the plan goes on as if never paused, and period 3 is charged once.
+  await waitFor(async () => (await planRow(planId)).next_period_index === 4, 15_000, 50);
+  expect(await planRow(planId)).toEqual({ status: 'active', pause_reason: null, missed_in_row: 0, next_period_index: 4, next_charge_at: due(4) });
+  const periods = await sql<{ period_index: number }>(`SELECT period_index FROM payment_requests WHERE plan_id = $1 ORDER BY period_index`, [planId]);
+  expect(periods.map((r) => r.period_index)).toEqual([0, 1, 2, 3]);
 }, 120_000);

@@ -137,7 +137,7 @@ const createRequestBody: SchemaObject = {
       pattern: '^[A-Za-z]{3}$',
       description: "ISO 4217. An assertion, not an override: if it differs from the merchant's effective currency, 400 currency_mismatch with expected_fiat_code.",
     },
-    memo: { type: 'string', maxLength: 500, description: 'Shown to the customer on the pay page' },
+    memo: { type: 'string', maxLength: 500, description: 'Shown to the customer on the pay page (a handle request\'s memo, its visitor\'s note to the merchant, is not)' },
     idempotency_key: {
       type: 'string',
       minLength: 32,

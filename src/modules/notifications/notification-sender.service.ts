@@ -106,7 +106,7 @@ export class NotificationSender {
       // Started before the claim, so the deadline ends at least one send timeout before the lease does.
       const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
       // The lease starts at the claim, after this: ending the record's tries here keeps them inside it.
-      const leaseEnds = Date.now() + this.config.notifySendTimeoutMs * LEASE_TIMEOUTS;
+      const leaseEnds = performance.now() + this.config.notifySendTimeoutMs * LEASE_TIMEOUTS;
       const claim = await this.claimIfStill(row, attempt, to);
       if (claim.kind === 'taken') return; // another run of the same attempt got there first
       if (claim.kind === 'misfit') return this.outdated(row, attempt, claim.why);
@@ -176,7 +176,7 @@ export class NotificationSender {
 
   /**
    * Stores a send's outcome, trying again while Postgres does not answer (a restart, a failover), until the
-   * lease ends. Only this run knows the outcome: unrecorded, the re-drive would fail the message in doubt, so
+   * lease ends (`leaseEnds` on the monotonic clock). Only this run knows the outcome: unrecorded, the re-drive would fail the message in doubt, so
    * a receipt the server refused would never be retried and one it took would read failed (a Postgres-outage
    * hunt: a one-second outage lost both). Storing it twice is harmless: the record needs the lease it releases.
    */
@@ -185,7 +185,7 @@ export class NotificationSender {
       try {
         return await this.repo.record(r);
       } catch (e) {
-        if (Date.now() + wait >= leaseEnds) throw e;
+        if (performance.now() + wait >= leaseEnds) throw e;
         this.logger.warn(`notification ${r.id}: attempt ${r.attempt}'s outcome (${r.outcome}) not stored yet (${(e as Error).message}); trying again in ${wait} ms`);
         await sleep(wait);
       }

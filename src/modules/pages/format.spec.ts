@@ -38,6 +38,8 @@ describe('parseFiat', () => {
     ['0.1', 'usd', 10],
     ['1500', 'jpy', 1500],
     ['1.25', 'kwd', 1250],
+    ['1.2', 'kwd', 1200],
+    ['0,5', 'eur', 50],
     ['21474836.47', 'eur', 2147483647],
     // A decimal comma, as most of Europe writes it (it was read as grouping: "12,50" € became 1,250 €).
     ['12,50', 'eur', 1250],
@@ -60,7 +62,9 @@ describe('parseFiat', () => {
     // Not whole groups of three, or a mark twice where it can only be the decimal one.
     ['12,50.00', 'usd'], ['1,2345', 'usd'], ['1.250,5.0', 'eur'], ['1 25', 'usd'], ['1 250,000', 'usd'], ['1,5', 'jpy'],
     // Read two ways with three decimals: 1.250 or 1250 dinars.
-    ['1,250', 'kwd']])(
+    ['1,250', 'kwd'], ['1.250', 'kwd'],
+    // Groups never start with 0: "0,500" is half of something to whoever typed it.
+    ['0,500', 'eur'], ['00,500', 'usd'], ['0 500', 'usd'], ['012,500', 'usd']])(
     'refuses %j in %s',
     (text, currency) => {
       expect(parseFiat(text, currency)).toBeNull();

@@ -42,7 +42,8 @@ export function formatTokenUnits(baseUnits: string | bigint, decimals: number, g
  * text can be read two ways. Both present: the last is the decimal mark ("1,250.50", "1.250,50"). One mark
  * several times: groups ("1,250,000"). One "." once: the decimal mark. One "," once: the decimal mark
  * ("12,50", as most of Europe writes it), unless three digits follow it, which no currency of fewer than three
- * decimals can mean ("1,250" is 1250 dollars or euros); with three-decimal currencies that is refused.
+ * decimals can mean ("1,250" is 1250 dollars or euros). With three-decimal currencies one mark followed by
+ * three digits is refused either way ("1,250" or "1.250" dinars).
  */
 function marks(text: string, exponent: number): { decimal: string | null; group: string | null } | null {
   const commas = text.split(',').length - 1;
@@ -50,12 +51,14 @@ function marks(text: string, exponent: number): { decimal: string | null; group:
   if (commas > 0 && dots > 0) return text.lastIndexOf(',') > text.lastIndexOf('.') ? { decimal: ',', group: '.' } : { decimal: '.', group: ',' };
   if (dots > 1) return { decimal: null, group: '.' };
   if (commas > 1) return { decimal: null, group: ',' };
-  if (dots === 1) return { decimal: '.', group: null };
-  if (commas === 1) {
-    if (text.length - text.indexOf(',') - 1 !== 3) return { decimal: ',', group: null };
-    return exponent >= 3 ? null : { decimal: null, group: ',' };
-  }
-  return { decimal: null, group: null };
+  // One mark followed by three digits is a thousands group to some and three decimals to others: with a
+  // currency of three decimals that is two readings, refused. "." alone is otherwise the decimal mark.
+  const single = commas === 1 ? ',' : dots === 1 ? '.' : null;
+  if (single === null) return { decimal: null, group: null };
+  const threeAfter = text.length - text.indexOf(single) - 1 === 3;
+  if (threeAfter && exponent >= 3) return null;
+  if (single === '.') return { decimal: '.', group: null };
+  return threeAfter ? { decimal: null, group: ',' } : { decimal: ',', group: null };
 }
 
 /**
@@ -75,7 +78,8 @@ export function parseFiat(text: string, currency: string): number | null {
   if (m.decimal !== null && cleaned.indexOf(m.decimal, at + 1) >= 0) return null;
   const whole = cleaned.slice(0, at);
   const fraction = cleaned.slice(at + 1);
-  const wholeShape = m.group === null ? /^\d+$/ : new RegExp(`^\\d{1,3}(?:\\${m.group}\\d{3})*$`);
+  // Grouped digits start with a non-zero digit: "0,500" is half of something to whoever typed it, not 500.
+  const wholeShape = m.group === null ? /^\d+$/ : new RegExp(`^[1-9]\\d{0,2}(?:\\${m.group}\\d{3})*$`);
   if (!wholeShape.test(whole) || !/^\d*$/.test(fraction) || fraction.length > exponent) return null;
   const minor = BigInt(whole.replace(/\D/g, '') + fraction.padEnd(exponent, '0'));
   if (minor <= 0n || minor > 2147483647n) return null;

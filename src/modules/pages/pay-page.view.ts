@@ -17,7 +17,7 @@ const tokenAddress = (assetId: string) => assetId.slice(assetId.lastIndexOf(':')
 
 /** The pay page as of `now`; its script takes over from here (open report, polling, wallet, proof). */
 export function renderPayPage(v: PayView, qrSvg: string, assets: PayPageAssets, now: Date): string {
-  const phase: PayPhase = payPhase(v.status, v.proof_status, v.proof_note);
+  const phase: PayPhase = payPhase(v.status, v.proof_status, { note: v.proof_note, pastDeadline: now.getTime() >= Date.parse(v.expires_at) });
   const part = (p: PayPart) => html`data-part="${p}"${hiddenUnless(isShown(p, phase))}`;
   const merchant = v.merchant_name ?? 'A merchant';
   // Without the token's decimals (an asset the service could not read), base units are the only exact statement.

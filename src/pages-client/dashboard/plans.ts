@@ -150,7 +150,7 @@ function showPlan(p: Plan, testMode: boolean): void {
     ['Payer’s page', payerPage],
     ['Metadata', meta],
   ]);
-  // A plan paused because charges went unpaid resumes by itself when its latest charge is paid late; pausing
+  // A plan paused because charges went unpaid resumes by itself when a payment leaves too few misses; pausing
   // it again makes the pause the merchant's, so it stays paused until the merchant resumes it.
   const unpaid = p.status === 'paused' && p.pause_reason === 'unpaid';
   byId('plan-pause').hidden = p.status !== 'active' && !unpaid;

@@ -6,7 +6,11 @@ import type { ProofStatus, RequestStatus } from '../../modules/requests/domain/t
  */
 export type PayPhase = 'payable' | 'checking' | 'paid' | 'expired' | 'voided';
 
-export function payPhase(status: RequestStatus, proofStatus: ProofStatus, proofNote: string | null = null): PayPhase {
+export function payPhase(
+  status: RequestStatus,
+  proofStatus: ProofStatus,
+  attached: { note: string | null; pastDeadline: boolean } = { note: null, pastDeadline: false },
+): PayPhase {
   // Money that arrived is reported whatever the status (DESIGN §3): proof wins over expiry and voiding.
   switch (proofStatus) {
     case 'verified':
@@ -14,8 +18,11 @@ export function payPhase(status: RequestStatus, proofStatus: ProofStatus, proofN
     case 'attached':
       // An attached hash still being checked may pay; one known not to pay (its note says why) checks nothing,
       // so the request reads as its status: still payable, with the note, or expired. Anyone can attach a
-      // hash that pays nothing, and it must not take the payment offer off the page.
-      if (proofNote === null) return 'checking';
+      // hash that pays nothing, and it must not take the payment offer off the page. Its status reads
+      // `opened` until the claim window closes, an hour past expires_at: from expires_at on, no payment is
+      // offered (DESIGN §4).
+      if (attached.note === null) return 'checking';
+      if (attached.pastDeadline && (status === 'requested' || status === 'opened')) return 'expired';
       break;
     case 'none':
       break;

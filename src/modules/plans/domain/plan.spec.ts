@@ -11,16 +11,25 @@ const plan = (over: Partial<Plan> = {}): Plan => ({
 });
 
 describe('afterPaid', () => {
-  it('a plan paused for unpaid resumes as resume would when no miss is left after the payment: the first date from now on, nothing charged', () => {
-    // Now is after period 2 (Mar 10): resume never backfills, the next charge is period 3 (Apr 10).
+  it('a plan paused for unpaid goes on when no miss is left after the payment, as if never paused: the latest due period charged at once', () => {
+    // Now (Mar 20) is after period 2 (Mar 10), which fell due while the plan was paused: due now, not skipped.
     expect(afterPaid(plan(), 0, 2, NOW)).toEqual({
-      status: 'active', pauseReason: null, nextPeriodIndex: 3, nextChargeAt: new Date('2027-04-10T00:00:00.000Z'), chargesCreated: 2,
+      status: 'active', pauseReason: null, nextPeriodIndex: 2, nextChargeAt: new Date('2027-03-10T00:00:00.000Z'), chargesCreated: 2,
       missedInRow: 0, latestChargePeriod: 1, chargeFailures: 0, retryAt: null,
     });
+    // Before period 2 is due: its own date.
+    expect(afterPaid(plan(), 0, 2, new Date('2027-03-01T00:00:00.000Z'))).toMatchObject({ status: 'active', nextPeriodIndex: 2, nextChargeAt: new Date('2027-03-10T00:00:00.000Z') });
+    // Long after: only the latest due period, nothing older backfilled.
+    expect(afterPaid(plan(), 0, 2, new Date('2027-06-15T00:00:00.000Z'))).toMatchObject({ nextPeriodIndex: 5, nextChargeAt: new Date('2027-06-10T00:00:00.000Z') });
   });
 
-  it('resumes with the misses after the payment counted, when they are too few to pause', () => {
+  it('goes on with the misses after the payment counted, when they are too few to pause', () => {
     expect(afterPaid(plan(), 1, 2, NOW)).toMatchObject({ status: 'active', pauseReason: null, missedInRow: 1 });
+  });
+
+  it('a payment never raises the count (a resume started it again from 0)', () => {
+    const resumed = plan({ status: 'active', pauseReason: null, missedInRow: 0, nextChargeAt: new Date('2027-04-10T00:00:00.000Z') });
+    expect(afterPaid(resumed, 2, 2, NOW)).toMatchObject({ status: 'active', missedInRow: 0 });
   });
 
   it.each<[string, PlanStatus, PauseReason | null, number]>([

@@ -32,7 +32,7 @@ export interface Plan {
   chargesCreated: number;
   /** Charges that expired unpaid since the last paid one (or the last resume). */
   missedInRow: number;
-  /** The period of the plan's newest charge, null before the first: the charge whose payment resumes a plan paused unpaid. */
+  /** The period of the plan's newest charge, null before the first. */
   latestChargePeriod: number | null;
   /** Attempts at the due charge that failed in a row (the charge could not be created); 0 once the plan moves on. */
   chargeFailures: number;
@@ -107,19 +107,23 @@ export function afterResume(p: Plan, now: Date): PlanChange {
 /**
  * A charge of the plan was verified (DESIGN §5: a paid charge resets the missed count). `missedSince` is how
  * many of its charges lapsed unpaid after the plan's latest paid charge (this one, or a later one paid
- * before): the misses still in a row once this payment is counted, which is what the count becomes. A plan
- * paused for unpaid resumes, as /resume would (the first scheduled date from now on, nothing backfilled,
- * nothing charged now), when those are fewer than `maxMissed`: the pause would not have happened had the
- * payment been seen in time. That is the case of a charge paid in the grace window after its expires_at, and
- * of one paid before its deadline whose verification came after the expiry was stored (deep confirmations,
- * an outage; a time-edge hunt found such a plan left paused for good, its periods never charged). A plan
- * paused by the merchant, canceled or completed keeps its status: only the count changes.
+ * before): the misses still in a row once this payment is counted. The count becomes that, never more than
+ * it was (a merchant's resume started it again from 0). A plan paused for unpaid whose count is now below
+ * `maxMissed` was paused by a miss this payment takes back: paid in the grace window after its expires_at, or
+ * before it and verified after the expiry was stored (deep confirmations, an outage; a time-edge hunt found
+ * such a plan left paused for good). It goes on as if never paused: due at the later of its next period and
+ * the latest period due by now, as after downtime (that one charged at once, nothing older backfilled). A
+ * plan paused by the merchant, canceled or completed keeps its status: only the count changes.
  */
 export function afterPaid(p: Plan, missedSince: number, maxMissed: number, now: Date): PlanChange {
-  const counted: PlanChange = { ...changeOf(p), missedInRow: missedSince };
+  const missedInRow = Math.min(p.missedInRow, missedSince);
+  const counted: PlanChange = { ...changeOf(p), missedInRow };
   switch (p.status) {
-    case 'paused':
-      return p.pauseReason === 'unpaid' && missedSince < maxMissed ? { ...afterResume(p, now), missedInRow: missedSince } : counted;
+    case 'paused': {
+      if (p.pauseReason !== 'unpaid' || missedInRow >= maxMissed) return counted;
+      const k = Math.max(p.nextPeriodIndex, latestDuePeriod(scheduleOf(p), now) ?? 0);
+      return { ...counted, status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), ...NO_FAILURES };
+    }
     case 'active':
     case 'canceled':
     case 'completed':

@@ -611,7 +611,7 @@ export class RequestsRepository {
       `SELECT count(*)::int AS missed FROM payment_requests r
         WHERE r.plan_id = $1 AND r.status = 'expired' AND r.proof_status <> 'verified'
           AND r.period_index > COALESCE((SELECT max(v.period_index) FROM payment_requests v
-                                          WHERE v.plan_id = $1 AND v.proof_status = 'verified'), -1)`,
+                                          WHERE v.plan_id = $1 AND v.proof_status = 'verified' AND v.claim_lost_at IS NULL), -1)`,
       [planId],
     );
     return row.missed;
