@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
-import { DEV_KEYS, mine, mint, rpc, transferToken } from '../../scripts/chain/local-node';
+import { DEV_KEYS, deployToken, findFreePort, mine, mint, rpc, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
 import type { Clock } from '../../src/modules/plans/application/clock';
 import { dueAt } from '../../src/modules/plans/domain/schedule';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
@@ -30,11 +30,17 @@ class TestClock implements Clock {
 }
 const env = testEnv();
 const clock = new TestClock();
+// A chain of this file's own: the payment's block time is set against expires_at on the database's clock, and
+// the jest worker's shared node may run ahead of the wall clock (other files move its time).
+let node: LocalNode;
+let token: string;
 let svc: TestService;
 let merchant: { id: string; wallet: Wallet };
 let dash: DashboardClient;
 
 beforeAll(async () => {
+  node = await startLocalNode({ port: await findFreePort() });
+  token = await deployToken(node.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
   svc = await startService({
     worker: true,
     plans: { clock },
@@ -46,6 +52,8 @@ beforeAll(async () => {
       HEAD_POLL_MS: '100',
       VERIFY_POLL_MS: '200',
       RATE_LIMIT_SCALE: '100',
+      CHAIN_TEST_RPC_URL: node.url,
+      CHAIN_TEST_TOKEN_ADDRESS: token,
       CHAIN_TEST_CONFIRMATIONS: '3',
     },
   });
@@ -56,6 +64,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await svc?.close();
+  await node?.stop();
   await closeSql();
 });
 
@@ -87,9 +96,9 @@ it('a charge paid before its expires_at and verified after it leaves its plan ac
 
   // The payer pays charge 1, whose expires_at is a second after the block that carries the payment.
   const payer = DEV_KEYS[3];
-  await mint(env.rpcUrl, env.token, new Wallet(payer).address, BigInt(c1.amount));
-  const tx = await transferToken(env.rpcUrl, env.token, payer, merchant.wallet.address, BigInt(c1.amount));
-  const block = await rpc<{ timestamp: string }>(env.rpcUrl, 'eth_getBlockByNumber', [`0x${tx.blockNumber.toString(16)}`, false]);
+  await mint(node.url, token, new Wallet(payer).address, BigInt(c1.amount));
+  const tx = await transferToken(node.url, token, payer, merchant.wallet.address, BigInt(c1.amount));
+  const block = await rpc<{ timestamp: string }>(node.url, 'eth_getBlockByNumber', [`0x${tx.blockNumber.toString(16)}`, false]);
   const minedAt = Number(BigInt(block.timestamp));
   await sql(`UPDATE payment_requests SET expires_at = to_timestamp($2 + 1), claim_until = to_timestamp($2 + 1) + interval '1 hour' WHERE id = $1`, [c1.id, minedAt]);
   // Its confirmations come after that: the sweep stores the expiry first, the second miss pauses the plan.
@@ -99,7 +108,7 @@ it('a charge paid before its expires_at and verified after it leaves its plan ac
 
   // Period 3 falls due while the plan is paused: nothing is charged for it yet.
   clock.set(new Date(due(3).getTime() + 1));
-  await mine(env.rpcUrl, 2);
+  await mine(node.url, 2);
   await waitFor(async () => (await requestRow(c1.id)).proof_status === 'verified', 30_000, 100);
   expect(minedAt * 1000).toBeLessThan((await requestRow(c1.id)).expires_at.getTime());
   // Paid on time: no miss after it, so the plan goes on as if never paused, and period 3 is charged once.
