@@ -109,11 +109,18 @@ describe('POST /dashboard/api/session', () => {
     ['the domain without its port', { domain: 'localhost' }],
     ['another uri', { uri: 'http://localhost:3999/onboarding/x' }],
     ['an expired message', { expirationTime: new Date(Date.now() - 1000).toISOString() }],
+    // PUBLIC_URL is http here: a message made for an https page is another origin (and the other way round).
+    ['another scheme', { scheme: 'https' }],
   ])('%s → 401 invalid_signature', async (_, o) => {
     const r = await attempt(merchant.wallet, o);
     expect(r.status).toBe(401);
     expect(r.body).toMatchObject({ ok: false, error: 'invalid_signature' });
     expect(r.headers.getSetCookie()).toEqual([]);
+  });
+
+  it('a message naming PUBLIC_URL\'s own scheme signs in, as one naming none does', async () => {
+    expect(new URL(svc.config.publicUrl).protocol).toBe('http:');
+    expect((await attempt(merchant.wallet, { scheme: 'http' })).status).toBe(200);
   });
 
   it('a signature by another key is 401, and so is text that is not EIP-4361', async () => {

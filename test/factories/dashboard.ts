@@ -10,6 +10,8 @@ export interface SiweOverrides {
   address?: string;
   chainId?: number;
   expirationTime?: string;
+  /** EIP-4361's optional scheme (absent from the message unless given). */
+  scheme?: string;
 }
 
 /** The EIP-4361 message the dashboard's sign-in page builds (DESIGN §5), with any part overridden. */
@@ -24,6 +26,7 @@ export function dashboardMessage(svc: TestService, address: string, nonce: strin
     nonce: o.nonce ?? nonce,
     issuedAt: new Date().toISOString(),
     ...(o.expirationTime ? { expirationTime: o.expirationTime } : {}),
+    ...(o.scheme ? { scheme: o.scheme } : {}),
   }).prepareMessage();
 }
 

@@ -56,6 +56,13 @@ export class SiweVerifier {
     if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || siwe.nonce !== expected.nonce) {
       return { valid: false, field: 'message', reason: 'domain, uri or nonce does not match' };
     }
+    // The optional scheme is the rest of the origin a wallet checks the message against (absent: https). A
+    // page served as http://<our host> (a network attacker, before HSTS) could ask for a message naming
+    // `http` without a wallet warning, and its signature signed in here (a merchant-side hunt). It must be
+    // PUBLIC_URL's scheme, which `uri` carries.
+    if (siwe.scheme !== undefined && `${siwe.scheme}:` !== new URL(expected.uri).protocol) {
+      return { valid: false, field: 'message', reason: 'the scheme does not match' };
+    }
     // A time the parser takes but Date cannot read (second 60) compares false with everything: refused.
     if ([siwe.issuedAt, siwe.expirationTime, siwe.notBefore].some((t) => t !== undefined && Number.isNaN(Date.parse(t)))) {
       return { valid: false, field: 'message', reason: 'a time in the message cannot be read' };
