@@ -19,7 +19,9 @@ interface Reachable {
 export class QueryTimeoutError extends Error {
   readonly code = 'PRS_QUERY_TIMEOUT';
   constructor(timeoutMs: number) {
-    super(`Postgres did not answer within ${timeoutMs} ms (DATABASE_QUERY_TIMEOUT_MS): the connection was closed and its transaction, if any, rolled back`);
+    super(
+      `Postgres did not answer within ${timeoutMs} ms (DATABASE_QUERY_TIMEOUT_MS): the connection was closed; an open transaction rolls back, but a COMMIT or a single write cut here may have been applied`,
+    );
     this.name = 'QueryTimeoutError';
   }
 }
@@ -36,8 +38,14 @@ export class QueryTimeoutError extends Error {
  * connection stays in the pool for good, and on a live one the statement keeps running on the server. Here
  * the socket is destroyed instead: pg fails every query of the client with the error, marks it not queryable
  * and emits `error` (TypeORM's runner then releases it with the error); pg-pool drops it either way and opens a
- * fresh connection for the next caller. A transaction on it is gone with it: the server rolls it back when it
- * sees the connection close (or its keepalives find the peer gone, see dataSourceOptions), never half-done.
+ * fresh connection for the next caller. A transaction still open on it is gone with it: the server rolls it
+ * back when it sees the connection close (or its keepalives find the peer gone, see dataSourceOptions). A COMMIT,
+ * or a write outside a transaction, cut by the bound may have been applied all the same (only its answer was
+ * late or lost): its outcome is unknown, as after any lost connection, which the error says.
+ *
+ * The bound counts from the call, so a query waiting on the same client behind another counts its wait: the
+ * service never sends two queries at once on one client (pg 8 deprecates it), and a transaction's statements
+ * are awaited one by one.
  *
  * The server may still be running the statement (a slow one rather than a dead link): a CancelRequest goes
  * to it on a connection of its own, as psql's Ctrl-C does; on a server that is gone it just fails.
@@ -99,12 +107,26 @@ export function boundedClient(timeoutMs: number): typeof Client {
         promised = true;
       }
       const result = run();
-      if (promised && result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).then(settle, settle);
+      // The promise handed back is the one that settles the timer, so a failure nobody awaits is still an
+      // unhandled rejection, as with pg's own promise.
+      const answered =
+        promised && result && typeof (result as Promise<unknown>).then === 'function'
+          ? (result as Promise<unknown>).then(
+              (r) => {
+                settle();
+                return r;
+              },
+              (e: unknown) => {
+                settle();
+                throw e;
+              },
+            )
+          : result;
       if (!settled) {
         timer = setTimeout(() => this.abandon(timeoutMs), timeoutMs);
         timer.unref();
       }
-      return result;
+      return answered;
     }
 
     /** Cancels whatever the server runs for this connection and closes the connection. */

@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../config/config';
 import { CHANGE_CHANNEL, ChangeFeedRepository, replyChannel } from './change-feed.repository';
+import { SERVER_KEEPALIVE } from './data-source';
 
 type Handler = (key: string) => void;
 
@@ -184,7 +185,9 @@ export class ChangeFeed implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async connect(): Promise<void> {
-    const client = new Client({ connectionString: this.config.databaseUrl, application_name: APP_NAME });
+    // The server's keepalives (dataSourceOptions): a vanished instance's listening backend ends within a minute
+    // instead of staying listed, which would make every confirmed change wait CONFIRM_MS for it.
+    const client = new Client({ connectionString: this.config.databaseUrl, application_name: APP_NAME, options: SERVER_KEEPALIVE });
     client.on('notification', (n) => (n.channel === CHANGE_CHANNEL || n.channel === this.ownChannel) && n.payload && this.deliver(n.payload));
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client, new Error('connection ended')));

@@ -29,7 +29,8 @@ export const POOL_ACQUIRE_TIMEOUT_MS = 10_000;
  * 4.5 s at its worst before its index, docs/performance.md; lists and CSV export batches take milliseconds) and
  * above its lock waits, which last as long as the holder's transaction (milliseconds: the service holds no row
  * or advisory lock across a network call in a transaction; the chain scans only try theirs). A query
- * cut by it is a 500, its transaction rolled back. Migrations run without it (migrate).
+ * cut by it is a 500: an open transaction rolls back, a COMMIT or single write cut by it has an unknown outcome
+ * (applied or not, as after any lost connection). Migrations run without it (migrate).
  */
 export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
@@ -40,9 +41,13 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
  * blocked sending a result for ~15 min, and the service's fresh connections wait on those locks. With these the
  * server drops such a backend, rolling its transaction back, within about a minute. A live client's kernel
  * answers the probes, so nothing legitimate (a long statement, the chain scan's lock connection idle across its
- * RPC calls) is ever cut by them.
+ * RPC calls) is ever cut by them. client_connection_check_interval (Postgres 14+, DESIGN's minimum) makes a
+ * backend running a statement or waiting on a lock notice its client gone too (it reads no socket meanwhile):
+ * the statement is cut when the connection closed (the bound's cancel may not arrive: a TLS-only proxy, a
+ * vanished client).
  */
-const SERVER_KEEPALIVE = '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 -c tcp_user_timeout=60000';
+export const SERVER_KEEPALIVE =
+  '-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 -c tcp_user_timeout=60000 -c client_connection_check_interval=5000';
 
 /**
  * `queryTimeoutMs`: see DEFAULT_QUERY_TIMEOUT_MS; 0 leaves queries unbounded (migrations, which may build an

@@ -43,7 +43,8 @@ export class ChainCursorsRepository {
     // statements (pg_terminate_backend) would emit an unhandled 'error' and end the process.
     let broken: Error | null = null;
     const onError = (e: Error) => {
-      broken ??= e;
+      if (broken) return; // pg emits the loss twice: the server's FATAL, then "Connection terminated"
+      broken = e;
       this.logger.warn(`chain scan of ${token} on chain ${chainId}: its lock's connection was lost (${e.message}); another worker may scan meanwhile`);
     };
     client.on('error', onError);
