@@ -42,9 +42,9 @@ interface HeldRate {
 export class RatesService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Rates');
   private current = new Map<string, HeldRate>();
-  /** Reads of the stored rates started, and the newest of them applied to `current` (see reload). */
-  private readsStarted = 0;
-  private readApplied = 0;
+  /** The read of the stored rates under way, and the one queued to run after it (see reload). */
+  private reading: Promise<void> | null = null;
+  private readAgain: Promise<void> | null = null;
   private timer?: NodeJS.Timeout;
   /** When this instance last logged a refusal of each currency (monotonic clock). */
   private readonly refusalLogged = new Map<string, number>();
@@ -186,15 +186,31 @@ export class RatesService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Reads the stored rates. Reads overlap (the timer, another instance's announcement, this instance's refresh),
-   * and one that started earlier may answer later with rows from before a refresh: it is dropped once a read
-   * started after it has been applied, so a slow read never puts back a superseded rate.
+   * Reads the stored rates and holds them. One read at a time: the timer, another instance's announcement and
+   * this instance's refresh all ask, and overlapping reads could answer out of order, a read from before a
+   * refresh put back after one from after it (a multi-instance hunt: creates priced at the superseded rate for
+   * up to 10 s). Asked while a read is under way, which may predate what the caller knows, it reads once more
+   * after that one, a read shared by every caller until it starts; each caller's promise settles once a read
+   * begun after its call is held.
    */
-  private async reload(): Promise<void> {
-    const started = ++this.readsStarted;
+  private reload(): Promise<void> {
+    if (!this.reading) {
+      this.reading = this.readStored().finally(() => {
+        this.reading = null;
+      });
+      return this.reading;
+    }
+    this.readAgain ??= this.reading
+      .catch(() => undefined)
+      .then(() => {
+        this.readAgain = null;
+        return this.reload();
+      });
+    return this.readAgain;
+  }
+
+  private async readStored(): Promise<void> {
     const rows = await this.repo.allWithAge();
-    if (started < this.readApplied) return;
-    this.readApplied = started;
     const loadedAt = performance.now();
     this.current = new Map(
       rows.map((r) => [r.currency, { row: { currency: r.currency, rate: r.rate, source: r.source, updated_at: r.updatedAt }, ageAtLoadMs: r.ageMs, loadedAt }]),
