@@ -1,7 +1,9 @@
-import { AbiCoder, Interface, Wallet, concat, hashMessage, zeroPadValue } from 'ethers';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AbiCoder, Interface, JsonRpcProvider, Wallet, concat, hashMessage, toQuantity, zeroPadValue } from 'ethers';
 import { loadArtifact } from '../../scripts/chain/compile-contracts';
 import { deployContract, sendCall } from '../../scripts/chain/local-node';
-import { EthersChainReader } from '../../src/modules/chain/ethers-chain-reader';
+import { EthersChainReader, SIGNATURE_CHECK_GAS } from '../../src/modules/chain/ethers-chain-reader';
 import { testEnv } from '../support/test-env';
 
 /**
@@ -71,6 +73,45 @@ describe('contract wallet signatures (ERC-1271, ERC-6492)', () => {
     expect(await reader.isValidSignature(stranger.address, digest, await owner.signMessage(message))).toBe(false);
     // A plain account's own signature passes the validator's ecrecover path too.
     expect(await reader.isValidSignature(owner.address, digest, await owner.signMessage(message))).toBe(true);
+  });
+
+  it('runs the check with a gas limit of its own: a factory that loops for ever is a bad signature, not the node\'s time', async () => {
+    // The signer and an ERC-6492 factory are the caller's choice (an anonymous sign-in): without a limit the node
+    // ran this loop up to its own cap, seconds per attempt (an abuse hunt).
+    const node = new JsonRpcProvider(testEnv().rpcUrl);
+    const [from] = (await node.send('eth_accounts', [])) as string[];
+    // Creation code returning the runtime 5b600056: JUMPDEST PUSH1 0 JUMP, a loop until out of gas.
+    const deployed = await node.waitForTransaction(await node.send('eth_sendTransaction', [{ from, data: '0x6004600c60003960046000f35b600056' }]));
+    const loop = deployed!.contractAddress!;
+    node.destroy();
+    // The reader's eth_calls pass through a relay that keeps what they asked.
+    const calls: Array<{ method: string; params: Array<Record<string, unknown>> }> = [];
+    const relay = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', async () => {
+        const parsed = JSON.parse(body);
+        for (const c of Array.isArray(parsed) ? parsed : [parsed]) calls.push(c);
+        const upstream = await fetch(testEnv().rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        res.setHeader('content-type', 'application/json');
+        res.end(await upstream.text());
+      });
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const relayed = new EthersChainReader(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, 10_000);
+    try {
+      const looping = concat([AbiCoder.defaultAbiCoder().encode(['address', 'bytes', 'bytes'], [loop, '0x', `0x${'11'.repeat(65)}`]), SUFFIX]);
+      expect(await relayed.isValidSignature(Wallet.createRandom().address, digest, looping)).toBe(false);
+      const checks = calls.filter((c) => c.method === 'eth_call');
+      expect(checks.length).toBeGreaterThan(0);
+      for (const c of checks) expect(c.params[0].gas).toBe(toQuantity(SIGNATURE_CHECK_GAS));
+      // A real wallet's check fits in it.
+      const salt = zeroPadValue('0x04', 32);
+      expect(await relayed.isValidSignature(await addressOf(salt), digest, wrap6492(salt, await owner.signMessage(message)))).toBe(true);
+    } finally {
+      relayed.destroy();
+      await new Promise((r) => relay.close(r));
+    }
   });
 
   it('rejects when the node cannot answer (so callers report the chain unavailable, not a bad signature)', async () => {

@@ -41,6 +41,12 @@ interface RpcReceipt {
 }
 
 const HASH = /^0x[0-9a-fA-F]{64}$/;
+/**
+ * Gas for one contract-signature check (ERC-1271, or ERC-6492 deploying a counterfactual wallet first): a Safe
+ * proxy's deployment and its check take a few hundred thousand; 2,000,000 leaves room for heavier wallets and
+ * bounds what an anonymous caller's contract can make the node run.
+ */
+export const SIGNATURE_CHECK_GAS = 2_000_000;
 const DECIMALS_SELECTOR = '0x313ce567'; // decimals()
 const SYMBOL_SELECTOR = '0x95d89b41'; // symbol()
 
@@ -163,11 +169,16 @@ export class EthersChainReader implements ChainReader {
     // The constructor returns one byte, 0x01 when valid; a counterfactual wallet is deployed inside the call only.
     const args = AbiCoder.defaultAbiCoder().encode(['address', 'bytes32', 'bytes'], [checkedAddress(signer), digest, signature]);
     try {
-      const result = await this.call<string>('eth_call', [{ data: concat([VALIDATE_SIG_OFFCHAIN_BYTECODE, args]) }, 'latest']);
+      // With a gas limit of its own: the signer and an ERC-6492 factory are the caller's choice, and without one
+      // the node ran the caller's code up to its own cap (a contract that loops took seconds of the node per
+      // anonymous sign-in attempt, and payers' proofs waited; an abuse hunt).
+      const call = { data: concat([VALIDATE_SIG_OFFCHAIN_BYTECODE, args]), gas: toQuantity(SIGNATURE_CHECK_GAS) };
+      const result = await this.call<string>('eth_call', [call, 'latest']);
       return result === '0x01';
     } catch (e) {
-      // A revert (malformed signature, a wallet that throws) means not valid; anything else is the node's.
-      if (isError(e, 'CALL_EXCEPTION') || /revert/i.test((e as Error).message)) return false;
+      // A revert (malformed signature, a wallet that throws) or running out of its gas means not valid; anything
+      // else is the node's.
+      if (isError(e, 'CALL_EXCEPTION') || /revert|out of gas/i.test((e as Error).message)) return false;
       throw e;
     }
   }

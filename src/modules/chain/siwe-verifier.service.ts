@@ -42,8 +42,17 @@ export class SignatureCheckUnavailable extends Error {}
  * The verdict says which check it was; callers that know the merchant hold a contract check to its mode's
  * chain (contractCheckElsewhere).
  */
+/**
+ * Contract-signature checks this process runs at once; one more is refused as the chain being unavailable
+ * (503, try again). Each is an eth_call of code the caller picks (bounded by SIGNATURE_CHECK_GAS), on the node
+ * that verification, the chain scan and payers' proofs use: an anonymous sign-in flood must not take it over.
+ */
+export const MAX_CONTRACT_CHECKS = 4;
+
 @Injectable()
 export class SiweVerifier {
+  private contractChecks = 0;
+
   constructor(private readonly assets: AssetRegistry) {}
 
   async verify(message: string, signature: string, expected: SiweExpectation, now = new Date()): Promise<SiweVerdict> {
@@ -83,11 +92,17 @@ export class SiweVerifier {
       (c) => c.asset && c.reader && c.asset.chainId === BigInt(siwe.chainId),
     )?.reader;
     if (!reader) return { valid: false, field: 'signature', reason: `signature does not match, and chain ${siwe.chainId} is not one of ours` };
+    if (this.contractChecks >= MAX_CONTRACT_CHECKS) {
+      throw new SignatureCheckUnavailable(`${MAX_CONTRACT_CHECKS} contract signature checks are running; try again`);
+    }
     let valid: boolean;
+    this.contractChecks++;
     try {
       valid = await reader.isValidSignature(address, hashMessage(message), signature);
     } catch (e) {
       throw new SignatureCheckUnavailable(`chain ${siwe.chainId} could not check a contract signature: ${(e as Error).message}`);
+    } finally {
+      this.contractChecks--;
     }
     return valid ? { valid: true, address, chainId: siwe.chainId, check: 'contract' } : { valid: false, field: 'signature', reason: 'signature does not match the message' };
   }
