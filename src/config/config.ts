@@ -77,6 +77,8 @@ export interface AppConfig {
   rateLimitScale: number;
   /** Calls per minute per client address on each public page route. */
   publicRateLimit: number;
+  /** Requests per minute through one merchant's handle page, from every address together (HandlePageService). */
+  handleRequestRateLimit: number;
   /** Partner API calls without a valid key per minute per client address; past it → 429 before any key lookup. */
   authFailureRateLimit: number;
   /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
@@ -415,6 +417,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     rateLimitScale: Number(scaleRaw),
     trustProxy: trustProxy(env.TRUST_PROXY),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
+    handleRequestRateLimit: int(env, 'HANDLE_REQUEST_RATE_LIMIT', 60, 1),
     authFailureRateLimit: int(env, 'AUTH_FAILURE_RATE_LIMIT', 60, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     apiKeyCacheMaxEntries: int(env, 'API_KEY_CACHE_MAX_ENTRIES', 10000, 5, 1000000),

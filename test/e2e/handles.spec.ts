@@ -350,4 +350,29 @@ describe('rate limit per client address', () => {
       await limited.close();
     }
   });
+
+  it('past HANDLE_REQUEST_RATE_LIMIT requests a minute through one handle, from any number of addresses → 429; other handles go on', async () => {
+    // Each call from an address of its own (a /64 each), as a caller with many addresses would (an abuse hunt
+    // made 1,200 requests in 15 s this way).
+    const limited = await startService({ env: { HANDLE_REQUEST_RATE_LIMIT: '3', TRUST_PROXY: 'loopback' } });
+    try {
+      const lp = await createPartner(limited);
+      const [a, b] = [await createOnboardedMerchant(limited, lp.testKey), await createOnboardedMerchant(limited, lp.testKey)];
+      const [ha, hb] = [fresh(), fresh()];
+      expect((await claim(await signInDashboard(limited, a.wallet), ha)).status).toBe(200);
+      expect((await claim(await signInDashboard(limited, b.wallet), hb)).status).toBe(200);
+      freshMinute();
+      const from = (i: number) => ({ 'x-forwarded-for': `2001:db8:${(i + 1).toString(16)}::1` });
+      const creates = [];
+      for (let i = 0; i < 4; i++) {
+        creates.push(await call(limited.publicUrl, 'POST', `/m/api/${ha}/requests`, { body: { fiat_amount_int: 100 + i }, headers: from(i) }));
+      }
+      expect(creates.map((r) => r.status)).toEqual([201, 201, 201, 429]);
+      expect(creates[3].body).toEqual({ ok: false, error: 'rate_limited' });
+      expect((await call(limited.publicUrl, 'POST', `/m/api/${hb}/requests`, { body: { fiat_amount_int: 100 }, headers: from(9) })).status).toBe(201);
+      expect(await sql(`SELECT count(*)::int AS n FROM payment_requests WHERE merchant_id = $1`, [a.id])).toEqual([{ n: 3 }]);
+    } finally {
+      await limited.close();
+    }
+  });
 });

@@ -1,5 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
+import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
+import { scaledLimit } from '../../common/rate-limit/rate-limit';
 import type { Merchant } from '../merchants/merchant';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
 import { MerchantsService } from '../merchants/merchants.service';
@@ -12,6 +15,8 @@ import type { CreateHandleRequestDto } from './dashboard.dto';
 @Injectable()
 export class HandlePageService {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly limits: PartnerLimiter,
     private readonly handles: MerchantHandlesService,
     private readonly merchants: MerchantsService,
     private readonly requests: RequestsService,
@@ -33,6 +38,11 @@ export class HandlePageService {
    */
   async createRequest(handle: string, dto: CreateHandleRequestDto, idempotencyKey: string | undefined): Promise<{ request: PaymentRequest; created: boolean }> {
     const { merchant } = await this.merchant(handle);
+    // HANDLE_REQUEST_RATE_LIMIT a minute per merchant, from every address together (× RATE_LIMIT_SCALE). Each
+    // request holds an amount of the merchant's for the partner's default expiry: from many addresses (IPv6
+    // gives anyone many /64s) an anonymous caller made rows without end, filling the merchant's lists and
+    // pushing the unique amounts of its next requests up (an abuse hunt: 1,200 in 15 s).
+    await this.limits.consume('handle-requests', merchant.id, scaledLimit(this.config.handleRequestRateLimit, this.config.rateLimitScale));
     return this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,
