@@ -82,6 +82,35 @@ describe('PUT /dashboard/api/handle', () => {
     expect((await two.dash.call('GET', '/me')).body.handle).toBeNull();
   });
 
+  it('a live merchant takes over a handle a test merchant holds or held; never the other way, never live from live', async () => {
+    // Test merchants cost nothing: one sandbox key could otherwise retire any number of names for good (an
+    // abuse hunt: 20 a second), as it could hold wallets.
+    const test = await merchant();
+    const other = await createPartner(svc);
+    const live = async () => {
+      const m = await createOnboardedMerchant(svc, other.liveKey, { display_name: 'Live Bakery' });
+      return { ...m, dash: await signInDashboard(svc, m.wallet) };
+    };
+    const [held, retired] = [fresh('held'), fresh('retired')];
+    expect((await claim(test.dash, retired)).status).toBe(200);
+    expect((await claim(test.dash, held)).status).toBe(200);
+    const a = await live();
+    const b = await live();
+    expect((await claim(a.dash, retired)).body).toMatchObject({ ok: true, handle: retired });
+    expect((await claim(b.dash, held)).body).toMatchObject({ ok: true, handle: held });
+    expect((await view(held)).body).toMatchObject({ display_name: 'Live Bakery', test_mode: false });
+    expect((await test.dash.call('GET', '/me')).body.handle).toBeNull();
+    // The test merchant cannot take either back, nor a live merchant another live one's.
+    expect((await claim(test.dash, held)).body).toEqual({ ok: false, error: 'handle_taken' });
+    expect((await claim(a.dash, held)).body).toEqual({ ok: false, error: 'handle_taken' });
+    expect(await sql(`SELECT handle, merchant_id, retired_at IS NULL AS current FROM merchant_handles WHERE handle = ANY($1::text[]) ORDER BY handle`, [[held, retired]])).toEqual(
+      [
+        { handle: held, merchant_id: b.id, current: true },
+        { handle: retired, merchant_id: a.id, current: true },
+      ].sort((x, y) => x.handle.localeCompare(y.handle)),
+    );
+  });
+
   it('changing handles retires the old one: its page answers 404, and it is never given to another merchant', async () => {
     const [one, two] = [await merchant(), await merchant()];
     const [old, next] = [fresh('old'), fresh('new')];

@@ -22,12 +22,20 @@ export class MerchantHandleRepository {
 
   /**
    * Makes `handle` the merchant's current one in one transaction: its other current handle is retired, then
-   * the handle is inserted, or taken back when it is the merchant's own retired one. 'taken' when another
-   * merchant holds or once held it (the row exists and is theirs; the transaction is rolled back).
-   * 'limited' when the merchant already claimed `limit.count` new handles within `limit.windowMs`.
+   * the handle is inserted, or taken back when it is the merchant's own retired one, or taken over when the
+   * claimer is a live merchant and the handle is (or was) a test merchant's: 'taken_from_test' then, with the
+   * test merchant it came from. Test merchants cost nothing, so a sandbox key could otherwise retire any
+   * number of names for good (an abuse hunt: 20 handles a second), as it could hold wallets (README,
+   * "A test key cannot keep a wallet from its owner's live merchant"). 'taken' when another merchant holds or
+   * once held it otherwise (the transaction is rolled back). 'limited' when the merchant already claimed
+   * `limit.count` new handles within `limit.windowMs` (a handle taken over counts as new).
    */
-  async claim(merchantId: string, handle: string, limit: { count: number; windowMs: number }): Promise<'claimed' | 'taken' | 'limited'> {
-    return this.handles.manager.transaction(async (em): Promise<'claimed' | 'limited'> => {
+  async claim(
+    merchantId: string,
+    handle: string,
+    limit: { count: number; windowMs: number },
+  ): Promise<{ outcome: 'claimed' | 'taken' | 'limited' } | { outcome: 'taken_from_test'; from: string }> {
+    return this.handles.manager.transaction(async (em) => {
       // Serialises one merchant's claims, so the retire-then-insert below never races its own twin, and the
       // count below cannot be passed by claims running side by side.
       await em.query(`SELECT pg_advisory_xact_lock(hashtext('merchant_handles'), hashtext($1))`, [merchantId]);
@@ -39,22 +47,33 @@ export class MerchantHandleRepository {
            FROM merchant_handles WHERE merchant_id = $1`,
         [merchantId, handle, Math.trunc(limit.windowMs)],
       );
-      if (!own && recent >= limit.count) return 'limited';
+      if (!own && recent >= limit.count) return { outcome: 'limited' as const };
+      // The handle's row as it is, held until the end: a racing claim of it waits here.
+      const [held] = await em.query<{ merchant_id: string; test_mode: boolean; claimer_live: boolean }[]>(
+        `SELECT h.merchant_id, holder.test_mode, NOT claimer.test_mode AS claimer_live
+           FROM merchant_handles h JOIN merchants holder ON holder.id = h.merchant_id, merchants claimer
+          WHERE h.handle = $1 AND claimer.id = $2
+          FOR UPDATE OF h`,
+        [handle, merchantId],
+      );
+      const takeover = held !== undefined && held.merchant_id !== merchantId && held.test_mode && held.claimer_live;
       await em.query(`UPDATE merchant_handles SET retired_at = now() WHERE merchant_id = $1 AND retired_at IS NULL AND handle <> $2`, [
         merchantId,
         handle,
       ]);
       const rows = await em.query<unknown[]>(
         `INSERT INTO merchant_handles (handle, merchant_id) VALUES ($1, $2)
-         ON CONFLICT (handle) DO UPDATE SET retired_at = NULL WHERE merchant_handles.merchant_id = EXCLUDED.merchant_id
+         ON CONFLICT (handle) DO UPDATE
+            SET retired_at = NULL, merchant_id = EXCLUDED.merchant_id,
+                created_at = CASE WHEN merchant_handles.merchant_id = EXCLUDED.merchant_id THEN merchant_handles.created_at ELSE now() END
+          WHERE merchant_handles.merchant_id = EXCLUDED.merchant_id OR $3
          RETURNING handle`,
-        [handle, merchantId],
+        [handle, merchantId, takeover],
       );
-      if (rows.length === 1) return 'claimed';
-      // Someone else's: undo the retirement above, the merchant keeps its handle.
-      throw new HandleTaken();
+      if (rows.length !== 1) throw new HandleTaken(); // someone else's: the retirement above is undone
+      return takeover ? { outcome: 'taken_from_test' as const, from: held.merchant_id } : { outcome: 'claimed' as const };
     }).catch((e: unknown) => {
-      if (e instanceof HandleTaken) return 'taken' as const;
+      if (e instanceof HandleTaken) return { outcome: 'taken' as const };
       throw e;
     });
   }
