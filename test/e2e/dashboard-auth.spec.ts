@@ -121,6 +121,8 @@ describe('POST /dashboard/api/session', () => {
   it('a message naming PUBLIC_URL\'s own scheme signs in, as one naming none does', async () => {
     expect(new URL(svc.config.publicUrl).protocol).toBe('http:');
     expect((await attempt(merchant.wallet, { scheme: 'http' })).status).toBe(200);
+    // Schemes are case-insensitive (RFC 3986).
+    expect((await attempt(merchant.wallet, { scheme: 'HTTP' })).status).toBe(200);
   });
 
   it('a signature by another key is 401, and so is text that is not EIP-4361', async () => {

@@ -5,6 +5,7 @@ import { freshMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { UUID_RE } from '../support/shapes';
+import { HANDLE_REQUESTS_PER_ADDRESS } from '../../src/modules/dashboard/handle-page.service';
 
 /*
  * DESIGN §5 handles and "Public handle page", §8: a merchant claims a handle in its dashboard; anyone pays it
@@ -400,6 +401,27 @@ describe('rate limit per client address', () => {
       expect(creates[3].body).toEqual({ ok: false, error: 'rate_limited' });
       expect((await call(limited.publicUrl, 'POST', `/m/api/${hb}/requests`, { body: { fiat_amount_int: 100 }, headers: from(9) })).status).toBe(201);
       expect(await sql(`SELECT count(*)::int AS n FROM payment_requests WHERE merchant_id = $1`, [a.id])).toEqual([{ n: 3 }]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('one address alone makes at most HANDLE_REQUESTS_PER_ADDRESS a minute through a handle: it cannot spend the page\'s budget for every payer', async () => {
+    const limited = await startService({ env: { HANDLE_REQUEST_RATE_LIMIT: '100', TRUST_PROXY: 'loopback' } });
+    try {
+      const lp = await createPartner(limited);
+      const m = await createOnboardedMerchant(limited, lp.testKey);
+      const h = fresh();
+      expect((await claim(await signInDashboard(limited, m.wallet), h)).status).toBe(200);
+      freshMinute();
+      const one = { 'x-forwarded-for': '2001:db8:aa::1' };
+      const statuses = [];
+      for (let i = 0; i <= HANDLE_REQUESTS_PER_ADDRESS; i++) {
+        statuses.push((await call(limited.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 200 + i }, headers: one })).status);
+      }
+      expect(statuses).toEqual([...Array(HANDLE_REQUESTS_PER_ADDRESS).fill(201), 429]);
+      const another = { 'x-forwarded-for': '2001:db8:bb::1' };
+      expect((await call(limited.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 300 }, headers: another })).status).toBe(201);
     } finally {
       await limited.close();
     }

@@ -36,19 +36,19 @@ export function contractCheckElsewhere(verdict: SiweVerdict & { valid: true }, m
 export class SignatureCheckUnavailable extends Error {}
 
 /**
+ * Contract-signature checks this process runs at once; one more is refused as the chain being unavailable
+ * (503: sign a new message, its nonce is spent). Each is an eth_call of code the caller picks (bounded by SIGNATURE_CHECK_GAS), on the node
+ * that verification, the chain scan and payers' proofs use: an anonymous sign-in flood must not take it over.
+ */
+export const MAX_CONTRACT_CHECKS = 4;
+
+/**
  * Sign-In with Ethereum (EIP-4361) for onboarding and the merchant dashboard. A plain account's signature is
  * checked locally; any other is checked as a contract wallet's (ERC-1271, or ERC-6492 before deployment) on
  * the configured chain whose id the message names, so a Safe or a smart wallet signs in like any other.
  * The verdict says which check it was; callers that know the merchant hold a contract check to its mode's
  * chain (contractCheckElsewhere).
  */
-/**
- * Contract-signature checks this process runs at once; one more is refused as the chain being unavailable
- * (503, try again). Each is an eth_call of code the caller picks (bounded by SIGNATURE_CHECK_GAS), on the node
- * that verification, the chain scan and payers' proofs use: an anonymous sign-in flood must not take it over.
- */
-export const MAX_CONTRACT_CHECKS = 4;
-
 @Injectable()
 export class SiweVerifier {
   private contractChecks = 0;
@@ -65,11 +65,11 @@ export class SiweVerifier {
     if (siwe.domain !== expected.domain || siwe.uri !== expected.uri || siwe.nonce !== expected.nonce) {
       return { valid: false, field: 'message', reason: 'domain, uri or nonce does not match' };
     }
-    // The optional scheme is the rest of the origin a wallet checks the message against (absent: https). A
-    // page served as http://<our host> (a network attacker, before HSTS) could ask for a message naming
-    // `http` without a wallet warning, and its signature signed in here (a merchant-side hunt). It must be
-    // PUBLIC_URL's scheme, which `uri` carries.
-    if (siwe.scheme !== undefined && `${siwe.scheme}:` !== new URL(expected.uri).protocol) {
+    // The optional scheme is the rest of the origin (absent: https). A message naming another scheme than
+    // PUBLIC_URL's (which `uri` carries) was made for another origin, http://<our host> say, and is refused (a
+    // merchant-side hunt). This binds only where the wallet binds the scheme too: wallets that compare host
+    // and port alone show no warning either way, so it narrows the attack and does not close it.
+    if (siwe.scheme !== undefined && `${siwe.scheme.toLowerCase()}:` !== new URL(expected.uri).protocol) {
       return { valid: false, field: 'message', reason: 'the scheme does not match' };
     }
     // A time the parser takes but Date cannot read (second 60) compares false with everything: refused.

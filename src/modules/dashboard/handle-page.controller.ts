@@ -1,5 +1,5 @@
-import { Body, Controller, Get, Inject, Param, Post, Res, UseGuards } from '@nestjs/common';
-import type { Response } from 'express';
+import { Body, Controller, Get, Inject, Param, Post, Req, Res, UseGuards } from '@nestjs/common';
+import type { Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { BodyCheckGuard } from '../../common/http/body';
 import { PublicRateLimit } from '../../common/rate-limit/rate-limit';
@@ -34,9 +34,10 @@ export class HandlePageController {
     @Param('handle') handle: string,
     @Body() dto: CreateHandleRequestDto,
     @IdempotencyKeyHeader() idempotencyKey: string | undefined,
+    @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
   ) {
-    const { request: r, created } = await this.page.createRequest(handle, dto, idempotencyKey);
+    const { request: r, created } = await this.page.createRequest(handle, dto, idempotencyKey, req.ip);
     res.status(created ? 201 : 200);
     return { ok: true, request_id: r.id, pay_page_url: `${this.config.payUrl}/${r.id}`, ...(created ? {} : { idempotent_replay: true }) };
   }

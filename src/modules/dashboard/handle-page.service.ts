@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
+import { addressBucket } from '../../common/rate-limit/client-address';
 import { scaledLimit } from '../../common/rate-limit/rate-limit';
 import type { Merchant } from '../merchants/merchant';
 import { MerchantHandlesService } from '../merchants/merchant-handles.service';
@@ -10,6 +11,12 @@ import type { PaymentRequest } from '../requests/domain/payment-request';
 import { RequestsService } from '../requests/application/requests.service';
 import { DashboardService } from './dashboard.service';
 import type { CreateHandleRequestDto } from './dashboard.dto';
+
+/**
+ * Requests one client address (IPv6 by /64) makes through one handle per minute (× RATE_LIMIT_SCALE), well below
+ * the merchant's HANDLE_REQUEST_RATE_LIMIT: one address alone cannot spend the page's budget for every payer.
+ */
+export const HANDLE_REQUESTS_PER_ADDRESS = 10;
 
 /** The public handle page's API (DESIGN §5): anyone pays the merchant an amount of their choice. */
 @Injectable()
@@ -36,13 +43,20 @@ export class HandlePageService {
    * replays as the API's key does; it is stored as `handle:<merchant id>:<key>`, apart from the partner's keys
    * (which never contain a colon) and the dashboard's.
    */
-  async createRequest(handle: string, dto: CreateHandleRequestDto, idempotencyKey: string | undefined): Promise<{ request: PaymentRequest; created: boolean }> {
+  async createRequest(
+    handle: string,
+    dto: CreateHandleRequestDto,
+    idempotencyKey: string | undefined,
+    clientAddress: string | undefined,
+  ): Promise<{ request: PaymentRequest; created: boolean }> {
     const { merchant } = await this.merchant(handle);
+    const scale = this.config.rateLimitScale;
+    await this.limits.consume('handle-requests-from', `${merchant.id}:${addressBucket(clientAddress)}`, scaledLimit(HANDLE_REQUESTS_PER_ADDRESS, scale));
     // HANDLE_REQUEST_RATE_LIMIT a minute per merchant, from every address together (× RATE_LIMIT_SCALE). Each
     // request holds an amount of the merchant's for the partner's default expiry: from many addresses (IPv6
     // gives anyone many /64s) an anonymous caller made rows without end, filling the merchant's lists and
     // pushing the unique amounts of its next requests up (an abuse hunt: 1,200 in 15 s).
-    await this.limits.consume('handle-requests', merchant.id, scaledLimit(this.config.handleRequestRateLimit, this.config.rateLimitScale));
+    await this.limits.consume('handle-requests', merchant.id, scaledLimit(this.config.handleRequestRateLimit, scale));
     return this.requests.create(await this.dashboard.creatorOf(merchant), {
       merchantId: merchant.id,
       fiatAmount: dto.fiat_amount_int,

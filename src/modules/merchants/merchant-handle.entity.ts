@@ -2,7 +2,8 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } fr
 
 /**
  * merchant_handles, owned by the merchants module. A retired handle keeps its row, so the primary key on the
- * handle refuses it to every other merchant forever (DESIGN §5: never reissued); one current handle per merchant.
+ * handle refuses it to every other merchant forever (DESIGN §5: never reissued), except that a live merchant
+ * takes over a test merchant's (MerchantHandleRepository.claim); one current handle per merchant.
  */
 @Entity('merchant_handles')
 @Check('merchant_handles_handle_check', `handle ~ '^[a-z][a-z0-9-]{1,18}[a-z0-9]$' AND position('--' in handle) = 0`)
