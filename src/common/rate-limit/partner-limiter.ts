@@ -3,9 +3,10 @@ import { AppError } from '../errors';
 import { RedisConnections } from '../redis/redis.module';
 
 /**
- * Per-partner limits of spec §8 that count every path making the change (portal and admin alike): one
- * Redis counter per action, partner and clock minute. Over the limit → 429 rate_limited. Fails open, like
- * the API limiter, when Redis is away.
+ * Limits counted per owner rather than per caller: spec §8's per-partner limits that count every path making
+ * the change (portal and admin alike), and a handle page's creates per merchant (HandlePageService). One Redis
+ * counter per action, owner id and clock minute. Over the limit → 429 rate_limited. Fails open, like the API
+ * limiter, when Redis is away.
  */
 @Injectable()
 export class PartnerLimiter {
@@ -13,10 +14,10 @@ export class PartnerLimiter {
 
   constructor(private readonly redis: RedisConnections) {}
 
-  async consume(action: string, partnerId: string, perMinute: number): Promise<void> {
+  async consume(action: string, ownerId: string, perMinute: number): Promise<void> {
     const now = this.redis.now();
     const minute = now - (now % 60000);
-    const key = `${this.redis.channel('pl')}:${action}:${partnerId}:${minute}`;
+    const key = `${this.redis.channel('pl')}:${action}:${ownerId}:${minute}`;
     let hits: number;
     try {
       hits = await this.redis.hitWindow(key, minute + 61000);
