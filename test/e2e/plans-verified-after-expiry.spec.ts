@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
 import { DEV_KEYS, deployToken, findFreePort, mine, mint, rpc, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
-import type { Clock } from '../../src/modules/plans/application/clock';
 import { dueAt } from '../../src/modules/plans/domain/schedule';
 import { signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
@@ -9,6 +8,7 @@ import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
+import { TestClock } from '../support/clock';
 
 /*
  * DESIGN §5, a charge paid on time whose verification comes after its expiry was stored (deep confirmations, a
@@ -19,15 +19,6 @@ import { waitFor } from '../support/wait';
  * stayed paused for unpaid with no miss left, and charged no period again (a time-edge hunt). Resumed, it must
  * also charge the period that fell due while it was wrongly paused (a review).
  */
-class TestClock implements Clock {
-  private t = Date.now();
-  now(): Date {
-    return new Date(this.t);
-  }
-  set(d: Date): void {
-    this.t = d.getTime();
-  }
-}
 const env = testEnv();
 const clock = new TestClock();
 // A chain of this file's own: the payment's block time is set against expires_at on the database's clock, and

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Wallet } from 'ethers';
 import { DEV_KEYS, mint, transferToken } from '../../scripts/chain/local-node';
-import type { Clock } from '../../src/modules/plans/application/clock';
 import { dueAt, type PlanInterval } from '../../src/modules/plans/domain/schedule';
 import { dashboardClient, signInDashboard, type DashboardClient } from '../factories/dashboard';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -10,21 +9,13 @@ import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
+import { TestClock } from '../support/clock';
 
 /*
  * DESIGN §5 "Recurring plans", the scheduler on real Postgres and Redis: two workers sharing one Redis prefix
  * (one job scheduler, both running the runs), a worker restarted after downtime, and a clock the test moves
  * (the plans' clock provider; the database's clock still stamps the requests).
  */
-class TestClock implements Clock {
-  private t = Date.now();
-  now(): Date {
-    return new Date(this.t);
-  }
-  set(d: Date): void {
-    this.t = d.getTime();
-  }
-}
 
 const env = testEnv();
 const clock = new TestClock();

@@ -1,4 +1,16 @@
 import { RedisConnections } from '../../src/common/redis/redis.module';
+import type { Clock } from '../../src/modules/plans/application/clock';
+
+/** The plans' clock (PLAN_CLOCK, `plans: { clock }` of startService) at a time the test sets. */
+export class TestClock implements Clock {
+  private t = Date.now();
+  now(): Date {
+    return new Date(this.t);
+  }
+  set(d: Date): void {
+    this.t = d.getTime();
+  }
+}
 
 /**
  * Rate limits count per clock minute (spec §8). A test that must stay inside one window waits, when fewer
