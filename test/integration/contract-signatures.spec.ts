@@ -119,4 +119,40 @@ describe('contract wallet signatures (ERC-1271, ERC-6492)', () => {
     await expect(down.isValidSignature(owner.address, digest, '0x')).rejects.toThrow();
     down.destroy();
   });
+
+  it('rejects when the node answers the check with an error of its own, which ethers also calls CALL_EXCEPTION', async () => {
+    // A node behind a load balancer that has not got the latest block, or is rate limiting: JSON-RPC errors that
+    // are not about the call. They were read as a bad signature (a review), so a payer's proof got 401-like
+    // invalid_signature instead of 503 chain_unavailable.
+    const answers = [
+      { code: -32000, message: 'header not found' },
+      { code: -32005, message: 'request rate exceeded' },
+      { code: -32603, message: 'Internal error' },
+    ];
+    let answer = answers[0];
+    const relay = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', async () => {
+        const parsed = JSON.parse(body) as { id: unknown; method: string };
+        res.setHeader('content-type', 'application/json');
+        if (parsed.method === 'eth_call') return res.end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error: answer }));
+        const upstream = await fetch(testEnv().rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        res.end(await upstream.text());
+      });
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const relayed = new EthersChainReader(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, 10_000);
+    try {
+      for (answer of answers) {
+        await expect(relayed.isValidSignature(owner.address, digest, await owner.signMessage(message))).rejects.toThrow();
+      }
+      // Through the same relay, a revert is still an answer: not valid.
+      answer = { code: -32603, message: 'Error: Transaction reverted without a reason string' };
+      expect(await relayed.isValidSignature(owner.address, digest, await owner.signMessage(message))).toBe(false);
+    } finally {
+      relayed.destroy();
+      await new Promise((r) => relay.close(r));
+    }
+  });
 });

@@ -49,6 +49,24 @@ const HASH = /^0x[0-9a-fA-F]{64}$/;
  * signature.
  */
 export const SIGNATURE_CHECK_GAS = 3_000_000;
+/**
+ * What the EVM says when the code ran and failed, as Hardhat, Geth, Erigon, Nethermind and Besu word it on an
+ * eth_call: a revert, running out of gas, an invalid opcode or jump, a stack fault. A node's own trouble
+ * ("header not found", a rate limit, an internal error) matches none of them.
+ */
+const EVM_FAULT =
+  /revert|out of gas|invalid opcode|opcode 0x[0-9a-f]+ not defined|bad instruction|invalid jump|stack (underflow|overflow|limit)|VM Exception|write protection|return data out of bounds|max code size|max initcode size|contract address collision|call depth|precompile|VM execution error/i;
+
+/**
+ * Whether a JSON-RPC error of an eth_call is the call's code failing (an answer about the call) rather than the
+ * node failing (no answer). Geth's code 3 is "execution reverted" with revert data; Nethermind's -32015 is its
+ * "VM execution error".
+ */
+export function isExecutionFault(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 3 || code === -32015 || (typeof message === 'string' && EVM_FAULT.test(message));
+}
 const DECIMALS_SELECTOR = '0x313ce567'; // decimals()
 const SYMBOL_SELECTOR = '0x95d89b41'; // symbol()
 
@@ -179,8 +197,9 @@ export class EthersChainReader implements ChainReader {
       return result === '0x01';
     } catch (e) {
       // A revert (malformed signature, a wallet that throws) or running out of its gas means not valid; anything
-      // else is the node's.
-      if (isError(e, 'CALL_EXCEPTION') || /revert|out of gas/i.test((e as Error).message)) return false;
+      // else is the node's. Decided on the node's own error: ethers reports every JSON-RPC error of an eth_call as
+      // CALL_EXCEPTION, "header not found" and a rate limit too, which must not read as a bad signature (a review).
+      if (isError(e, 'CALL_EXCEPTION') && isExecutionFault(e.info?.error)) return false;
       throw e;
     }
   }
