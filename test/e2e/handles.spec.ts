@@ -159,6 +159,27 @@ describe('PUT /dashboard/api/handle', () => {
     }
   });
 
+  it('two merchants each claiming the other\'s handle at once: both 409 handle_taken, never a 500, each keeps its own', async () => {
+    // Each transaction locks the handle it wants, then retires the one it holds: the other's wanted one. Postgres
+    // ended that lock cycle by rolling one back, which answered 500 (a review); the loser now runs again and
+    // finds the handle taken.
+    const [one, two] = [await merchant(), await merchant()];
+    const [h1, h2] = [fresh('swap'), fresh('swap')];
+    expect((await claim(one.dash, h1)).status).toBe(200);
+    expect((await claim(two.dash, h2)).status).toBe(200);
+    for (let round = 0; round < 15; round++) {
+      const replies = await Promise.all([claim(one.dash, h2), claim(two.dash, h1)]);
+      expect(replies.map((r) => [r.status, (r.body as { error?: string }).error])).toEqual([
+        [409, 'handle_taken'],
+        [409, 'handle_taken'],
+      ]);
+    }
+    expect(await sql(`SELECT handle, merchant_id, retired_at FROM merchant_handles WHERE handle = ANY($1) ORDER BY handle`, [[h1, h2]])).toEqual([
+      { handle: h1, merchant_id: one.id, retired_at: null },
+      { handle: h2, merchant_id: two.id, retired_at: null },
+    ]);
+  });
+
   it('needs a session and the CSRF header', async () => {
     const m = await merchant();
     expect((await call(svc.publicUrl, 'PUT', '/dashboard/api/handle', { body: { handle: fresh() } })).status).toBe(401);

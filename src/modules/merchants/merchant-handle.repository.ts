@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { IsNull, type Repository } from 'typeorm';
 import { MerchantHandleEntity } from './merchant-handle.entity';
+import { retryingDeadlocks } from '../../database/pg-errors';
 
 /** The merchant_handles table: the only reader and writer of it. */
 @Injectable()
@@ -35,7 +36,9 @@ export class MerchantHandleRepository {
     handle: string,
     limit: { count: number; windowMs: number },
   ): Promise<{ outcome: 'claimed' | 'taken' | 'limited' } | { outcome: 'taken_from_test'; from: string }> {
-    return this.handles.manager.transaction(async (em) => {
+    // Two merchants each claiming the other's handle lock in opposite orders (the wanted row, then the held one);
+    // Postgres ends that cycle by rolling one back, which then runs again and finds the handle taken.
+    return retryingDeadlocks(3, () => this.handles.manager.transaction(async (em) => {
       // Serialises one merchant's claims, so the retire-then-insert below never races its own twin, and the
       // count below cannot be passed by claims running side by side.
       await em.query(`SELECT pg_advisory_xact_lock(hashtext('merchant_handles'), hashtext($1))`, [merchantId]);
@@ -72,7 +75,7 @@ export class MerchantHandleRepository {
       );
       if (rows.length !== 1) throw new HandleTaken(); // someone else's: the retirement above is undone
       return takeover ? { outcome: 'taken_from_test' as const, from: held.merchant_id } : { outcome: 'claimed' as const };
-    }).catch((e: unknown) => {
+    })).catch((e: unknown) => {
       if (e instanceof HandleTaken) return { outcome: 'taken' as const };
       throw e;
     });
