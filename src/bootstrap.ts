@@ -8,7 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger as JsonLogger } from 'nestjs-pino';
 import { AppModule, type Extensions, type Roles } from './app.module';
 import { ConfigError, type AppConfig } from './config/config';
-import { BROWSER_API_PATHS, browserApiHeaders } from './common/http/api-headers';
+import { BROWSER_API_PATHS, browserApiHeaders, strictTransport } from './common/http/api-headers';
 import { jsonBody } from './common/http/body';
 import { answerClientErrors } from './common/http/client-errors';
 import { closeBounded } from './common/queue/shutdown';
@@ -100,6 +100,8 @@ export async function start(
   const payAlias = payUrlAlias(config.payUrl);
   if (payAlias) app.use(payAlias); // before the gate, which then keeps the page off the admin listener
   app.use(listenerGate);
+  const hsts = strictTransport(config.publicUrl);
+  if (hsts) app.use(hsts);
   app.use(BROWSER_API_PATHS, browserApiHeaders);
   app.use('/portal', portalFormBody); // the portal's HTML forms; the JSON parser skips what it consumed
   app.use(jsonBody);

@@ -231,7 +231,7 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
     expect(n).toBe(0);
   });
 
-  it('the cookie is Secure when PUBLIC_URL is https', async () => {
+  it('the cookie is Secure and every public answer carries Strict-Transport-Security when PUBLIC_URL is https', async () => {
     const https = await startService({ env: { PUBLIC_URL: 'https://shop.example' } });
     try {
       const other = await createPartner(https);
@@ -241,6 +241,15 @@ describe('sessions: cookie, CSRF, timeouts, sign-out', () => {
       expect(r.status).toBe(200);
       const line = r.headers.getSetCookie().find((l) => l.startsWith('prs_dashboard='))!;
       expect(line.split(';').map((s) => s.trim().toLowerCase())).toContain('secure');
+      // And browsers are told to come back over https only: a page or sign-in message reached once over http is
+      // what a network attacker serves as ours (the SIWE scheme check narrows that, this closes it).
+      const hsts = (url: string, path: string) => fetch(`${url}${path}`).then((res) => res.headers.get('strict-transport-security'));
+      for (const path of ['/dashboard', '/dashboard/api/me', '/pay/00000000-0000-4000-8000-000000000000', '/api/v1/requests', '/nowhere']) {
+        expect([path, await hsts(https.publicUrl, path)]).toEqual([path, 'max-age=31536000']);
+      }
+      // Not on the admin listener (its own address, often plain http inside the network), nor for http.
+      expect(await hsts(https.adminUrl, '/admin/partners')).toBeNull();
+      expect(await hsts(svc.publicUrl, '/dashboard')).toBeNull();
     } finally {
       await https.close();
     }

@@ -16,3 +16,17 @@ export function browserApiHeaders(_req: Request, res: Response, next: NextFuncti
   res.setHeader('X-Content-Type-Options', 'nosniff');
   next();
 }
+
+/**
+ * With an https PUBLIC_URL, every answer of the public listener tells browsers to use https only, for a year:
+ * a page or a sign-in message reached once over plain http (a typed address, a link rewritten on the way) is
+ * what lets a network attacker serve its own page under our name. Only the host itself, since its
+ * subdomains are the operator's, not ours. Null (no header) for http, as in development.
+ */
+export function strictTransport(publicUrl: string): ((req: Request, res: Response, next: NextFunction) => void) | null {
+  if (new URL(publicUrl).protocol !== 'https:') return null;
+  return (req, res, next) => {
+    if (!(req as { adminListener?: boolean }).adminListener) res.setHeader('Strict-Transport-Security', 'max-age=31536000');
+    next();
+  };
+}

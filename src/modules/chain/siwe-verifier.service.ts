@@ -68,7 +68,9 @@ export class SiweVerifier {
     // The optional scheme is the rest of the origin (absent: https). A message naming another scheme than
     // PUBLIC_URL's (which `uri` carries) was made for another origin, http://<our host> say, and is refused (a
     // merchant-side hunt). This binds only where the wallet binds the scheme too: wallets that compare host
-    // and port alone show no warning either way, so it narrows the attack and does not close it.
+    // and port alone show no warning either way, so it narrows the attack and does not close it; what closes
+    // it is the browser never reaching our host over http, which the Strict-Transport-Security header of an
+    // https PUBLIC_URL sees to after the first visit (strictTransport).
     if (siwe.scheme !== undefined && `${siwe.scheme.toLowerCase()}:` !== new URL(expected.uri).protocol) {
       return { valid: false, field: 'message', reason: 'the scheme does not match' };
     }
