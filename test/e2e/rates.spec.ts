@@ -347,6 +347,49 @@ describe('two refreshes at once', () => {
    * been applied put the superseded rate back (a multi-instance hunt: creates priced at the old rate for up
    * to 10 s after the refresh had answered).
    */
+  it('reads asked for while one is under way share a single read after it: never two at once, never one per caller', async () => {
+    // The timer, every instance's announcements and the instance's own refreshes all ask; a burst of them while
+    // Postgres is slow would otherwise queue a read each, or run them side by side out of order.
+    const rates = svc.app.get(RatesService, { strict: false });
+    const repo = svc.app.get(RateRepository, { strict: false });
+    const reload = () => (rates as unknown as { reload(): Promise<void> }).reload();
+    const real = repo.allWithAge.bind(repo);
+    let running = 0;
+    let most = 0;
+    let started!: () => void;
+    const first = new Promise<void>((r) => (started = r));
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const reads = jest.spyOn(repo, 'allWithAge').mockImplementation(async () => {
+      most = Math.max(most, ++running);
+      try {
+        const rows = await real();
+        if (reads.mock.calls.length === 1) {
+          started();
+          await held;
+        }
+        return rows;
+      } finally {
+        running--;
+      }
+    });
+    try {
+      const slow = reload();
+      await first;
+      const settled: number[] = [];
+      const burst = Array.from({ length: 6 }, (_, i) => reload().then(() => settled.push(i)));
+      // None of the burst settles on the read that began before it.
+      release();
+      await slow;
+      expect(settled).toEqual([]);
+      await Promise.all(burst);
+      expect([reads.mock.calls.length, most, settled.length]).toEqual([2, 1, 6]);
+    } finally {
+      release();
+      reads.mockRestore();
+    }
+  });
+
   it('a read of the stored rates that answers after a newer one was asked for never has the last word', async () => {
     const rates = svc.app.get(RatesService, { strict: false });
     const repo = svc.app.get(RateRepository, { strict: false });
