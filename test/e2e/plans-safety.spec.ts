@@ -202,11 +202,12 @@ describe("a payer's proof for a lapsed charge racing the scheduler's run on its 
     const sched = new Client({ connectionString: env.databaseUrl });
     await sched.connect();
     try {
+      const [{ pid: schedPid }] = (await sched.query(`SELECT pg_backend_pid() AS pid`)).rows;
       await sched.query('BEGIN');
       await sched.query(`SELECT id FROM plans WHERE id = $1 FOR UPDATE`, [p.plan_id]);
       const proof = call(svc.publicUrl, 'POST', `/pay/api/${charge.id}/proof`, { body: { tx_hash: tx.txHash } });
       await waitFor(async () => (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%UPDATE plans SET missed_in_row%'`,
+        `SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'SELECT "PlanEntity"%'`, [schedPid], // the plan's lock (PlansRepository.lock)
       )).length > 0, 15000, 20);
       const stored = sched.query(
         `UPDATE payment_requests SET status = 'expired', expired_at = now()

@@ -454,6 +454,34 @@ describe('a charge paid late, within its grace window, after it counted as misse
     expect(await planRow(p.plan_id)).toEqual({ status: 'active', pause_reason: null, next_charge_at: next, charges_created: 2, missed_in_row: 1 });
   });
 
+  /** A plan whose charges 0 and 1 are both open (charges that overlap: one stays payable past the next's date), 1 then paid. */
+  async function newerPaidOlderOpen() {
+    const p = await mustPlan(a, {});
+    await a.call('POST', `/plans/${p.plan_id}/advance`);
+    const [c0, c1] = [await chargeOf(p.plan_id, 0), await chargeOf(p.plan_id, 1)];
+    // The advance expired charge 0 as the test clock does; put it back open, and its miss with it.
+    await sql(`UPDATE payment_requests SET status = 'requested', expired_at = NULL, expires_at = now() + interval '1 hour', claim_until = now() + interval '2 hours' WHERE id = $1`, [c0.id]);
+    await sql(`UPDATE plans SET missed_in_row = 0 WHERE id = $1`, [p.plan_id]);
+    await payLate(c1);
+    expect(await planRow(p.plan_id)).toMatchObject({ status: 'active', missed_in_row: 0 });
+    return { p, c0 };
+  }
+
+  it('an older charge lapsing after a newer one was paid is no miss: the run of payments is unbroken (the sweep)', async () => {
+    const { p, c0 } = await newerPaidOlderOpen();
+    await sql(`UPDATE payment_requests SET expires_at = now() - interval '1 second' WHERE id = $1`, [c0.id]);
+    await waitFor(async () => (await chargeOf(p.plan_id, 0)).status === 'expired', 15_000, 100);
+    expect(await planRow(p.plan_id)).toMatchObject({ status: 'active', pause_reason: null, missed_in_row: 0 });
+  });
+
+  it('nor when the test clock expires it: the advance charges the next period and counts nothing', async () => {
+    const { p } = await newerPaidOlderOpen();
+    const r = await a.call('POST', `/plans/${p.plan_id}/advance`);
+    expect(r.body).toMatchObject({ status: 'active', charges_created: 3 });
+    expect((await chargeOf(p.plan_id, 0)).status).toBe('expired');
+    expect(await planRow(p.plan_id)).toMatchObject({ status: 'active', missed_in_row: 0 });
+  });
+
   it('a plan paused for unpaid that the merchant then pauses is the merchant\'s: paying its latest charge late leaves it paused', async () => {
     const p = await pausedUnpaid();
     const paused = await a.call('POST', `/plans/${p.plan_id}/pause`);

@@ -146,7 +146,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
   /**
    * A hand-made transaction meeting one of the service's on a charge and its plan, in the other lock order: it
    * runs `first` (taking what it holds), calls `start` (the service's side, unless that runs on its own), waits
-   * until a backend of this database waits on a lock in a statement starting with `waiting`, then runs `then`.
+   * until the service's side waits on what it holds (in a statement starting with `waiting`), then runs `then`.
    * Postgres rolls back the one whose deadlock check (deadlock_timeout, 1 s after it began to wait) runs once
    * both wait: the service's, unless `then` came over a second late (a loaded machine). Returns whether the
    * hand-made transaction committed, i.e. the service's was the one rolled back.
@@ -160,7 +160,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
       await mine.query(...o.first);
       o.start?.();
       await waitFor(async () => (await sql(
-        `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE $2 || '%' AND pid <> $1`, [pid, o.waiting],
+        `SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2 || '%'`, [pid, o.waiting],
       )).length > 0, 15_000, 50);
       try {
         for (const statement of o.then) await mine.query(...statement);
@@ -230,7 +230,7 @@ describe('a plan whose open charge lapsed before its expiry was stored', () => {
           sweep = svc.app.get(ExpiryService).sweep();
           sweep.catch(() => undefined); // awaited below
         },
-        waiting: 'UPDATE plans',
+        waiting: 'SELECT', // the plan's lock (PlansRepository.lock)
         then: [expireCharge(charge.id), countMiss(planId)],
       });
       // Either way the sweep ends without an error, and the miss is counted once.

@@ -2,13 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
 import { PlanChargesPort, type PaidPlanCharge, type PlanChargeRef } from '../../requests/application/plan-charges.port';
-import { afterPaid } from '../domain/plan';
+import { afterPaid, missesAmong } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 
 /**
- * The plans' side of PlanChargesPort (DESIGN §5): a charge that expired unpaid is missed, PLAN_MAX_MISSED in
- * a row pause the plan (reason unpaid), a paid charge resets the count to the misses after it and, when those
+ * The plans' side of PlanChargesPort (DESIGN §5): a charge that expired unpaid is missed unless a later charge
+ * was paid (missesAmong), PLAN_MAX_MISSED in a row pause the plan (reason unpaid), a paid charge resets the count to the misses after it and, when those
  * are too few to pause a plan paused for unpaid, resumes the plan (afterPaid). Runs in the transaction of the
  * request's change.
  */
@@ -24,11 +24,21 @@ export class PlanOutcomesService extends PlanChargesPort {
     super();
   }
 
-  async chargesLapsed(em: EntityManager, charges: readonly PlanChargeRef[]): Promise<void> {
-    const perPlan = new Map<string, number>();
-    for (const c of charges) perPlan.set(c.planId, (perPlan.get(c.planId) ?? 0) + 1);
+  async chargesLapsed(
+    em: EntityManager,
+    charges: readonly PlanChargeRef[],
+    latestPaidPeriod: (planId: string) => Promise<number | null>,
+  ): Promise<void> {
+    const perPlan = new Map<string, number[]>();
+    for (const c of charges) perPlan.set(c.planId, [...(perPlan.get(c.planId) ?? []), c.periodIndex]);
     // A stable order, so two sweeps' transactions lock plans alike.
-    for (const planId of [...perPlan.keys()].sort()) await this.plans.countMissed(em, planId, perPlan.get(planId)!, this.config.planMaxMissed);
+    for (const planId of [...perPlan.keys()].sort()) {
+      // Locked before the paid charges are read, as a verification reads the misses: whichever commits second
+      // sees the other's change.
+      if (!(await this.plans.lock(em, planId))) continue;
+      const missed = missesAmong(perPlan.get(planId)!, await latestPaidPeriod(planId));
+      if (missed > 0) await this.plans.countMissed(em, planId, missed, this.config.planMaxMissed);
+    }
   }
 
   async chargePaid(em: EntityManager, charge: PaidPlanCharge): Promise<void> {

@@ -12,7 +12,7 @@ import type { PaymentRequest } from '../../requests/domain/payment-request';
 import { SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../../requests/domain/request-rules';
 import { effectiveStatus } from '../../requests/domain/transitions';
 import { RequestsService } from '../../requests/application/requests.service';
-import { afterResume, changeOf, firstPeriod, START_AT_MAX_AHEAD_YEARS, startAtAllowed, type Plan, type PlanChange, type PlanStatus } from '../domain/plan';
+import { afterResume, changeOf, firstPeriod, missesAmong, START_AT_MAX_AHEAD_YEARS, startAtAllowed, type Plan, type PlanChange, type PlanStatus } from '../domain/plan';
 import { dueAt, type PlanInterval } from '../domain/schedule';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
@@ -226,7 +226,8 @@ export class PlansService {
       // In the transaction: it sees the expiries storeLapsed just wrote, and takes no second connection.
       const open = openCharge(await this.requests.chargesOf(plan.id, em), new Date());
       if (open && open.proofStatus === 'none' && (await this.requests.expireNow(em, open.id))) {
-        await this.plans.countMissed(em, plan.id, 1, this.config.planMaxMissed);
+        const missed = missesAmong([open.periodIndex!], await this.requests.latestPaidPeriod(em, plan.id));
+        if (missed > 0) await this.plans.countMissed(em, plan.id, missed, this.config.planMaxMissed);
         plan = await this.locked(em, m, id);
       }
       if (plan.status !== 'active') return plan;

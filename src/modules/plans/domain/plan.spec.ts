@@ -1,4 +1,4 @@
-import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, LAST_DUE_AT, type PauseReason, type Plan, type PlanStatus } from './plan';
+import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, LAST_DUE_AT, missesAmong, type PauseReason, type Plan, type PlanStatus } from './plan';
 
 const START = new Date('2027-01-10T00:00:00.000Z');
 const NOW = new Date('2027-03-20T12:00:00.000Z');
@@ -78,5 +78,17 @@ describe('afterCharge at the end of four-digit years', () => {
     expect(before.status).toBe('active');
     expect(before.nextChargeAt!.toISOString()).toBe('9991-06-01T00:00:00.000Z');
     expect(before.nextChargeAt! <= LAST_DUE_AT).toBe(true);
+  });
+});
+
+describe('missesAmong', () => {
+  it('counts the lapsed charges of periods after the latest paid one, every one when none was paid', () => {
+    expect(missesAmong([0, 1], null)).toBe(2);
+    expect(missesAmong([3, 4], 2)).toBe(2);
+    expect(missesAmong([1, 2, 3, 4], 2)).toBe(2);
+    // An older charge lapsing after a newer one was paid breaks no run of payments.
+    expect(missesAmong([0, 1], 2)).toBe(0);
+    expect(missesAmong([2], 2)).toBe(0);
+    expect(missesAmong([], null)).toBe(0);
   });
 });

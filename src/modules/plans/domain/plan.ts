@@ -105,6 +105,16 @@ export function afterResume(p: Plan, now: Date): PlanChange {
 }
 
 /**
+ * Of the plan's charges that lapsed unpaid, how many count as misses (DESIGN §5: PLAN_MAX_MISSED in a row pause
+ * the plan): those of periods after the plan's latest paid charge. An older charge lapsing after a newer one was
+ * paid (charges that overlap: a daily plan whose charges stay payable for days, and a payer who pays the newest)
+ * breaks no run of payments; counted, it paused a plan whose payer had just paid (the last session's note).
+ */
+export function missesAmong(lapsedPeriods: readonly number[], latestPaidPeriod: number | null): number {
+  return lapsedPeriods.filter((k) => latestPaidPeriod === null || k > latestPaidPeriod).length;
+}
+
+/**
  * A charge of the plan was verified (DESIGN §5: a paid charge resets the missed count). `missedSince` is how
  * many of its charges lapsed unpaid after the plan's latest paid charge (this one, or a later one paid
  * before): the misses still in a row once this payment is counted. The count becomes that, never more than

@@ -37,7 +37,7 @@ export class ExpiryService {
    */
   async expireIfLapsed(em: EntityManager, requestId: string): Promise<PaymentRequest | null> {
     const expired = await this.repo.applyStatus(requestId, 'expire', { em });
-    if (expired?.planId) await this.plans.chargesLapsed(em, [{ requestId: expired.id, planId: expired.planId }]);
+    if (expired?.planId) await this.plans.chargesLapsed(em, [chargeRef(expired)], this.latestPaidPeriod(em));
     return expired;
   }
 
@@ -47,7 +47,7 @@ export class ExpiryService {
    */
   async expireLapsedCharges(em: EntityManager, planId: string): Promise<number> {
     const expired = await this.repo.expireLapsed(em, SWEEP_BATCH, planId);
-    if (expired.length > 0) await this.plans.chargesLapsed(em, expired.map((r) => ({ requestId: r.id, planId })));
+    if (expired.length > 0) await this.plans.chargesLapsed(em, expired.map(chargeRef), this.latestPaidPeriod(em));
     return expired.length;
   }
 
@@ -69,9 +69,18 @@ export class ExpiryService {
   private sweepBatch(): Promise<number> {
     return retryingDeadlocks(SWEEP_BATCH_ATTEMPTS, () => this.dataSource.transaction(async (em) => {
       const expired = await this.repo.expireLapsed(em, SWEEP_BATCH);
-      const charges: PlanChargeRef[] = expired.filter((r) => r.planId !== null).map((r) => ({ requestId: r.id, planId: r.planId! }));
-      if (charges.length > 0) await this.plans.chargesLapsed(em, charges);
+      const charges = expired.filter((r) => r.planId !== null).map(chargeRef);
+      if (charges.length > 0) await this.plans.chargesLapsed(em, charges, this.latestPaidPeriod(em));
       return expired.length;
     }));
   }
+
+  private latestPaidPeriod(em: EntityManager): (planId: string) => Promise<number | null> {
+    return (planId) => this.repo.latestPaidPeriod(em, planId);
+  }
+}
+
+/** A plan's charge as the plans count it; every charge has a plan and a period. */
+function chargeRef(r: Pick<PaymentRequest, 'id' | 'planId' | 'periodIndex'>): PlanChargeRef {
+  return { requestId: r.id, planId: r.planId!, periodIndex: r.periodIndex! };
 }

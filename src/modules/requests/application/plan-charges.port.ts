@@ -4,11 +4,11 @@ import type { EntityManager } from 'typeorm';
 export interface PlanChargeRef {
   requestId: string;
   planId: string;
+  periodIndex: number;
 }
 
 /** A verified charge (DESIGN §5). */
 export interface PaidPlanCharge extends PlanChargeRef {
-  periodIndex: number;
   /**
    * Reads how many of the plan's charges lapsed unpaid after its latest paid one, in the verifying transaction:
    * call it once the plan is locked, so a charge of the same plan verified meanwhile is counted.
@@ -23,8 +23,16 @@ export interface PaidPlanCharge extends PlanChargeRef {
  * exactly when the change commits.
  */
 export abstract class PlanChargesPort {
-  /** These charges expired unpaid (the expiry job or the sweep stored the expiry). */
-  abstract chargesLapsed(em: EntityManager, charges: readonly PlanChargeRef[]): Promise<void>;
+  /**
+   * These charges expired unpaid (the expiry job or the sweep stored the expiry). `latestPaidPeriod` reads, in
+   * the same transaction, the period of a plan's latest paid charge (null: none): call it once the plan is
+   * locked, so a charge of the plan verified meanwhile is seen.
+   */
+  abstract chargesLapsed(
+    em: EntityManager,
+    charges: readonly PlanChargeRef[],
+    latestPaidPeriod: (planId: string) => Promise<number | null>,
+  ): Promise<void>;
   /** This charge was verified (on time, or late: within the grace window after it was counted missed). */
   abstract chargePaid(em: EntityManager, charge: PaidPlanCharge): Promise<void>;
 }

@@ -270,6 +270,11 @@ export class RequestsService {
     return this.repo.expireEarly(em, id);
   }
 
+  /** The period of the plan's latest paid charge, or null (DESIGN §5; see PlanChargesPort.chargesLapsed). */
+  latestPaidPeriod(em: EntityManager, planId: string): Promise<number | null> {
+    return this.repo.latestPaidPeriod(em, planId);
+  }
+
   /** A plan's charges past their deadline whose expiry is not stored yet (jobs late): stored now, misses counted. */
   expireLapsedCharges(em: EntityManager, planId: string): Promise<number> {
     return this.expiry.expireLapsedCharges(em, planId);

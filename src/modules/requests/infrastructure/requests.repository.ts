@@ -540,7 +540,7 @@ export class RequestsRepository {
    * Every lapsed request becomes expired: no proof past expires_at, or an attached proof that has not
    * verified by claim_until (DESIGN §7; proof_status stays attached). Returns the expired ids and their plans.
    */
-  async expireLapsed(em: EntityManager = this.requests.manager, limit = 1000, planId?: string): Promise<{ id: string; planId: string | null }[]> {
+  async expireLapsed(em: EntityManager = this.requests.manager, limit = 1000, planId?: string): Promise<{ id: string; planId: string | null; periodIndex: number | null }[]> {
     const rule = STATUS_TRANSITIONS.expire;
     const params = { to: rule.to, from: rule.from, proof: rule.whenProof, limit, planId };
     const chosen = planId === undefined
@@ -568,10 +568,14 @@ export class RequestsRepository {
       .where(`id = ANY(${chosen})`)
       .andWhere(`${oneOf('status', rule.from, REQUEST_STATUSES)} AND ${oneOf('proof_status', rule.whenProof!, PROOF_STATUSES)} AND ${LAPSED}`)
       .setParameters(params)
-      .returning('id, plan_id')
+      .returning('id, plan_id, period_index')
       .updateEntity(false)
       .execute();
-    return (result.raw as { id: string; plan_id: string | null }[]).map((r) => ({ id: r.id, planId: r.plan_id }));
+    return (result.raw as { id: string; plan_id: string | null; period_index: number | null }[]).map((r) => ({
+      id: r.id,
+      planId: r.plan_id,
+      periodIndex: r.period_index,
+    }));
   }
 
 
@@ -600,6 +604,15 @@ export class RequestsRepository {
       [planId],
     );
     return rows.map(rowToDomain);
+  }
+
+  /** The period of a plan's latest verified charge whose claim stands (DESIGN §5), or null. */
+  async latestPaidPeriod(em: EntityManager, planId: string): Promise<number | null> {
+    const [row] = await em.query<Array<{ k: number | null }>>(
+      `SELECT max(period_index)::int AS k FROM payment_requests WHERE plan_id = $1 AND proof_status = 'verified' AND claim_lost_at IS NULL`,
+      [planId],
+    );
+    return row.k;
   }
 
   /**
