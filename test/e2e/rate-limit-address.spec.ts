@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ChangeFeed } from '../../src/database/change-feed';
 import { ApiKeyService } from '../../src/modules/auth/api-key.service';
-import { createKey, createPartner, type TestPartner } from '../factories/partners';
+import { admin, createKey, createPartner, type TestPartner } from '../factories/partners';
 import { startService, type TestService } from '../support/app';
 import { freshMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
@@ -50,7 +50,7 @@ function expectLimited(r: Reply) {
 describe('calls without a valid key, per client address (a)', () => {
   it('after AUTH_FAILURE_RATE_LIMIT bad or missing keys an address gets 429, and its keys are not looked up', async () => {
     const keys = svc.app.get(ApiKeyService);
-    const lookups = jest.spyOn(keys, 'authenticate');
+    const lookups = jest.spyOn(keys as unknown as { load: () => Promise<unknown> }, 'load');
     const valid = await createKey(svc, p.id, { mode: 'test' });
     freshMinute();
     const attacker = '198.51.100.10';
@@ -60,13 +60,46 @@ describe('calls without a valid key, per client address (a)', () => {
     }
     lookups.mockClear();
     for (let i = 0; i < 20; i++) expectLimited(await from(attacker, badKey()));
-    // Refused before ApiKeyService is asked at all: no hash, no cache, no database.
+    expectLimited(await from(attacker));
+    // Refused before the database is asked.
     expect(lookups).not.toHaveBeenCalled();
-    // The address is refused whatever it sends for the rest of the minute; other addresses are unaffected.
+    // A key never seen in use is refused too (a guess looks the same); other addresses are unaffected.
     expectLimited(await from(attacker, valid));
+    expect(lookups).not.toHaveBeenCalled();
     expect((await from('198.51.100.11', valid)).status).toBe(200);
     expect((await from('198.51.100.11', badKey())).status).toBe(401);
     lookups.mockRestore();
+  });
+
+  it('a key in use is let in from an address over its budget: a stale key beside it locks nothing out (spec §8 counts per key)', async () => {
+    // A partner's job still holding a revoked key, behind the NAT its other jobs share (a partner-docs hunt):
+    // its failures used to answer the partner's valid key 429 for the rest of every minute.
+    const keys = svc.app.get(ApiKeyService);
+    const issue = async () => (await admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'test' })).body as { api_key: string; key_id: string };
+    const revokeKey = async (key: { key_id: string }) => expect((await admin(svc, 'DELETE', `/partners/${p.id}/keys/${key.key_id}`)).status).toBe(200);
+    const [validKey, staleKey] = [await issue(), await issue()];
+    const [valid, stale] = [validKey.api_key, staleKey.api_key];
+    const nat = '198.51.100.30';
+    freshMinute();
+    expect((await from(nat, valid)).status).toBe(200);
+    expect((await from(nat, stale)).status).toBe(200);
+    await revokeKey(staleKey);
+    for (let i = 0; i < AUTH_FAILURES; i++) expect((await from(nat, stale)).status).toBe(401);
+    expectLimited(await from(nat, stale));
+    expectLimited(await from(nat, badKey()));
+    // Looked up as usual (not answered from a cache that outlived its TTL), and let in.
+    const cached = jest.spyOn((keys as unknown as { cache: { get: () => undefined } }).cache, 'get').mockReturnValue(undefined);
+    const lookups = jest.spyOn(keys as unknown as { load: () => Promise<unknown> }, 'load');
+    try {
+      expect((await from(nat, valid)).status).toBe(200);
+      expect(lookups).toHaveBeenCalledTimes(1);
+    } finally {
+      cached.mockRestore();
+      lookups.mockRestore();
+    }
+    // Revoked, it is no longer one in use: refused before any lookup like a guess.
+    await revokeKey(validKey);
+    expectLimited(await from(nat, valid));
   });
 
   it('another instance sharing Redis refuses the address too, before its database lookup', async () => {

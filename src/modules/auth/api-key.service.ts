@@ -18,6 +18,8 @@ import { SCOPES, type Scope } from './scopes';
  */
 const NEGATIVE_SHARE = 5;
 const NEGATIVE_TTL_MS = 2000;
+/** How long a key that resolved is remembered as one in use (see `known`). */
+const KNOWN_TTL_MS = 24 * 3600_000;
 
 /**
  * API keys: issued, listed and revoked for a partner (admin API and portal alike), and resolved from a bearer
@@ -32,6 +34,13 @@ export class ApiKeyService implements OnModuleInit {
   private readonly cache: FeedCache<Principal>;
   /** Key hash (hex) → known not to resolve (a newly issued key evicts its entry everywhere). */
   private readonly negative: FeedCache<true>;
+  /**
+   * Key hash (hex) → resolved to a principal within the last day (as many as the cache holds; a revoked key is
+   * evicted everywhere). A key in use, not a guess: it skips the caller's `beforeLookup` (the failure budget
+   * of its address), so a partner's valid keys are never refused for its address's failed calls, a stale
+   * revoked key in one of its jobs behind the same NAT say (a partner-docs hunt: spec §8 counts limits per key).
+   */
+  private readonly known: FeedCache<true>;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -45,12 +54,14 @@ export class ApiKeyService implements OnModuleInit {
       ttlMs: Math.min(NEGATIVE_TTL_MS, config.apiKeyCacheMs),
       maxEntries: Math.floor(config.apiKeyCacheMaxEntries / NEGATIVE_SHARE),
     });
+    this.known = new FeedCache(feed, { ttlMs: KNOWN_TTL_MS, maxEntries: config.apiKeyCacheMaxEntries });
   }
 
   onModuleInit(): void {
     this.feed.subscribe(CHANGE_TOPICS.apiKeys, (hash) => {
       this.cache.delete(hash);
       this.negative.delete(hash);
+      this.known.delete(hash);
     });
     // A principal carries the partner's settings: a change of them evicts the partner's keys.
     this.feed.subscribe(CHANGE_TOPICS.partners, (partnerId) => this.cache.deleteWhere((p) => p.partnerId === partnerId));
@@ -65,11 +76,13 @@ export class ApiKeyService implements OnModuleInit {
     const hit = this.cache.get(cacheKey);
     if (hit) return hit;
     if (this.negative.get(cacheKey)) return null;
-    await beforeLookup?.();
-    const marks = [this.cache.mark(), this.negative.mark()] as const;
+    if (!this.known.get(cacheKey)) await beforeLookup?.();
+    const marks = [this.cache.mark(), this.negative.mark(), this.known.mark()] as const;
     const principal = await this.load(Buffer.from(cacheKey, 'hex'), mode);
-    if (principal) this.cache.set(cacheKey, principal, marks[0]);
-    else this.negative.set(cacheKey, true, marks[1]);
+    if (principal) {
+      this.cache.set(cacheKey, principal, marks[0]);
+      this.known.set(cacheKey, true, marks[2]);
+    } else this.negative.set(cacheKey, true, marks[1]);
     return principal;
   }
 

@@ -11,12 +11,13 @@ const MAX_BLOCKED = 10000;
 /**
  * Partner API calls without a valid key (none, malformed, unknown, revoked), counted per client address
  * bucket and clock minute in Redis, shared by every instance. Once an address has used its budget
- * (AUTH_FAILURE_RATE_LIMIT × RATE_LIMIT_SCALE), its calls get 429 rate_limited until the minute ends:
- * this instance refuses from memory before the key is even hashed, another instance after one Redis read
- * and before the database lookup. Valid keys from that address are refused too for the rest of the minute
- * (the check comes before the key is read), except on another instance that has the key cached from an
- * earlier call: it answers from its cache without Redis (a key in use before, not a guess; every guess needs a
- * lookup, which every instance refuses). Fails open when Redis is away, like every other limiter.
+ * (AUTH_FAILURE_RATE_LIMIT × RATE_LIMIT_SCALE), its calls get 429 rate_limited until the minute ends, before
+ * the database is asked about the key they send: from memory on this instance, after one Redis read on
+ * another. A key known to be in use (it resolved before, ApiKeyService.known) is not a guess, and is looked
+ * up and let in as usual: spec §8 counts limits per key, and a partner's stale revoked key in one job must not
+ * lock its valid keys out of an address they share (a partner-docs hunt). Keys are 256 random bits, so letting
+ * the right one in teaches a guesser nothing it could use; the admin token, an operator's choice, has no such
+ * exception (AdminTokenGuard). Fails open when Redis is away, like every other limiter.
  */
 @Injectable()
 export class AuthFailureLimiter {
@@ -48,8 +49,12 @@ export class AuthFailureLimiter {
     this.blocked.delete(address);
   }
 
-  /** One Redis read, before a key lookup: 429 when the address is over budget (counted by any instance). */
+  /**
+   * Before a key lookup: 429 when the address is over budget, from memory when this instance knows it, else
+   * after one Redis read (counted by any instance).
+   */
   async refuseIfOverBudget(address: string): Promise<void> {
+    this.refuseIfBlocked(address);
     const now = this.redis.now();
     const start = now - (now % MINUTE);
     let used: number;

@@ -38,11 +38,13 @@ export class PartnerApiGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; ip?: string } & Partial<AuthedRequest> & ParsedRequest>();
     const handler = context.getHandler();
     const address = addressBucket(req.ip);
-    this.failures.refuseIfBlocked(address);
     const header = req.headers.authorization;
     const m = header ? /^Bearer ([^\s]+)$/i.exec(header) : null;
+    // An address over its failure budget is refused before any lookup of a key not known to be in use; a key
+    // that resolved before is looked up and let in as usual (ApiKeyService.known).
     const principal = m ? await this.keys.authenticate(m[1], () => this.failures.refuseIfOverBudget(address)) : null;
     if (!principal) {
+      this.failures.refuseIfBlocked(address);
       await this.failures.record(address);
       throw new AppError('unauthorized');
     }
