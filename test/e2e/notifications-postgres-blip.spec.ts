@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
 import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
 import { verifiedReceipt } from '../factories/notifications';
@@ -21,7 +22,7 @@ let proxy: TcpProxy;
 
 beforeAll(async () => {
   const url = new URL(testEnv().databaseUrl);
-  proxy = new TcpProxy(Number(url.port || 5432));
+  proxy = new TcpProxy(Number(url.port || 5432), loseClaimReply);
   await proxy.start();
   url.host = `127.0.0.1:${proxy.port}`;
   smtp = await SmtpCatcher.start();
@@ -44,6 +45,32 @@ afterAll(async () => {
   await smtp?.down();
   await proxy?.stop();
 });
+
+/**
+ * When armed: on the connection that sends a notification's claim, the COMMIT after it reaches Postgres (and is
+ * applied), and the connection is cut before its answer reaches the service.
+ */
+let armed = false;
+let claimCommitsLost = 0;
+function loseClaimReply(client: Socket, upstream: Socket): void {
+  let claimed = false;
+  let committing = false;
+  client.on('data', (chunk: Buffer) => {
+    if (!armed) return;
+    const text = chunk.toString('latin1');
+    if (text.includes('UPDATE notifications SET attempts')) claimed = true;
+    else if (claimed && text.includes('COMMIT')) committing = true;
+  });
+  // Runs before the proxy's relay of the answer, which skips a destroyed client.
+  upstream.prependListener('data', () => {
+    if (!committing) return;
+    committing = false;
+    claimed = false;
+    armed = false;
+    claimCommitsLost++;
+    client.destroy();
+  });
+}
 
 /** Cuts the service's Postgres connections now and lets new ones through a second later. */
 function blip(): Promise<void> {
@@ -89,4 +116,20 @@ it('a receipt the SMTP server took while Postgres was away reads sent', async ()
   await svc.app.get(NotificationRelay).enqueue([id]);
   expect(await settled(id)).toMatchObject({ status: 'sent', attempts: 1, last_error: null });
   expect(smtp.to(customer)).toHaveLength(1);
+}, 60_000);
+
+it('a claim whose COMMIT went through with its answer lost is the worker\'s own: the receipt is sent once, not failed in doubt', async () => {
+  // The connection cut right after the COMMIT (a failover, or the pool's query bound closing it): the claim
+  // committed, the worker saw an error. Its retried job found the attempt taken, and the re-drive failed the
+  // message in doubt when the lease ran out, never sent (the last session's note).
+  const customer = `lost-${randomBytes(3).toString('hex')}@example.com`;
+  smtp.rcptRule = () => null;
+  smtp.beforeAccept = async () => undefined;
+  const { id } = await verifiedReceipt(svc, customer);
+  armed = true;
+  await svc.app.get(NotificationRelay).enqueue([id]);
+  expect(await settled(id)).toMatchObject({ status: 'sent', attempts: 1, last_error: null });
+  expect(claimCommitsLost).toBe(1);
+  expect(smtp.to(customer)).toHaveLength(1);
+  expect(await sql(`SELECT attempt, outcome FROM notification_attempts WHERE notification_id = $1`, [id])).toEqual([{ attempt: 1, outcome: 'sent' }]);
 }, 60_000);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
@@ -37,7 +37,7 @@ describe('a resend decided on a message that moved on meanwhile', () => {
   it('read failed at attempt 1; meanwhile resent by another and attempt 2 ended in doubt → 409, nothing changes', async () => {
     const repo = svc.app.get(NotificationsRepository);
     const { id } = await verifiedReceipt(svc, `race-${randomBytes(4).toString('hex')}@example.com`);
-    expect(await repo.claim(id, 1, 60000)).not.toBeNull();
+    expect(await repo.claim(id, 1, 60000, randomUUID())).not.toBeNull();
     expect(await repo.record({ id, attempt: 1, outcome: 'failed', error: '550 no such mailbox', response: null, delayMs: 0 })).toBe(true);
 
     const lock = new Client({ connectionString: testEnv().databaseUrl });
@@ -51,7 +51,7 @@ describe('a resend decided on a message that moved on meanwhile', () => {
       await waitFor(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%"PaymentRequestEntity"%'`)).length > 0, 10000, 20);
       // Operator A's resend reopens it, and a worker's attempt 2 ends in doubt (it may have reached the payer).
       expect(await svc.app.get(DataSource).transaction((em) => repo.reopen(em, id, { attempts: 1, status: 'failed' }))).not.toBeNull();
-      expect(await repo.claim(id, 2, 60000)).not.toBeNull();
+      expect(await repo.claim(id, 2, 60000, randomUUID())).not.toBeNull();
       expect(await repo.record({ id, attempt: 2, outcome: 'in_doubt', error: 'in doubt: late answer', response: null, delayMs: 0 })).toBe(true);
       const before = await row(id);
       await lock.query('COMMIT');
@@ -73,7 +73,7 @@ describe('a resend decided on a message that moved on meanwhile', () => {
   it('a reopened message shows no last_error until its next attempt', async () => {
     const repo = svc.app.get(NotificationsRepository);
     const { id } = await verifiedReceipt(svc, `stale-${randomBytes(4).toString('hex')}@example.com`);
-    await repo.claim(id, 1, 60000);
+    await repo.claim(id, 1, 60000, randomUUID());
     await repo.record({ id, attempt: 1, outcome: 'failed', error: '550 no such mailbox', response: null, delayMs: 0 });
     const r = await admin(svc, 'POST', `/notifications/${id}/resend`);
     expect(r.status).toBe(200);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { NotificationEntity } from '../../src/modules/notifications/notification.entity';
 import { NotificationsRepository } from '../../src/modules/notifications/notifications.repository';
 import { PaymentRequestEntity } from '../../src/modules/requests/infrastructure/payment-request.entity';
@@ -121,7 +121,9 @@ it('a pending notification is read, claimed and recorded by its id, not by readi
   expect(await scansOf('notifications', () => notifications.due([a]))).toEqual(byKey);
   expect(await scansOf('notifications', () => notifications.waitingFor(a, 1))).toEqual(byKey);
   expect(await scansOf('notifications', () => notifications.noteUnsent(a, 1, 'smtp down'))).toEqual(byKey);
-  expect(await scansOf('notifications', () => notifications.claim(a, 1, 60_000))).toEqual(byKey);
+  const token = randomUUID();
+  expect(await scansOf('notifications', () => notifications.claim(a, 1, 60_000, token))).toEqual(byKey);
+  expect(await scansOf('notifications', () => notifications.claimedBy(a, 1, token))).toEqual(byKey);
   expect(await scansOf('notifications', () =>
     notifications.record({ id: a, attempt: 1, outcome: 'sent', error: null, response: '250 ok', delayMs: 0 }))).toEqual(byKey);
   expect(await scansOf('notifications', () => notifications.abandonUnsent(b, 1, 'no address'))).toEqual(byKey);

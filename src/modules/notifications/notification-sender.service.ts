@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
@@ -107,7 +108,7 @@ export class NotificationSender {
       const deadline = AbortSignal.timeout(this.config.notifySendTimeoutMs * SEND_DEADLINE_TIMEOUTS);
       // The lease starts at the claim, after this: ending the record's tries here keeps them inside it.
       const leaseEnds = performance.now() + this.config.notifySendTimeoutMs * LEASE_TIMEOUTS;
-      const claim = await this.claimIfStill(row, attempt, to);
+      const claim = await this.claimIfStill(row, attempt, to, deadline);
       if (claim.kind === 'taken') return; // another run of the same attempt got there first
       if (claim.kind === 'misfit') return this.outdated(row, attempt, claim.why);
       if (claim.kind === 'claimed') return this.sendAndRecord(row, attempt, message, deadline, leaseEnds);
@@ -124,7 +125,8 @@ export class NotificationSender {
    * send began. Without this a note went to an address the merchant had removed moments before, and a charge
    * notice went out for a charge just paid (a helper's hunt, with the claim held back by a lock).
    */
-  private async claimIfStill(row: StoredNotification, attempt: number, to: string): Promise<ClaimOutcome> {
+  private async claimIfStill(row: StoredNotification, attempt: number, to: string, deadline: AbortSignal): Promise<ClaimOutcome> {
+    const token = randomUUID();
     return this.dataSource.transaction<ClaimOutcome>(async (em) => {
       // A row another transaction holds for long (an operator's open UPDATE) must not hold this worker's place
       // and connection with it: past the timeout the job fails, unspent, and is retried.
@@ -136,12 +138,37 @@ export class NotificationSender {
       const why = noLongerFits(row.kind, { ...request, merchantEmail });
       if (why) return { kind: 'misfit', why };
       if (recipientNow(row, merchantEmail) !== to) return { kind: 'changed' };
-      const claimed = await this.repo.claim(row.id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, to, em);
+      const claimed = await this.repo.claim(row.id, attempt, this.config.notifySendTimeoutMs * LEASE_TIMEOUTS, token, to, em);
       return { kind: claimed ? 'claimed' : 'taken' };
-    }).catch((e: unknown) => {
-      if (!isLockTimeout(e)) throw e;
-      throw new Error(`notification ${row.id}: its request or merchant was held by another transaction for over ${CLAIM_LOCK_TIMEOUT_MS} ms; attempt ${attempt} not taken, retried`);
+    }).catch(async (e: unknown): Promise<ClaimOutcome> => {
+      if (isLockTimeout(e)) {
+        throw new Error(`notification ${row.id}: its request or merchant was held by another transaction for over ${CLAIM_LOCK_TIMEOUT_MS} ms; attempt ${attempt} not taken, retried`);
+      }
+      // The COMMIT may have gone through with its answer lost (the connection cut then, or closed by the pool's
+      // query bound). Then the attempt is this run's, and only this run can send it: a retried job finds it
+      // taken, and the re-drive would fail it in doubt once the lease ends, never sent.
+      if (await this.claimSurvived(row.id, attempt, token, deadline)) {
+        this.logger.warn(`notification ${row.id}: attempt ${attempt}'s claim committed though its answer was lost (${(e as Error).message}); sending`);
+        return { kind: 'claimed' };
+      }
+      throw e;
     });
+  }
+
+  /**
+   * Whether the claim made with `token` holds: read again while Postgres does not answer, with the record's
+   * backoff, until the send's deadline (a send started later would be cut short anyway, and retried).
+   */
+  private async claimSurvived(id: string, attempt: number, token: string, deadline: AbortSignal): Promise<boolean> {
+    for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      try {
+        return await this.repo.claimedBy(id, attempt, token);
+      } catch (e) {
+        if (deadline.aborted) return false;
+        this.logger.warn(`notification ${id}: cannot tell yet whether attempt ${attempt}'s claim committed (${(e as Error).message}); asking again in ${wait} ms`);
+        await sleep(wait, undefined, { signal: deadline }).catch(() => undefined);
+      }
+    }
   }
 
   /** Sends the claimed attempt within its deadline, stores the outcome and schedules the next attempt. */

@@ -55,6 +55,10 @@ export class NotificationEntity {
   @Column('timestamp with time zone', { name: 'lease_until', precision: 3, nullable: true })
   leaseUntil!: Date | null;
 
+  /** The claim of the attempt under way: the worker's own id for it (migration 1764000403200, NotificationSender). */
+  @Column('uuid', { name: 'claim_token', nullable: true })
+  claimToken!: string | null;
+
   @Column('text', { name: 'last_error', nullable: true })
   lastError!: string | null;
 

@@ -96,16 +96,24 @@ export class NotificationsRepository {
    * as 'sending' and leases the message, in one statement committed before anything is sent: from here on,
    * a worker that vanishes leaves a visible trace rather than a message that could go out twice. `to`: the
    * address this attempt sends to, when it is no longer the stored one (a merchant's note, recipientNow).
+   * `token`: the claimer's id for this claim (see claimedBy).
    */
-  async claim(id: string, attempt: number, leaseMs: number, to?: string, em: EntityManager = this.dataSource.manager): Promise<ClaimedNotification | null> {
+  async claim(
+    id: string,
+    attempt: number,
+    leaseMs: number,
+    token: string,
+    to?: string,
+    em: EntityManager = this.dataSource.manager,
+  ): Promise<ClaimedNotification | null> {
     const rows = await em.query<ClaimRow[]>(
       `WITH c AS (
-         UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to")
+         UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to"), claim_token = $5
           WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
        a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome, "to") SELECT id, attempts, 'sending', "to" FROM c RETURNING notification_id)
        SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
-      [id, attempt, leaseMs, to ?? null],
+      [id, attempt, leaseMs, to ?? null, token],
     );
     const r = rows[0];
     return r
@@ -114,6 +122,18 @@ export class NotificationsRepository {
           dueAt: r.due_at, messageId: r.message_id, createdAt: r.created_at, attempt: r.attempts,
         }
       : null;
+  }
+
+  /**
+   * Whether attempt n is held by the claim made with `token`, its lease not yet ended nor declared in doubt:
+   * asked when the claim's transaction failed in a way that may have committed (its COMMIT's answer lost).
+   */
+  async claimedBy(id: string, attempt: number, token: string): Promise<boolean> {
+    const rows = await this.dataSource.query<unknown[]>(
+      `SELECT 1 FROM notifications WHERE id = $1 AND attempts = $2 AND claim_token = $3 AND lease_until > now() AND ${PENDING}`,
+      [id, attempt, token],
+    );
+    return rows.length > 0;
   }
 
   /**
