@@ -18,6 +18,6 @@ import { VerificationQueue } from './infrastructure/verification.queue';
 @Module({
   imports: [TypeOrmModule.forFeature([PaymentRequestEntity])],
   providers: [RequestsRepository, VerificationQueue, ExpiryQueue, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
-  exports: [RequestsRepository, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
+  exports: [RequestsRepository, VerificationQueue, AfterCommit, VerificationService, RequestFactsService, ExpiryService],
 })
 export class RequestsCoreModule {}

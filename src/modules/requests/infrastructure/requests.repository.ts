@@ -606,6 +606,19 @@ export class RequestsRepository {
     return rows.map(rowToDomain);
   }
 
+  /**
+   * Requests whose submitted hash is attached and unanswered (no verify_note) while their claim window is open:
+   * the ones a payer's verification job should be working on. Run only when Redis lost its jobs (and at a
+   * worker's first start): every row with a hash is read, through payment_requests_tx.
+   */
+  async attachedUnanswered(): Promise<Array<{ id: string; txHash: string }>> {
+    const rows = await this.requests.query<Array<{ id: string; tx_hash: string }>>(
+      `SELECT id, tx_hash FROM payment_requests
+        WHERE tx_hash IS NOT NULL AND proof_status = 'attached' AND verify_note IS NULL AND claim_until > now()`,
+    );
+    return rows.map((r) => ({ id: r.id, txHash: r.tx_hash }));
+  }
+
   /** The period of a plan's latest verified charge whose claim stands (DESIGN §5), or null. */
   async latestPaidPeriod(em: EntityManager, planId: string): Promise<number | null> {
     const [row] = await em.query<Array<{ k: number | null }>>(

@@ -7,6 +7,7 @@ import { keepSchedules } from '../../../common/queue/schedules';
 import { ChainScanService } from '../application/chain-scan.service';
 import { ExpiryService } from '../application/expiry.service';
 import { RequestsRepository } from './requests.repository';
+import { VerificationQueue } from './verification.queue';
 
 /**
  * The repeating chain-side work: the chain scan and the expiry sweep (the safety net of the delayed jobs).
@@ -23,6 +24,7 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
     private readonly scan: ChainScanService,
     private readonly repo: RequestsRepository,
     private readonly expiry: ExpiryService,
+    private readonly verification: VerificationQueue,
   ) {
     super();
   }
@@ -31,10 +33,30 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
     this.stop = await keepSchedules(
       [
         { queue: this.queue, id: SCHEDULED_JOBS.chainScan, every: this.config.chainScanIntervalMs },
-        { queue: this.queue, id: SCHEDULED_JOBS.expirySweep, every: this.config.expirySweepIntervalMs },
+        // Its creation (the first start, or Redis back empty) also puts back the payers' verification jobs: they
+        // live only in Redis, and a request whose job is lost stays attached with no note for ever (a Redis hunt).
+        {
+          queue: this.queue,
+          id: SCHEDULED_JOBS.expirySweep,
+          every: this.config.expirySweepIntervalMs,
+          onCreated: () => this.redriveVerifications(),
+        },
       ],
       this.logger,
     );
+  }
+
+  /**
+   * Queues again the verification of every hash still attached, unanswered, within its claim window: a job that
+   * exists is left alone (VerificationQueue.add). Without its job, a hash that is never mined got no
+   * transaction_not_found note: the pay page kept waiting, and the payer's real hash was refused as
+   * proof_already_attached (the chain scan still verified a real transfer). A re-queued job counts its wait
+   * for the transaction from its own start, so such a note comes that much later.
+   */
+  private async redriveVerifications(): Promise<void> {
+    const waiting = await this.repo.attachedUnanswered();
+    for (const r of waiting) await this.verification.add(r.id, r.txHash);
+    if (waiting.length > 0) this.logger.warn(`queued again the verification of ${waiting.length} attached hash(es) (their jobs were not in Redis)`);
   }
 
   onModuleDestroy(): void {
