@@ -19,6 +19,12 @@ describe('isExecutionFault: an eth_call error about the call, not about the node
     { code: -32000, message: 'write protection' },
     { code: -32000, message: 'return data out of bounds' },
     { code: -32000, message: 'contract creation code storage out of gas' },
+    { code: -32000, message: 'invalid code: must not begin with 0xef' },
+    { code: -32000, message: 'gas uint64 overflow' },
+    // Reth.
+    { code: -32003, message: 'EVM error InvalidFEOpcode' },
+    { code: -32003, message: 'EVM error OpcodeNotFound' },
+    { code: -32003, message: 'EVM error StackUnderflow' },
     // Nethermind and Besu.
     { code: -32015, message: 'VM execution error.', data: 'Reverted 0x' },
     { code: -32000, message: 'Execution reverted' },

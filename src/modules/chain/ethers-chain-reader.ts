@@ -50,12 +50,12 @@ const HASH = /^0x[0-9a-fA-F]{64}$/;
  */
 export const SIGNATURE_CHECK_GAS = 3_000_000;
 /**
- * What the EVM says when the code ran and failed, as Hardhat, Geth, Erigon, Nethermind and Besu word it on an
- * eth_call: a revert, running out of gas, an invalid opcode or jump, a stack fault. A node's own trouble
+ * What the EVM says when the code ran and failed, as Hardhat, Geth, Erigon, Nethermind, Besu and Reth ("EVM
+ * error InvalidJump", code -32003) word it on an eth_call: a revert, running out of gas, an invalid opcode or jump, a stack fault. A node's own trouble
  * ("header not found", a rate limit, an internal error) matches none of them.
  */
 const EVM_FAULT =
-  /revert|out of gas|invalid opcode|opcode 0x[0-9a-f]+ not defined|bad instruction|invalid jump|stack (underflow|overflow|limit)|VM Exception|write protection|return data out of bounds|max code size|max initcode size|contract address collision|call depth|precompile|VM execution error/i;
+  /revert|out of gas|invalid opcode|opcode 0x[0-9a-f]+ not defined|bad instruction|invalid jump|stack (underflow|overflow|limit)|VM Exception|write protection|return data out of bounds|max code size|max initcode size|contract address collision|call depth|precompile|VM execution error|^EVM error |invalid code|gas uint64 overflow/i;
 
 /**
  * Whether a JSON-RPC error of an eth_call is the call's code failing (an answer about the call) rather than the
