@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
-import { IsNull, type EntityManager, type Repository } from 'typeorm';
+import { type EntityManager, type Repository } from 'typeorm';
 import type { Mode } from '../../config/config';
 import type { ApiKeyInfo } from './api-key';
 import { ApiKeyEntity } from './api-key.entity';
@@ -11,10 +11,11 @@ import type { Scope } from './scopes';
 export class ApiKeyRepository {
   constructor(@InjectRepository(ApiKeyEntity) private readonly keys: Repository<ApiKeyEntity>) {}
 
-  findActiveByHash(hash: Buffer): Promise<Pick<ApiKeyEntity, 'id' | 'partnerId' | 'mode' | 'scopes'> | null> {
+  /** The key with this hash, revoked or not (`revokedAt` says). */
+  findByHash(hash: Buffer): Promise<Pick<ApiKeyEntity, 'id' | 'partnerId' | 'mode' | 'scopes' | 'revokedAt'> | null> {
     return this.keys.findOne({
-      select: { id: true, partnerId: true, mode: true, scopes: true },
-      where: { keyHash: hash, revokedAt: IsNull() },
+      select: { id: true, partnerId: true, mode: true, scopes: true, revokedAt: true },
+      where: { keyHash: hash },
     });
   }
 

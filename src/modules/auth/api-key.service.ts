@@ -12,6 +12,9 @@ import { generateApiKey, hashApiKeyHex, modeOfKey, type ApiKeyInfo, type IssuedK
 import { ApiKeyRepository } from './api-key.repository';
 import { SCOPES, type Scope } from './scopes';
 
+/** Why a key does not resolve (ApiKeyService.resolve). */
+export type Refusal = 'revoked' | 'unknown';
+
 /**
  * Unknown keys are remembered apart, in a map a fifth the size of API_KEY_CACHE_MAX_ENTRIES (2,000 by default),
  * so a flood of bad keys never pushes a valid one out.
@@ -32,8 +35,11 @@ const KNOWN_TTL_MS = 24 * 3600_000;
 export class ApiKeyService implements OnModuleInit {
   /** Key hash (hex) → principal. */
   private readonly cache: FeedCache<Principal>;
-  /** Key hash (hex) → known not to resolve (a newly issued key evicts its entry everywhere). */
-  private readonly negative: FeedCache<true>;
+  /**
+   * Key hash (hex) → known not to resolve, and why: `revoked` (a key issued once) or `unknown` (a guess, or a
+   * key mistyped). A newly issued key evicts its entry everywhere.
+   */
+  private readonly negative: FeedCache<Refusal>;
   /**
    * Key hash (hex) → resolved to a principal within the last day (as many as the cache holds; a revoked key is
    * evicted everywhere). A key in use, not a guess: it skips the caller's `beforeLookup` (the failure budget
@@ -69,21 +75,34 @@ export class ApiKeyService implements OnModuleInit {
 
   /** `beforeLookup` runs only when the answer is not cached, just before the database is asked (it may throw). */
   async authenticate(raw: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> {
+    const answer = await this.resolve(raw, beforeLookup);
+    return typeof answer === 'string' ? null : answer;
+  }
+
+  /**
+   * As authenticate, saying why a key does not resolve: `revoked` when it is a key this service issued and
+   * revoked (not a guess: the partner API does not count it against the caller's address, see
+   * AuthFailureLimiter), `unknown` otherwise.
+   */
+  async resolve(raw: string, beforeLookup?: () => Promise<void>): Promise<Principal | Refusal> {
     const mode = modeOfKey(this.config.keyPrefix, raw);
-    if (!mode || raw.length > 200) return null;
+    if (!mode || raw.length > 200) return 'unknown';
     // Keyed by the key's hash: the process never keeps a key itself.
     const cacheKey = hashApiKeyHex(raw);
     const hit = this.cache.get(cacheKey);
     if (hit) return hit;
-    if (this.negative.get(cacheKey)) return null;
+    const refused = this.negative.get(cacheKey);
+    if (refused) return refused;
     if (!this.known.get(cacheKey)) await beforeLookup?.();
     const marks = [this.cache.mark(), this.negative.mark(), this.known.mark()] as const;
-    const principal = await this.load(Buffer.from(cacheKey, 'hex'), mode);
-    if (principal) {
-      this.cache.set(cacheKey, principal, marks[0]);
+    const answer = await this.load(Buffer.from(cacheKey, 'hex'), mode);
+    if (typeof answer === 'string') {
+      this.negative.set(cacheKey, answer, marks[1]);
+    } else {
+      this.cache.set(cacheKey, answer, marks[0]);
       this.known.set(cacheKey, true, marks[2]);
-    } else this.negative.set(cacheKey, true, marks[1]);
-    return principal;
+    }
+    return answer;
   }
 
   /** A new key for the partner (404 when there is none); all four scopes unless some are named. */
@@ -141,9 +160,10 @@ export class ApiKeyService implements OnModuleInit {
     return done.result;
   }
 
-  private async load(hash: Buffer, mode: Mode): Promise<Principal | null> {
-    const key = await this.repo.findActiveByHash(hash);
-    if (!key || key.mode !== mode) return null;
+  private async load(hash: Buffer, mode: Mode): Promise<Principal | Refusal> {
+    const key = await this.repo.findByHash(hash);
+    if (!key || key.mode !== mode) return 'unknown';
+    if (key.revokedAt !== null) return 'revoked';
     const partner = await this.partners.get(key.partnerId);
     return {
       keyId: key.id,

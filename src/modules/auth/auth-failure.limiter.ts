@@ -9,7 +9,8 @@ const MINUTE = 60000;
 const MAX_BLOCKED = 10000;
 
 /**
- * Partner API calls without a valid key (none, malformed, unknown, revoked), counted per client address
+ * Partner API calls without a valid key (none, malformed, unknown; a revoked key is not a guess and is not
+ * counted, see PartnerApiGuard), counted per client address
  * bucket and clock minute in Redis, shared by every instance. Once an address has used its budget
  * (AUTH_FAILURE_RATE_LIMIT × RATE_LIMIT_SCALE), its calls get 429 rate_limited until the minute ends, before
  * the database is asked about the key they send: from memory on this instance, after one Redis read on

@@ -42,12 +42,15 @@ export class PartnerApiGuard implements CanActivate {
     const m = header ? /^Bearer ([^\s]+)$/i.exec(header) : null;
     // An address over its failure budget is refused before any lookup of a key not known to be in use; a key
     // that resolved before is looked up and let in as usual (ApiKeyService.known).
-    const principal = m ? await this.keys.authenticate(m[1], () => this.failures.refuseIfOverBudget(address)) : null;
-    if (!principal) {
+    const answer = m ? await this.keys.resolve(m[1], () => this.failures.refuseIfOverBudget(address)) : 'unknown';
+    if (typeof answer === 'string') {
       this.failures.refuseIfBlocked(address);
-      await this.failures.record(address);
+      // A revoked key is one the partner was given, not a guess: a stale one left in a partner's job spends no
+      // budget of the address its other jobs share (a partner-docs hunt; spec §8 counts limits per key).
+      if (answer === 'unknown') await this.failures.record(address);
       throw new AppError('unauthorized');
     }
+    const principal = answer;
     const scope = this.reflector.get<Scope | undefined>(REQUIRED_SCOPE, handler);
     if (scope && !principal.scopes.has(scope)) throw new AppError('insufficient_scope', { required_scope: scope });
     req.principal = principal;
