@@ -73,6 +73,10 @@ beforeAll(async () => {
   ]);
   tokenA = ta;
   await mint(a.url, tokenA, new Wallet(PAYER).address, 10n ** 15n);
+  // Hashes earlier files of this jest worker left attached (their services gone) would get their jobs back at
+  // this service's start (ScheduledProcessor's re-drive), and their polling would count as this file's job
+  // runs: their claim windows are closed first.
+  await sql(`UPDATE payment_requests SET claim_until = now() WHERE proof_status = 'attached' AND claim_until > now()`);
   svc = await startService({
     worker: true,
     chain: { readerFactory },
