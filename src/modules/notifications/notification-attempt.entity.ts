@@ -25,6 +25,10 @@ export class NotificationAttemptEntity {
   @Column('timestamp with time zone', { name: 'finished_at', precision: 3, nullable: true })
   finishedAt!: Date | null;
 
+  /** When the message was about to reach the server (migration 1764000403300); null: nothing handed over yet. */
+  @Column('timestamp with time zone', { name: 'handed_over_at', precision: 3, nullable: true })
+  handedOverAt!: Date | null;
+
   @Column('text')
   outcome!: AttemptOutcome;
 

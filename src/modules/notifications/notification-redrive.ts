@@ -10,7 +10,8 @@ const REDRIVE_BATCH = 1000;
 
 /**
  * The notifications outbox re-drive, every NOTIFY_REDRIVE_MS: messages held past their lease are failed
- * 'in doubt' (never resent: at most once), and pending messages due for longer than one period get their job
+ * 'in doubt' (never resent: at most once) once handed over, tried again when their worker stopped before
+ * handing anything over, and pending messages due for longer than one period get their job
  * back. Postgres is the system of record, so a Redis that lost its keys loses no message.
  */
 @Injectable()
@@ -26,10 +27,13 @@ export class NotificationRedrive implements OnApplicationBootstrap, OnModuleDest
   ) {}
 
   async run(): Promise<number> {
-    const doubtful = await this.repo.failInDoubt();
+    const lapsed = await this.repo.failInDoubt();
+    const doubtful = lapsed.filter((d) => d.handedOver);
+    const retried = lapsed.filter((d) => !d.handedOver);
     // Counted with the sender's in-doubt attempts: a receipt that may be missing, whichever way it came to be.
-    for (const d of doubtful) this.metrics.countNotificationAttempt(d.channel, 'in_doubt');
+    for (const d of lapsed) this.metrics.countNotificationAttempt(d.channel, d.handedOver ? 'in_doubt' : 'retry');
     if (doubtful.length > 0) this.logger.error(`${doubtful.length} notification(s) in doubt after their worker stopped mid-send, not resent: ${doubtful.map((d) => d.id).join(', ')}`);
+    if (retried.length > 0) this.logger.warn(`${retried.length} notification(s) whose worker stopped before handing them over, tried again: ${retried.map((d) => d.id).join(', ')}`);
     const overdue = await this.repo.overdue(this.config.notifyRedriveMs, REDRIVE_BATCH);
     const added = (await Promise.all(overdue.map((due) => this.queue.ensureJob(due)))).filter(Boolean).length;
     if (added > 0) this.logger.warn(`re-queued ${added} notification(s) whose job was missing`);

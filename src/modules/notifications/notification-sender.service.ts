@@ -174,7 +174,11 @@ export class NotificationSender {
   /** Sends the claimed attempt within its deadline, stores the outcome and schedules the next attempt. */
   private async sendAndRecord(row: StoredNotification, attempt: number, message: Built, deadline: AbortSignal, leaseEnds: number): Promise<void> {
     const id = row.id;
-    const result = await this.send(message, deadline);
+    const result = await this.send(message, deadline, async () => {
+      // Stored before the first byte reaches the server: a worker dying before this mark handed nothing over,
+      // and the re-drive tries the message again instead of failing it in doubt (a crash hunt).
+      if (!(await this.repo.markHandedOver(id, attempt))) throw new Error(`attempt ${attempt} no longer holds its lease; not sent`);
+    });
     const step = nextStep(result, attempt, Date.now() - retriesSince(row).getTime(), {
       baseMs: this.config.notifyRetryBaseMs,
       maxMs: this.config.notifyRetryMaxMs,
@@ -260,11 +264,16 @@ export class NotificationSender {
     }
   }
 
-  private async send(m: Built, deadline: AbortSignal): Promise<SendResult> {
+  private async send(m: Built, deadline: AbortSignal, handOver: () => Promise<void>): Promise<SendResult> {
     switch (m.channel) {
       case 'email':
-        return this.mailer!.send(m.email, deadline);
+        return this.mailer!.send(m.email, deadline, handOver);
       case 'sms':
+        try {
+          await handOver();
+        } catch (e) {
+          return { kind: 'transient', error: `not sent: ${(e as Error).message}` };
+        }
         return this.sms!.send(m.sms, deadline);
       case 'off':
         return { kind: 'transient', error: m.error };

@@ -190,24 +190,54 @@ export class NotificationsRepository {
   }
 
   /**
-   * Messages whose worker held them past the lease without recording an outcome: the message may or may not
-   * have gone out. They are failed 'in doubt' and never sent again automatically (at most once).
+   * Messages whose worker held them past the lease without recording an outcome. Handed over (markHandedOver),
+   * the message may or may not have gone out: failed 'in doubt' and never sent again automatically (at most
+   * once). Not handed over, nothing reached the server: the attempt reads 'retry' and the message is due again
+   * (the re-drive's overdue read gives it its next attempt).
    */
-  async failInDoubt(): Promise<Array<{ id: string; channel: string }>> {
-    const rows = await this.dataSource.query<Array<{ id: string; channel: string }>>(
-      `WITH n AS (
-         UPDATE notifications
-            SET status = 'failed', lease_until = NULL,
-                last_error = 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
-          WHERE status = 'pending' AND lease_until < now()
-         RETURNING id, attempts, channel)
+  async failInDoubt(): Promise<Array<{ id: string; channel: string; handedOver: boolean }>> {
+    const rows = await this.dataSource.query<Array<{ id: string; channel: string; handed_over: boolean }>>(
+      `WITH lapsed AS (
+         SELECT n.id, EXISTS (SELECT 1 FROM notification_attempts a
+                               WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.handed_over_at IS NOT NULL) AS handed_over
+           FROM notifications n WHERE n.status = 'pending' AND n.lease_until < now()
+            FOR UPDATE OF n SKIP LOCKED)
+       , n AS (
+         UPDATE notifications x
+            SET status = CASE WHEN l.handed_over THEN 'failed' ELSE 'pending' END,
+                lease_until = NULL,
+                next_attempt_at = CASE WHEN l.handed_over THEN x.next_attempt_at ELSE now() END,
+                last_error = CASE WHEN l.handed_over
+                  THEN 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
+                  ELSE 'the worker stopped before handing the message over; tried again' END
+           FROM lapsed l WHERE x.id = l.id AND x.status = 'pending' AND x.lease_until < now()
+         RETURNING x.id, x.attempts, x.channel, l.handed_over)
        , a AS (
-         UPDATE notification_attempts a SET outcome = 'in_doubt', finished_at = now()
+         UPDATE notification_attempts a
+            SET outcome = CASE WHEN n.handed_over THEN 'in_doubt' ELSE 'retry' END, finished_at = now(),
+                error = CASE WHEN n.handed_over THEN a.error ELSE 'the worker stopped before handing the message over' END
            FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
-         RETURNING a.notification_id AS id, n.channel)
-       SELECT id, channel FROM a`,
+         RETURNING a.notification_id AS id, n.channel, n.handed_over)
+       SELECT id, channel, handed_over FROM a`,
     );
-    return rows;
+    return rows.map((r) => ({ id: r.id, channel: r.channel, handedOver: r.handed_over }));
+  }
+
+  /**
+   * Marks attempt n's message as handed over, just before its bytes reach the server: only while the attempt
+   * still holds its lease (false otherwise, and nothing may be sent: the re-drive may have given the message to
+   * another attempt).
+   */
+  async markHandedOver(id: string, attempt: number): Promise<boolean> {
+    const rows = await this.dataSource.query<unknown[]>(
+      `UPDATE notification_attempts a SET handed_over_at = now()
+         FROM notifications n
+        WHERE n.id = $1 AND n.attempts = $2 AND n.lease_until > now() AND ${PENDING}
+          AND a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
+       RETURNING a.id`,
+      [id, attempt],
+    );
+    return rows.length > 0;
   }
 
   /** Pending messages due for longer than graceMs and held by nobody: each should have a job by now. */

@@ -65,10 +65,25 @@ export class SmtpMailer {
    * took DATA, nothing was handed over: transient, tried again. Cut after the message went out, the server may
    * have it and its answer never came: in doubt, not resent (the outcome a vanished worker leaves).
    */
-  send(m: ComposedEmail, deadline: AbortSignal): Promise<SendResult> {
+  send(m: ComposedEmail, deadline: AbortSignal, handOver: () => Promise<void> = async () => undefined): Promise<SendResult> {
     return new Promise((resolve) => {
-      // Read only once the server answered DATA (SMTPConnection pipes it then): the mark of "handed over".
-      const body = Readable.from([m.raw], { objectMode: false });
+      // Read only once the server answered DATA (SMTPConnection pipes it then): `handOver` runs first (the
+      // caller stores the mark), and the bytes follow only once it resolved; it throwing sends nothing
+      // (transient). `readableDidRead` (data emitted) is this process's mark of "handed over".
+      let asked = false;
+      const body = new Readable({
+        read() {
+          if (asked) return;
+          asked = true;
+          handOver().then(
+            () => {
+              this.push(m.raw);
+              this.push(null);
+            },
+            (e: Error) => this.destroy(e),
+          );
+        },
+      });
       const connection = new SMTPConnection(this.options);
       let settled = false;
       const settle = (r: SendResult) => {

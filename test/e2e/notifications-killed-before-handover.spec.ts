@@ -1,0 +1,100 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { DataSource } from 'typeorm';
+import { SmtpCatcher } from '../../scripts/smtp-catcher';
+import { start, type Running } from '../../src/bootstrap';
+import { loadConfig } from '../../src/config/config';
+import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
+import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
+import { markVerified } from '../factories/notifications';
+import { createOnboardedMerchant, createPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { startService, testEnvVars, type TestService } from '../support/app';
+import { closeSql, sql } from '../support/db';
+import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
+import { spawnWorker } from '../support/worker-process';
+
+/*
+ * A worker killed (SIGKILL) after it claimed a receipt but before a single byte of the message reached the
+ * mail server (it is still waiting for the server's 220 greeting). Nothing was handed over, so nothing could
+ * be duplicated by sending it: the receipt must still go out once. The mailer itself treats a deadline before
+ * DATA as transient (retried); a crash at the same point was declared "in doubt" and the receipt lost (a
+ * crash hunt). The attempt now stores a hand-over mark just before the bytes go out; without it the re-drive
+ * tries the message again.
+ */
+let svc: TestService;
+let child: ChildProcess | undefined;
+let second: Running | undefined;
+let smtp: SmtpCatcher | undefined;
+let silent: Server;
+const held: Socket[] = [];
+let port: number;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  // A TCP listener that never greets: the worker connects and waits for 220.
+  silent = createServer((s) => held.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  port = (silent.address() as AddressInfo).port;
+  env = testEnvVars({
+    SMTP_URL: `smtp://127.0.0.1:${port}`,
+    MAIL_FROM: 'receipts@mail.example.test',
+    NOTIFY_SEND_TIMEOUT_MS: '2000',
+    NOTIFY_REDRIVE_MS: '500',
+    NOTIFY_RETRY_BASE_MS: '100',
+    REDIS_PREFIX: `${testEnv().redisPrefix}-handover`,
+  });
+  svc = await startService({ worker: false, env });
+});
+
+afterAll(async () => {
+  await closeSql();
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await second?.close();
+  await svc?.close();
+  await smtp?.down();
+  for (const s of held) s.destroy();
+  silent?.close();
+});
+
+it('a worker killed while still connecting to SMTP (nothing handed over) → the receipt is sent once, not lost', async () => {
+  const p = await createPartner(svc);
+  const m = await createOnboardedMerchant(svc, p.testKey);
+  const customer = `pre-data-${randomBytes(3).toString('hex')}@example.com`;
+  const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 4321, customer_email: customer });
+
+  child = await spawnWorker(env);
+  const worker = child;
+  const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
+  const connected = new Promise<void>((resolve) => silent.once('connection', () => resolve()));
+
+  const ids = await svc.app.get(DataSource).transaction(async (em) => {
+    await markVerified(em, r.request_id);
+    return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null });
+  });
+  expect(ids).toHaveLength(1);
+  await svc.app.get(NotificationRelay).enqueue(ids);
+
+  // The worker has claimed the message and opened the TCP connection; the server has said nothing yet.
+  await connected;
+  worker.kill('SIGKILL');
+  expect(await exited).toBe('SIGKILL');
+  const [mid] = await sql(`SELECT status, attempts, lease_until IS NOT NULL AS leased FROM notifications WHERE id = $1`, [ids[0]]);
+  expect(mid).toEqual({ status: 'pending', attempts: 1, leased: true });
+
+  // The mail server now works; another worker takes over.
+  for (const s of held) s.destroy();
+  await new Promise<void>((r) => silent.close(() => r()));
+  smtp = await SmtpCatcher.start(port);
+  second = await start(loadConfig(env), { http: false, worker: true }, { logger: false });
+  const row = await waitFor(async () => {
+    const [x] = await sql(`SELECT status, attempts, last_error FROM notifications WHERE id = $1`, [ids[0]]);
+    return x.status !== 'pending' && x;
+  }, 30000);
+  const attempts = await sql(`SELECT attempt, outcome FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt`, [ids[0]]);
+  expect(row).toMatchObject({ status: 'sent', attempts: 2 });
+  expect(attempts).toEqual([{ attempt: 1, outcome: 'retry' }, { attempt: 2, outcome: 'sent' }]);
+  expect(smtp.to(customer)).toHaveLength(1);
+}, 90_000);
