@@ -161,6 +161,7 @@ export class NotificationSender {
    */
   private async claimSurvived(id: string, attempt: number, token: string, deadline: AbortSignal): Promise<boolean> {
     for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
+      if (deadline.aborted) return false; // a send started now would be cut at once (a review)
       try {
         return await this.repo.claimedBy(id, attempt, token);
       } catch (e) {
