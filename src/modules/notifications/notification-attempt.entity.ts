@@ -29,6 +29,13 @@ export class NotificationAttemptEntity {
   @Column('timestamp with time zone', { name: 'handed_over_at', precision: 3, nullable: true })
   handedOverAt!: Date | null;
 
+  /**
+   * Claimed by a worker that stores handedOverAt (migration 1764000403400): only then does a missing mark mean
+   * nothing was handed over. False on attempts of workers from before the mark (a rolling deploy).
+   */
+  @Column('boolean', { name: 'handover_tracked', default: false })
+  handoverTracked!: boolean;
+
   @Column('text')
   outcome!: AttemptOutcome;
 

@@ -10,9 +10,10 @@ const REDRIVE_BATCH = 1000;
 
 /**
  * The notifications outbox re-drive, every NOTIFY_REDRIVE_MS: messages held past their lease are failed
- * 'in doubt' (never resent: at most once) once handed over, tried again when their worker stopped before
- * handing anything over, and pending messages due for longer than one period get their job
- * back. Postgres is the system of record, so a Redis that lost its keys loses no message.
+ * 'in doubt' (never resent: at most once) once handed over (or claimed by a worker that does not mark the
+ * hand-over), tried again when their worker stopped before handing anything over (abandoned unsent past
+ * NOTIFY_GIVE_UP_MS), and pending messages due for longer than one period get their job back. Each lapsed
+ * attempt is counted under its outcome in prs_notification_attempts_total. Postgres is the system of record, so a Redis that lost its keys loses no message.
  */
 @Injectable()
 export class NotificationRedrive implements OnApplicationBootstrap, OnModuleDestroy {
@@ -27,13 +28,13 @@ export class NotificationRedrive implements OnApplicationBootstrap, OnModuleDest
   ) {}
 
   async run(): Promise<number> {
-    const lapsed = await this.repo.failInDoubt();
-    const doubtful = lapsed.filter((d) => d.handedOver);
-    const retried = lapsed.filter((d) => !d.handedOver);
-    // Counted with the sender's in-doubt attempts: a receipt that may be missing, whichever way it came to be.
-    for (const d of lapsed) this.metrics.countNotificationAttempt(d.channel, d.handedOver ? 'in_doubt' : 'retry');
-    if (doubtful.length > 0) this.logger.error(`${doubtful.length} notification(s) in doubt after their worker stopped mid-send, not resent: ${doubtful.map((d) => d.id).join(', ')}`);
-    if (retried.length > 0) this.logger.warn(`${retried.length} notification(s) whose worker stopped before handing them over, tried again: ${retried.map((d) => d.id).join(', ')}`);
+    const lapsed = await this.repo.failInDoubt(this.config.notifyGiveUpMs);
+    const of = (o: string) => lapsed.filter((d) => d.outcome === o).map((d) => d.id);
+    for (const d of lapsed) this.metrics.countNotificationAttempt(d.channel, d.outcome);
+    const [doubtful, retried, abandoned] = [of('in_doubt'), of('retry'), of('abandoned')];
+    if (doubtful.length > 0) this.logger.error(`${doubtful.length} notification(s) in doubt after their worker stopped mid-send, not resent: ${doubtful.join(', ')}`);
+    if (retried.length > 0) this.logger.warn(`${retried.length} notification(s) whose worker stopped before handing them over, tried again: ${retried.join(', ')}`);
+    if (abandoned.length > 0) this.logger.error(`${abandoned.length} notification(s) whose worker stopped before handing them over, past the give-up age, abandoned unsent: ${abandoned.join(', ')}`);
     const overdue = await this.repo.overdue(this.config.notifyRedriveMs, REDRIVE_BATCH);
     const added = (await Promise.all(overdue.map((due) => this.queue.ensureJob(due)))).filter(Boolean).length;
     if (added > 0) this.logger.warn(`re-queued ${added} notification(s) whose job was missing`);

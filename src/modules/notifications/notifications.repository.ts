@@ -111,7 +111,8 @@ export class NotificationsRepository {
          UPDATE notifications SET attempts = $2, lease_until = now() + $3::int * interval '1 millisecond', "to" = COALESCE($4, "to"), claim_token = $5
           WHERE id = $1 AND attempts = $2::int - 1 AND ${PENDING} AND lease_until IS NULL
          RETURNING id, kind, channel, "to", request_id, plan_id, period_index, due_at, message_id, created_at, attempts),
-       a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome, "to") SELECT id, attempts, 'sending', "to" FROM c RETURNING notification_id)
+       a AS (INSERT INTO notification_attempts (notification_id, attempt, outcome, "to", handover_tracked)
+             SELECT id, attempts, 'sending', "to", true FROM c RETURNING notification_id)
        SELECT c.* FROM c JOIN a ON a.notification_id = c.id`,
       [id, attempt, leaseMs, to ?? null, token],
     );
@@ -191,36 +192,46 @@ export class NotificationsRepository {
 
   /**
    * Messages whose worker held them past the lease without recording an outcome. Handed over (markHandedOver),
-   * the message may or may not have gone out: failed 'in doubt' and never sent again automatically (at most
-   * once). Not handed over, nothing reached the server: the attempt reads 'retry' and the message is due again
-   * (the re-drive's overdue read gives it its next attempt).
+   * or claimed by a worker that does not store the mark (handover_tracked false: a rolling deploy), the message
+   * may or may not have gone out: failed 'in doubt' and never sent again automatically (at most once). Not
+   * handed over, nothing reached the server: the attempt reads 'retry' and the message is due again (the
+   * re-drive's overdue read gives it its next attempt), unless it is `giveUpMs` old (or resent that long ago),
+   * when it is abandoned as a send that kept failing would be.
+   *
+   * Decided on the attempt row as its UPDATE locks it, not on the statement's snapshot: a mark committed while
+   * this waited for the row is seen (an UPDATE re-reads a row it waited for), and a mark that waits for this
+   * finds the attempt no longer 'sending' and sends nothing (a review: an EXISTS on the snapshot missed it).
    */
-  async failInDoubt(): Promise<Array<{ id: string; channel: string; handedOver: boolean }>> {
-    const rows = await this.dataSource.query<Array<{ id: string; channel: string; handed_over: boolean }>>(
+  async failInDoubt(giveUpMs: number): Promise<Array<{ id: string; channel: string; outcome: 'in_doubt' | 'retry' | 'abandoned' }>> {
+    return this.dataSource.query<Array<{ id: string; channel: string; outcome: 'in_doubt' | 'retry' | 'abandoned' }>>(
       `WITH lapsed AS (
-         SELECT n.id, EXISTS (SELECT 1 FROM notification_attempts a
-                               WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.handed_over_at IS NOT NULL) AS handed_over
+         SELECT n.id, n.attempts, n.channel,
+                COALESCE(n.resent_at, n.created_at) < now() - $1::int * interval '1 millisecond' AS too_old
            FROM notifications n WHERE n.status = 'pending' AND n.lease_until < now()
             FOR UPDATE OF n SKIP LOCKED)
-       , n AS (
-         UPDATE notifications x
-            SET status = CASE WHEN l.handed_over THEN 'failed' ELSE 'pending' END,
-                lease_until = NULL,
-                next_attempt_at = CASE WHEN l.handed_over THEN x.next_attempt_at ELSE now() END,
-                last_error = CASE WHEN l.handed_over
-                  THEN 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate'
-                  ELSE 'the worker stopped before handing the message over; tried again' END
-           FROM lapsed l WHERE x.id = l.id AND x.status = 'pending' AND x.lease_until < now()
-         RETURNING x.id, x.attempts, x.channel, l.handed_over)
        , a AS (
          UPDATE notification_attempts a
-            SET outcome = CASE WHEN n.handed_over THEN 'in_doubt' ELSE 'retry' END, finished_at = now(),
-                error = CASE WHEN n.handed_over THEN a.error ELSE 'the worker stopped before handing the message over' END
-           FROM n WHERE a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
-         RETURNING a.notification_id AS id, n.channel, n.handed_over)
-       SELECT id, channel, handed_over FROM a`,
+            SET outcome = CASE WHEN NOT a.handover_tracked OR a.handed_over_at IS NOT NULL THEN 'in_doubt'
+                               WHEN l.too_old THEN 'abandoned' ELSE 'retry' END,
+                finished_at = now(),
+                error = CASE WHEN NOT a.handover_tracked OR a.handed_over_at IS NOT NULL THEN a.error
+                             ELSE 'the worker stopped before handing the message over' END
+           FROM lapsed l WHERE a.notification_id = l.id AND a.attempt = l.attempts AND a.outcome = 'sending'
+         RETURNING a.notification_id AS id, a.outcome)
+       , n AS (
+         UPDATE notifications x
+            SET status = CASE COALESCE(a.outcome, 'in_doubt') WHEN 'retry' THEN 'pending' WHEN 'abandoned' THEN 'abandoned' ELSE 'failed' END,
+                lease_until = NULL,
+                next_attempt_at = CASE WHEN a.outcome = 'retry' THEN now() ELSE x.next_attempt_at END,
+                last_error = CASE COALESCE(a.outcome, 'in_doubt')
+                  WHEN 'retry' THEN 'the worker stopped before handing the message over; tried again'
+                  WHEN 'abandoned' THEN 'the worker stopped before handing the message over, past the give-up age; not sent'
+                  ELSE 'in doubt: the worker stopped between handing the message over and recording the outcome; not resent, to avoid a duplicate' END
+           FROM lapsed l LEFT JOIN a ON a.id = l.id WHERE x.id = l.id
+         RETURNING x.id, l.channel, COALESCE(a.outcome, 'in_doubt') AS outcome)
+       SELECT id, channel, outcome FROM n`,
+      [giveUpMs],
     );
-    return rows.map((r) => ({ id: r.id, channel: r.channel, handedOver: r.handed_over }));
   }
 
   /**
@@ -230,11 +241,13 @@ export class NotificationsRepository {
    */
   async markHandedOver(id: string, attempt: number): Promise<boolean> {
     const rows = await this.dataSource.query<unknown[]>(
-      `UPDATE notification_attempts a SET handed_over_at = now()
-         FROM notifications n
-        WHERE n.id = $1 AND n.attempts = $2 AND n.lease_until > now() AND ${PENDING}
-          AND a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
-       RETURNING a.id`,
+      `WITH m AS (
+         UPDATE notification_attempts a SET handed_over_at = now()
+           FROM notifications n
+          WHERE n.id = $1 AND n.attempts = $2 AND n.lease_until > now() AND ${PENDING}
+            AND a.notification_id = n.id AND a.attempt = n.attempts AND a.outcome = 'sending'
+         RETURNING a.id)
+       SELECT id FROM m`,
       [id, attempt],
     );
     return rows.length > 0;
