@@ -7,6 +7,7 @@ import {
   LOGIN_FREE_FAILURES,
   PortalAuthService,
 } from '../../src/modules/portal/portal-auth.service';
+import { RedisConnections } from '../../src/common/redis/redis.module';
 import { hashPassword, verifyPassword } from '../../src/modules/portal/password';
 import { PortalUserRepository } from '../../src/modules/portal/portal-user.repository';
 import { PortalUserRoles1764000004101 as Migration } from '../../migrations/1764000004101-portal-user-roles';
@@ -426,6 +427,30 @@ describe('sign-in rate limit', () => {
     const other = await createUser(svc, partner.id);
     expect(await auth.signIn('198.51.100.201', other.toUpperCase(), PASSWORD)).toEqual(session);
     // ~115 real scrypt hashes: seconds on a quiet machine, minutes on a loaded one.
+  }, 300000);
+
+  it("keeps the owner's usual address exempt after Redis lost the memory of it (the audit trail's sign-ins)", async () => {
+    const auth = svc.app.get(PortalAuthService);
+    const redis = svc.app.get(RedisConnections);
+    const email = await createUser(svc, partner.id);
+    const usual = '2001:db8:5eed:7::10';
+    const session = { token: expect.any(String) };
+    expect(await auth.signIn(usual, email, PASSWORD)).toEqual(session);
+    // Redis loses what it knew of sign-in addresses (a restart without persistence, a flush); the audit rows stay.
+    const known = await redis.main.keys(`${redis.channel('portal-login-known')}:*`);
+    expect(known.length).toBeGreaterThan(0);
+    await redis.main.del(...known);
+    // An attacker spends the email's whole budget from other addresses.
+    const n = LOGIN_FAILURE_BUDGET + 1;
+    expect(await Promise.all(Array.from({ length: n }, (_, i) => auth.signIn(`198.51.100.${(i % 250) + 1}`, email, `wrong ${i}`)))).toEqual(
+      expect.arrayContaining([null]),
+    );
+    await expect(auth.signIn('203.0.113.90', email, PASSWORD)).rejects.toMatchObject({ code: 'rate_limited' });
+    // The owner, from another address of the same /64, signs in without waiting, and Redis remembers it again.
+    const t = Date.now();
+    expect(await auth.signIn('2001:db8:5eed:7::beef', email, PASSWORD)).toEqual(session);
+    expect(Date.now() - t).toBeLessThan(LOGIN_DELAY_MAX_MS / 2);
+    expect((await redis.main.keys(`${redis.channel('portal-login-known')}:*`)).length).toBeGreaterThan(0);
   }, 300000);
 
   it('counts an IPv6 client by its /64 for the per-address limit', async () => {

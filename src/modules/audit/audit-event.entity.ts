@@ -19,6 +19,7 @@ import type { AuditAction } from './audit';
 )
 @Index('audit_events_at', ['at', 'id'])
 @Index('audit_events_partner_at', ['partnerId', 'at', 'id'])
+@Index('audit_events_sign_ins', ['targetId', 'at'], { where: `(action = 'portal_user.signed_in'::text)` })
 export class AuditEventEntity {
   @PrimaryGeneratedColumn('uuid', { primaryKeyConstraintName: 'audit_events_pkey' })
   id!: string;

@@ -18,6 +18,17 @@ export class AuditRepository {
     );
   }
 
+  /** The client addresses portal user `userId` signed in from since `since`, newest first, at most `limit`. */
+  async signInAddresses(userId: string, since: Date, limit: number): Promise<string[]> {
+    const rows = await this.events.query<Array<{ client_address: string }>>(
+      `SELECT client_address FROM audit_events
+        WHERE target_id = $1 AND action = 'portal_user.signed_in' AND at >= $2 AND client_address IS NOT NULL
+        ORDER BY at DESC LIMIT $3`,
+      [userId, since, limit],
+    );
+    return rows.map((r) => r.client_address);
+  }
+
   /** Newest first; `limit + 1` rows tell the caller whether more exist. */
   async list(f: { partnerId?: string; action?: AuditAction; since?: Date; limit: number; offset: number }): Promise<AuditEvent[]> {
     const q = this.events.createQueryBuilder('e');

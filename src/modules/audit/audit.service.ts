@@ -32,6 +32,11 @@ export class AuditService {
     });
   }
 
+  /** The client addresses portal user `userId` signed in from since `since`, newest first, at most `limit`. */
+  signInAddresses(userId: string, since: Date, limit: number): Promise<string[]> {
+    return this.repo.signInAddresses(userId, since, limit);
+  }
+
   async list(f: { partnerId?: string; action?: AuditAction; since?: Date; limit?: number; offset?: number }): Promise<AuditPage> {
     const limit = f.limit ?? PAGE_DEFAULT;
     const offset = f.offset ?? 0;

@@ -23,6 +23,8 @@ export const LOGIN_DELAY_STEP_MS = 500;
 export const LOGIN_DELAY_MAX_MS = 5000;
 /** How long an address the owner signed in from stays known, exempt from the per-email slow-down. */
 const KNOWN_ADDRESS_TTL_MS = 30 * 24 * 3600 * 1000;
+/** How many of a user's latest sign-ins are searched for the address when Redis does not remember it. */
+const KNOWN_ADDRESSES_READ = 200;
 
 /**
  * Sign-in and sign-out. Limits, all Redis counters shared by every instance, checked before the password
@@ -33,7 +35,8 @@ const KNOWN_ADDRESS_TTL_MS = 30 * 24 * 3600 * 1000;
  *   boundary never hands an attacker a fresh budget). Past LOGIN_FREE_FAILURES each attempt from an
  *   address the owner has not signed in from waits longer (500 ms more per failure, at most 5 s), and past
  *   LOGIN_FAILURE_BUDGET such addresses get 429 for that email. An address the owner signed in from in the
- *   last 30 days is exempt: someone hammering an email from elsewhere cannot lock its owner out.
+ *   last 30 days is exempt: someone hammering an email from elsewhere cannot lock its owner out. Redis
+ *   remembers those addresses; the audit trail's sign-ins stand in when Redis lost them.
  */
 @Injectable()
 export class PortalAuthService {
@@ -64,7 +67,9 @@ export class PortalAuthService {
     const failuresOf = (start: number) => `${this.redis.channel('portal-login-failures')}:${emailKey}:${start}`;
     const failuresKey = failuresOf(windowStart);
     const knownKey = `${this.redis.channel('portal-login-known')}:${emailKey}:${address}`;
-    const [failures, known] = await this.read([failuresKey, failuresOf(windowStart - LOGIN_FAILURE_WINDOW_MS)], knownKey, reqId);
+    const [failures, remembered] = await this.read([failuresKey, failuresOf(windowStart - LOGIN_FAILURE_WINDOW_MS)], knownKey, reqId);
+    // Only asked of Postgres when it matters: the email is under attack and Redis does not remember the address.
+    const known = remembered || (failures > LOGIN_FREE_FAILURES && (await this.signedInFrom(email, address, knownKey, reqId)));
     if (!known && failures > LOGIN_FREE_FAILURES) {
       if (failures > LOGIN_FAILURE_BUDGET) throw new AppError('rate_limited');
       // Before the password check, so a right and a wrong password wait alike.
@@ -87,6 +92,22 @@ export class PortalAuthService {
       return made;
     });
     return session && { token: session.token };
+  }
+
+  /**
+   * Whether the email's user signed in from this address (bucket) in the last KNOWN_ADDRESS_TTL_MS, by the audit
+   * trail's sign-ins: what Redis forgot when it lost its keys (a restart, a flush), while the attacker's failures
+   * start counting again at once (a hunt: the owner was then locked out with the attacker). Remembered again in
+   * Redis when found.
+   */
+  private async signedInFrom(email: unknown, address: string, knownKey: string, reqId: unknown): Promise<boolean> {
+    const userId = await this.users.idOf(email);
+    if (!userId) return false;
+    const since = new Date(Date.now() - KNOWN_ADDRESS_TTL_MS);
+    const addresses = await this.audit.signInAddresses(userId, since, KNOWN_ADDRESSES_READ);
+    if (!addresses.some((a) => addressBucket(a) === address)) return false;
+    await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error({ reqId }, `cannot remember a sign-in address: ${e.message}`));
+    return true;
   }
 
   /** The email's failures over the given windows and whether this address is known for it; fails open (0, known) without Redis. */
