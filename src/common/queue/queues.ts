@@ -37,6 +37,11 @@ export interface VerificationJob {
    * `backoff` — the hash is unknown to the node since `since`, looked up again after doubling delays.
    */
   wait?: { for: 'block'; mode: 'test' | 'live'; tip: number } | { for: 'backoff'; since: number; tries: number };
+  /**
+   * Epoch ms the wait for an unknown hash counts from, when not from the job's first look: the hash's
+   * attachment, for a job queued again after Redis lost the first (its give-up falls where the first's would).
+   */
+  since?: number;
 }
 
 /**

@@ -609,14 +609,16 @@ export class RequestsRepository {
   /**
    * Requests whose submitted hash is attached and unanswered (no verify_note) while their claim window is open:
    * the ones a payer's verification job should be working on. Run only when Redis lost its jobs (and at a
-   * worker's first start): every row with a hash is read, through payment_requests_tx.
+   * worker's first start): every row with a hash is read, through payment_requests_tx. `changedAt`: the row's
+   * latest change, at or after its hash's attachment (proof_attached_at keeps the first hash's, which a
+   * replacing hash does not reset).
    */
-  async attachedUnanswered(): Promise<Array<{ id: string; txHash: string }>> {
-    const rows = await this.requests.query<Array<{ id: string; tx_hash: string }>>(
-      `SELECT id, tx_hash FROM payment_requests
+  async attachedUnanswered(): Promise<Array<{ id: string; txHash: string; changedAt: Date }>> {
+    const rows = await this.requests.query<Array<{ id: string; tx_hash: string; updated_at: Date }>>(
+      `SELECT id, tx_hash, updated_at FROM payment_requests
         WHERE tx_hash IS NOT NULL AND proof_status = 'attached' AND verify_note IS NULL AND claim_until > now()`,
     );
-    return rows.map((r) => ({ id: r.id, txHash: r.tx_hash }));
+    return rows.map((r) => ({ id: r.id, txHash: r.tx_hash, changedAt: r.updated_at }));
   }
 
   /** The period of a plan's latest verified charge whose claim stands (DESIGN §5), or null. */

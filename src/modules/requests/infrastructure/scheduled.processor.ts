@@ -51,11 +51,12 @@ export class ScheduledProcessor extends WorkerHost implements OnApplicationBoots
    * exists is left alone (VerificationQueue.add). Without its job, a hash that is never mined got no
    * transaction_not_found note: the pay page kept waiting, and the payer's real hash was refused as
    * proof_already_attached (the chain scan still verified a real transfer). A re-queued job counts its wait
-   * for the transaction from its own start, so such a note comes that much later.
+   * for the transaction from the row's latest change, at or after the hash's attachment: the note comes no
+   * earlier than the lost job's would have, and no later than the wait after the re-queue.
    */
   private async redriveVerifications(): Promise<void> {
     const waiting = await this.repo.attachedUnanswered();
-    for (const r of waiting) await this.verification.add(r.id, r.txHash);
+    for (const r of waiting) await this.verification.add(r.id, r.txHash, r.changedAt.getTime());
     if (waiting.length > 0) this.logger.warn(`queued again the verification of ${waiting.length} attached hash(es) (their jobs were not in Redis)`);
   }
 

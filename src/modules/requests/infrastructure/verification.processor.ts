@@ -11,7 +11,8 @@ import { cappedBackoff } from './verification.queue';
  * Verifies a submitted hash; waits (delayed, not failed) for the transaction and its confirmations.
  * Waiting for a block: delayed by VERIFY_POLL_MS, woken earlier by the head watcher when that chain's tip
  * moves. Unknown to the node: looked up again after VERIFY_NOT_FOUND_BACKOFF_MS, doubling, until it has been
- * unknown for VERIFY_NOT_FOUND_GIVE_UP_MS; then the request stays attached with the note transaction_not_found.
+ * unknown for VERIFY_NOT_FOUND_GIVE_UP_MS (from the job's first look, or from the hash's attachment for a job
+ * queued again: VerificationJob.since); then the request stays attached with the note transaction_not_found.
  */
 @Processor(QUEUES.verification, { concurrency: 20, settings: { backoffStrategy: cappedBackoff } })
 export class VerificationProcessor extends WorkerHost {
@@ -20,7 +21,7 @@ export class VerificationProcessor extends WorkerHost {
   }
 
   async process(job: Job<VerificationJob>, token?: string): Promise<string> {
-    const { requestId, txHash, wait: before } = job.data;
+    const { requestId, txHash, wait: before, since: queuedSince } = job.data;
     const outcome = await this.verification.verify(requestId, txHash, 'payer', before?.for === 'block' ? before.tip : undefined);
     if (outcome.kind !== 'wait') return outcome.kind === 'rejected' ? `rejected: ${outcome.reason}` : outcome.kind;
 
@@ -28,7 +29,7 @@ export class VerificationProcessor extends WorkerHost {
     let wait: NonNullable<VerificationJob['wait']>;
     let delay: number;
     if (outcome.why === 'unknown') {
-      const since = before?.for === 'backoff' ? before.since : now;
+      const since = before?.for === 'backoff' ? before.since : Math.min(queuedSince ?? now, now);
       const tries = before?.for === 'backoff' ? before.tries + 1 : 0;
       const left = since + this.config.verifyNotFoundGiveUpMs - now;
       if (left <= 0) {
@@ -42,7 +43,7 @@ export class VerificationProcessor extends WorkerHost {
       wait = { for: 'block', mode: outcome.mode, tip: outcome.tip };
       delay = this.config.verifyPollMs;
     }
-    await job.updateData({ requestId, txHash, wait });
+    await job.updateData({ requestId, txHash, wait, ...(queuedSince === undefined ? {} : { since: queuedSince }) });
     await job.moveToDelayed(now + delay, token);
     throw new DelayedError();
   }

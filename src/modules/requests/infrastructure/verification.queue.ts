@@ -27,10 +27,10 @@ export class VerificationQueue {
    * under a finished job's id, so a payer submitting again a hash given up on (transaction_not_found) that has
    * since been mined would otherwise have nothing look at it.
    */
-  async add(requestId: string, txHash: string): Promise<void> {
+  async add(requestId: string, txHash: string, since?: number): Promise<void> {
     const jobId = `verify-${requestId}-${txHash}`;
     const state = await this.queue.getJobState(jobId);
     if (state === 'completed' || state === 'failed') await this.queue.remove(jobId);
-    await this.queue.add('verify', { requestId, txHash }, { jobId, ...VERIFY_JOB_OPTIONS });
+    await this.queue.add('verify', since === undefined ? { requestId, txHash } : { requestId, txHash, since }, { jobId, ...VERIFY_JOB_OPTIONS });
   }
 }
