@@ -1,11 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { Wallet } from 'ethers';
-import Redis from 'ioredis';
-import { DEV_KEYS, mine, mint, rpc, sendTokenTransfer, transferToken, withPending } from '../../scripts/chain/local-node';
-import { createOnboardedMerchant, createPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import type Redis from 'ioredis';
+import { mine, transferToken } from '../../scripts/chain/local-node';
+import type { TestService } from '../support/app';
+import { attachDroppedHash, PAYER, startWithOwnRedis } from '../support/dropped-hash';
 import { call } from '../support/http';
-import { RedisServer } from '../support/redis-server';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
@@ -18,54 +15,22 @@ import { waitFor } from '../support/wait';
  * window closes.
  */
 const GIVE_UP_MS = 3000;
-let redis: RedisServer;
 let svc: TestService;
 let cli: Redis;
+let close: () => Promise<void>;
 const env = testEnv();
-const PAYER = DEV_KEYS[1];
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  cli = new Redis(redis.url);
-  svc = await startService({
-    worker: true,
-    env: {
-      REDIS_URL: redis.url,
-      REDIS_PREFIX: `${env.redisPrefix}-flushgu-${randomBytes(3).toString('hex')}`,
-      CHAIN_LIVE_RPC_URL: '',
-      VERIFY_POLL_MS: '200',
-      VERIFY_NOT_FOUND_BACKOFF_MS: '200',
-      VERIFY_NOT_FOUND_GIVE_UP_MS: String(GIVE_UP_MS),
-      CHAIN_SCAN_INTERVAL_MS: '500',
-    },
-  });
-  await mint(env.rpcUrl, env.token, new Wallet(PAYER).address, 10n ** 15n);
+  ({ svc, cli, close } = await startWithOwnRedis(GIVE_UP_MS));
 });
 afterAll(async () => {
-  await svc?.close();
-  cli?.disconnect();
-  await redis?.down();
+  await close?.();
 });
-
-async function attachDroppedHash(): Promise<{ id: string; hash: string; key: string; amount: bigint; wallet: string }> {
-  const p = await createPartner(svc);
-  const m = await createOnboardedMerchant(svc, p.testKey);
-  const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 3100 + Math.floor(Math.random() * 500) } });
-  expect(r.status).toBe(201);
-  const hash = await withPending(env.rpcUrl, async () => {
-    const h = (await sendTokenTransfer(env.rpcUrl, env.token, PAYER, m.wallet.address, BigInt(r.body.amount))).toLowerCase();
-    const sub = await call(svc.publicUrl, 'POST', `/pay/api/${r.body.request_id}/proof`, { body: { tx_hash: h } });
-    expect(sub.body.proof_status).toBe('attached');
-    await rpc(env.rpcUrl, 'hardhat_dropTransaction', [h]);
-    return h;
-  });
-  return { id: r.body.request_id, hash, key: p.testKey, amount: BigInt(r.body.amount), wallet: m.wallet.address };
-}
 
 const note = async (id: string) => (await call(svc.publicUrl, 'GET', `/pay/api/${id}`)).body.proof_note;
 
 it('Redis losing its data while a job backs off: the verification is queued again, the hash given up on, and the real payment accepted', async () => {
-  const r = await attachDroppedHash();
+  const r = await attachDroppedHash(svc);
   await cli.flushall();
   await waitFor(async () => {
     await mine(env.rpcUrl, 1);

@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { Wallet } from 'ethers';
-import Redis from 'ioredis';
-import { DEV_KEYS, mine, mint, rpc, sendTokenTransfer, withPending } from '../../scripts/chain/local-node';
-import { createOnboardedMerchant, createPartner } from '../factories/partners';
-import { startService, type TestService } from '../support/app';
+import type Redis from 'ioredis';
+import { mine } from '../../scripts/chain/local-node';
+import type { TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
+import { attachDroppedHash, startWithOwnRedis } from '../support/dropped-hash';
 import { call } from '../support/http';
-import { RedisServer } from '../support/redis-server';
 import { testEnv } from '../support/test-env';
 import { waitFor } from '../support/wait';
 
@@ -18,48 +15,21 @@ import { waitFor } from '../support/wait';
  * the give-up: the re-queued job notes it at its first look, well inside a give-up it would otherwise wait out.
  */
 const GIVE_UP_MS = 120_000;
-let redis: RedisServer;
 let svc: TestService;
 let cli: Redis;
+let close: () => Promise<void>;
 const env = testEnv();
-const PAYER = DEV_KEYS[1];
 
 beforeAll(async () => {
-  redis = await RedisServer.start();
-  cli = new Redis(redis.url);
-  svc = await startService({
-    worker: true,
-    env: {
-      REDIS_URL: redis.url,
-      REDIS_PREFIX: `${env.redisPrefix}-requeue-${randomBytes(3).toString('hex')}`,
-      CHAIN_LIVE_RPC_URL: '',
-      VERIFY_POLL_MS: '200',
-      VERIFY_NOT_FOUND_BACKOFF_MS: '200',
-      VERIFY_NOT_FOUND_GIVE_UP_MS: String(GIVE_UP_MS),
-      CHAIN_SCAN_INTERVAL_MS: '500',
-    },
-  });
-  await mint(env.rpcUrl, env.token, new Wallet(PAYER).address, 10n ** 15n);
+  ({ svc, cli, close } = await startWithOwnRedis(GIVE_UP_MS));
 });
 afterAll(async () => {
   await closeSql();
-  await svc?.close();
-  cli?.disconnect();
-  await redis?.down();
+  await close?.();
 });
 
 it('Redis lost the job of a hash attached longer ago than the give-up → the re-queued job notes transaction_not_found at once', async () => {
-  const p = await createPartner(svc);
-  const m = await createOnboardedMerchant(svc, p.testKey);
-  const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 4100 + Math.floor(Math.random() * 500) } });
-  expect(r.status).toBe(201);
-  const id = r.body.request_id as string;
-  await withPending(env.rpcUrl, async () => {
-    const h = (await sendTokenTransfer(env.rpcUrl, env.token, PAYER, m.wallet.address, BigInt(r.body.amount))).toLowerCase();
-    const sub = await call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: h } });
-    expect(sub.body.proof_status).toBe('attached');
-    await rpc(env.rpcUrl, 'hardhat_dropTransaction', [h]);
-  });
+  const { id } = await attachDroppedHash(svc);
   // The first job is looking for the hash (unknown to the node) and backing off.
   await waitFor(async () => (await cli.keys('*verify-*')).length > 0, 10_000);
   // By the row's clock the hash was attached longer ago than the give-up (as after a long Redis outage).
