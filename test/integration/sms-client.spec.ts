@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { SmsClient } from '../../src/modules/notifications/sms-client';
 import { findFreePort } from '../../scripts/chain/local-node';
 
@@ -10,6 +10,7 @@ import { findFreePort } from '../../scripts/chain/local-node';
 let server: Server;
 let url: string;
 let received = 0;
+const connections: Socket[] = [];
 let answer: (res: import('node:http').ServerResponse) => void = () => undefined;
 
 beforeAll(async () => {
@@ -20,6 +21,7 @@ beforeAll(async () => {
       answer(res);
     });
   });
+  server.on('connection', (s) => connections.push(s));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -76,4 +78,17 @@ it('a deadline already passed → transient, nothing sent', async () => {
   const r = await send(url, AbortSignal.abort());
   expect(r).toMatchObject({ kind: 'transient', error: expect.stringMatching(/deadline/) });
   expect(received).toBe(before);
+});
+
+// A provider (or its load balancer) closes idle connections. A client that kept the previous SMS's connection
+// for the next one wrote that SMS into a connection already closed, which the provider never read: the reset
+// came after the request was written, so it read as in doubt and the receipt was never sent (a review).
+it('the provider closed the previous SMS\'s connection (its idle timeout) → the next SMS still reaches it', async () => {
+  answer = answering(201, '{"sid":"SM7"}');
+  const before = received;
+  expect(await send()).toEqual({ kind: 'sent', response: 'SM7' });
+  // The close is on its way; the client has not read it when it sends the next message.
+  for (const s of connections) s.destroy();
+  expect(await send()).toEqual({ kind: 'sent', response: 'SM7' });
+  expect(received).toBe(before + 2);
 });

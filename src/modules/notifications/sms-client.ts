@@ -41,6 +41,10 @@ export class SmsClient {
           : { kind: 'transient', error: describe(e) });
       const req = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
+        // A connection of its own, never one kept from an earlier SMS (Node's global agent keeps them alive): a
+        // provider that closed it as idle never reads a request written into it, and the reset after the write
+        // would read as in doubt, the receipt never sent (a review).
+        agent: false,
         headers: {
           authorization: `Basic ${auth}`,
           'content-type': 'application/x-www-form-urlencoded',
