@@ -35,7 +35,7 @@ export class NotificationProcessor extends WorkerHost implements BeforeApplicati
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    // Let running sends finish and record before the SMTP pool closes.
+    // Let running sends finish and record their outcomes before the database and Redis connections close.
     await this.worker.close();
   }
 }
