@@ -109,11 +109,20 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** Each scrape-time gauge's read of the scrape under way (or the last one), by gauge name. */
+  private readonly scrapeReads = new Map<string, Promise<void>>();
+
   private readonly sourceUp = new Gauge({
     name: 'prs_scrape_source_up',
-    help: '1 when the last scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
+    help: '1 when this scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
     labelNames: ['source'] as const,
     registers: [this.registry],
+    // Rendered after this scrape's reads: the registry collects every metric at once, and this one, registered
+    // first, used to show the previous scrape's outcome (1 on the first scrape of an outage, 0 on the first after).
+    collect: async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      await Promise.all(this.scrapeReads.values());
+    },
   });
 
   constructor() {
@@ -175,7 +184,7 @@ export class MetricsService {
 
   /**
    * A gauge whose values are read at scrape time by `read`, bounded by SCRAPE_TIMEOUT_MS. When the read fails
-   * the gauge is emptied (stale depths would mislead) and `prs_scrape_source_up{source}` drops to 0.
+   * the gauge is emptied (stale depths would mislead) and `prs_scrape_source_up{source}` of the same scrape is 0.
    */
   gauge<L extends string>(
     opts: { name: string; help: string; labelNames: readonly L[]; source: string },
@@ -183,22 +192,27 @@ export class MetricsService {
     onError?: (e: Error) => void,
   ): Gauge<L> {
     const sourceUp = this.sourceUp;
+    const reads = this.scrapeReads;
     return new Gauge<L>({
       name: opts.name,
       help: opts.help,
       labelNames: opts.labelNames,
       registers: [this.registry],
       async collect() {
-        try {
-          const values = await withTimeout(read(), SCRAPE_TIMEOUT_MS, opts.source);
-          this.reset();
-          for (const v of values) this.set(v.labels as never, v.value);
-          sourceUp.set({ source: opts.source }, 1);
-        } catch (e) {
-          this.reset();
-          sourceUp.set({ source: opts.source }, 0);
-          onError?.(e as Error);
-        }
+        const done = (async () => {
+          try {
+            const values = await withTimeout(read(), SCRAPE_TIMEOUT_MS, opts.source);
+            this.reset();
+            for (const v of values) this.set(v.labels as never, v.value);
+            sourceUp.set({ source: opts.source }, 1);
+          } catch (e) {
+            this.reset();
+            sourceUp.set({ source: opts.source }, 0);
+            onError?.(e as Error);
+          }
+        })();
+        reads.set(opts.name, done);
+        await done;
       },
     });
   }
