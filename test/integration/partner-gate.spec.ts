@@ -19,8 +19,10 @@ describe('partner delivery gate', () => {
     redis = new RedisConnections(config);
     otherRedis = new RedisConnections(config);
     await waitFor(async () => redis.main.status === 'ready' && otherRedis.main.status === 'ready');
-    gate = new PartnerGate(config, redis);
-    otherWorker = new PartnerGate(config, otherRedis);
+    // No Postgres here: the gate's first script finds its state unknown and seeds it with no attempt claimed.
+    const nothingClaimed = { list: async () => [] };
+    gate = new PartnerGate(config, redis, nothingClaimed);
+    otherWorker = new PartnerGate(config, otherRedis, nothingClaimed);
   });
 
   afterAll(async () => {

@@ -37,13 +37,20 @@ const FILL = `
     redis.call('PEXPIRE', waiting, ${WAITING_TTL_MS})
   end`;
 
+// Whether Redis still holds the gate's state (KNOWN below): a key set when the slots were seeded from Postgres,
+// gone with everything else when Redis loses its data. A partner's slots key alone cannot tell: it is absent
+// too whenever the partner has nothing in flight. Needs KEYS[3] to be that key.
+const IF_UNKNOWN_RETURN = (reply: string) => `if redis.call('EXISTS', KEYS[3]) == 0 then return ${reply} end`;
+
 // KEYS[1]: the partner's slots, a sorted set of members holding a slot, scored by their lease's expiry (ms).
 // KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
+// KEYS[3]: the gate's KNOWN key; without it nothing is admitted and the reply is { -1 } (seed first).
 // ARGV: limit, lease length (ms) for members admitted now, '1' to hand back members that hold a slot already
 // ('0' to leave them: a duplicate relay), then the members asking for a slot. Expired leases (a worker that
 // died) are dropped before counting. Returns the number of members newly waiting or handed back, then the
 // members to queue now (handed back first, then admitted).
 const ADMIT = `
+  ${IF_UNKNOWN_RETURN('{ -1 }')}
   ${REDIS_NOW}
   local limit, expiry = tonumber(ARGV[1]), now + tonumber(ARGV[2])
   ${FILL}
@@ -62,12 +69,14 @@ const ADMIT = `
   fill(KEYS[1], KEYS[2], out)
   return out`;
 
-// Frees many slots at once, in order, as release() one by one would: KEYS are each release's partner's slots
-// and waiting keys in pairs, ARGV the limit, the admission lease (ms), then each release's member. Returns,
-// per release, the members it admitted. One call for the attempts that ended in one turn of the worker's event
-// loop, whatever their partners: script calls per delivery fell from 1.1 to 0.19, and Redis's CPU by a sixth
-// (bench:webhook-wire, 10 partners, 2026-11-27). Keys of many partners in one call: standalone Redis, as
-// DESIGN has it (on Redis Cluster they would be refused, CROSSSLOT, as ADMIT's two keys already would be).
+// Frees many slots at once, in order, as release() one by one would. It does not ask whether the gate's state is
+// known: with the state lost the waiting sets are gone too, and nothing joins them until it is seeded, so a
+// release then admits nothing. KEYS are each release's partner's slots and waiting keys in pairs, ARGV the
+// limit, the admission lease (ms), then each release's member. Returns, per release, the members it admitted.
+// One call for the attempts that ended in one turn of the worker's event loop, whatever their partners: script
+// calls per delivery fell from 1.1 to 0.19, and Redis's CPU by a sixth (bench:webhook-wire, 10 partners,
+// 2026-11-27). Keys of many partners in one call: standalone Redis, as DESIGN has it (on Redis Cluster they
+// would be refused, CROSSSLOT, as ADMIT's keys already would be).
 const RELEASE = `
   ${REDIS_NOW}
   local limit, expiry = tonumber(ARGV[1]), now + tonumber(ARGV[2])
@@ -82,12 +91,14 @@ const RELEASE = `
   end
   return out`;
 
-// KEYS[1]: the partner's slots, KEYS[2]: its waiting members. ARGV: limit, the member, its running lease's
-// length (ms). A job about to run its attempt: it runs if its member still holds a slot (renewed for the run), or if
-// a slot is free (its admission lease ran out while it waited in the queue, say with every worker down);
-// otherwise the member goes back to the front of the waiting line and the job ends without running, so the
-// limit holds however long jobs wait. Returns 1 to run, 0 not to.
+// KEYS[1]: the partner's slots, KEYS[2]: its waiting members, KEYS[3]: the gate's KNOWN key (without it: -1,
+// seed first). ARGV: limit, the member, its running lease's length (ms). A job about to run its attempt: it runs
+// if its member still holds a slot (renewed for the run), or if a slot is free (its admission lease ran out
+// while it waited in the queue, say with every worker down); otherwise the member goes back to the front of the
+// waiting line and the job ends without running, so the limit holds however long jobs wait. Returns 1 to run, 0
+// not to.
 const START = `
+  ${IF_UNKNOWN_RETURN('-1')}
   ${REDIS_NOW}
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   if redis.call('ZSCORE', KEYS[1], ARGV[2]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
@@ -99,6 +110,33 @@ const START = `
   redis.call('ZADD', KEYS[2], 0, ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return 0`;
+
+// Gives the attempts that Postgres holds claimed (in flight, or stalled) their slots back, after Redis lost the
+// gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key, then
+// each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's member, in KEYS' order.
+// Seeded members keep the slot they had: the worker running one frees it when its attempt ends, and a stalled
+// one is handed back in it by the re-drive (readmit). A partner may hold more than its limit this way (it then
+// admits nothing until enough end); a member whose attempt ended after the read of Postgres holds its slot
+// until its lease runs out.
+const SEED = `
+  if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+  ${REDIS_NOW}
+  local expiry = now + tonumber(ARGV[1])
+  for i = 2, #KEYS do
+    redis.call('ZADD', KEYS[i], 'NX', expiry, ARGV[i])
+    local newest = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIREAT', KEYS[i], newest[2])
+  end
+  redis.call('SET', KEYS[1], now)
+  return 1`;
+
+/**
+ * The attempts claimed in Postgres and not recorded yet ('delivering'), as gate members: the attempts that may
+ * be in flight, whatever Redis remembers.
+ */
+export abstract class ClaimedAttempts {
+  abstract list(): Promise<Array<{ partnerId: string; member: string }>>;
+}
 
 /** What admit() answers: members that now hold a slot (queue their attempt), and how many were new. */
 export interface Admission {
@@ -116,22 +154,27 @@ export interface Admission {
 @Injectable()
 export class PartnerGate {
   private readonly commands: Redis & {
-    prsGateAdmit(slots: string, waiting: string, ...args: Array<string | number>): Promise<[number, ...string[]]>;
-    prsGateStart(slots: string, waiting: string, limit: number, member: string, leaseMs: number): Promise<number>;
+    prsGateAdmit(slots: string, waiting: string, known: string, ...args: Array<string | number>): Promise<[number, ...string[]]>;
+    prsGateStart(slots: string, waiting: string, known: string, limit: number, member: string, leaseMs: number): Promise<number>;
+    prsGateSeed(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
     prsGateRelease(numberOfKeys: number, ...args: Array<string | number>): Promise<string[][]>;
   };
   /** Slots freed during one turn of the event loop are freed by one script call (see RELEASE). */
   private readonly releases = new MicroBatch<{ partnerId: string; member: string }, string[]>((xs) => this.releaseMany(xs));
+  /** The seeding under way in this process, which every admission and start that found the state unknown waits for. */
+  private seeding: Promise<void> | null = null;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly redis: RedisConnections,
+    private readonly claimed: ClaimedAttempts,
   ) {
     // EVALSHA of scripts loaded once, not the script's text on every call.
-    redis.main.defineCommand('prsGateAdmit', { numberOfKeys: 2, lua: ADMIT });
-    redis.main.defineCommand('prsGateStart', { numberOfKeys: 2, lua: START });
-    // Its number of keys is given on each call (two per release).
+    redis.main.defineCommand('prsGateAdmit', { numberOfKeys: 3, lua: ADMIT });
+    redis.main.defineCommand('prsGateStart', { numberOfKeys: 3, lua: START });
+    // Their number of keys is given on each call (two per release; one per attempt seeded).
     redis.main.defineCommand('prsGateRelease', { lua: RELEASE });
+    redis.main.defineCommand('prsGateSeed', { lua: SEED });
     this.commands = redis.main as typeof this.commands;
   }
 
@@ -168,10 +211,10 @@ export class PartnerGate {
    * the waiting line, and the job must not run it.
    */
   async start(partnerId: string, member: string): Promise<boolean> {
-    const reply = await this.commands.prsGateStart(
-      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'),
-      this.config.webhookPartnerConcurrency, member, this.config.webhookTimeoutMs + this.config.webhookStallMarginMs,
-    );
+    const reply = await this.known(() => this.commands.prsGateStart(
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.knownKey(),
+      this.config.webhookPartnerConcurrency, member, this.runningLeaseMs(),
+    ), (r) => r === -1);
     return reply === 1;
   }
 
@@ -187,10 +230,37 @@ export class PartnerGate {
   }
 
   private async run(partnerId: string, requeue: boolean, members: readonly string[]): Promise<Admission> {
-    const [added, ...admitted] = await this.commands.prsGateAdmit(
-      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.config.webhookPartnerConcurrency, this.admissionLeaseMs(), requeue ? '1' : '0', ...members,
-    );
+    const [added, ...admitted] = await this.known(() => this.commands.prsGateAdmit(
+      this.key(partnerId, 'slots'), this.key(partnerId, 'waiting'), this.knownKey(),
+      this.config.webhookPartnerConcurrency, this.admissionLeaseMs(), requeue ? '1' : '0', ...members,
+    ), (r) => r[0] === -1);
     return { added, admitted };
+  }
+
+  /**
+   * Runs a gate script; when it found the gate's state unknown (Redis lost its data, or this is its first use),
+   * seeds the slots from Postgres and runs it again. Otherwise the attempts still in flight, which Redis forgot,
+   * would not count, and a whole limit more would be admitted beside them (DESIGN §7). Costs the hot path
+   * nothing but the scripts' EXISTS: Postgres is read once per loss of Redis's data, by each worker that finds it.
+   */
+  private async known<T>(script: () => Promise<T>, unknown: (reply: T) => boolean): Promise<T> {
+    for (let tries = 1; ; tries++) {
+      const reply = await script();
+      if (!unknown(reply)) return reply;
+      if (tries === 3) throw new Error('partner gate: its state in Redis was lost again while being restored');
+      this.seeding ??= this.seed().finally(() => {
+        this.seeding = null;
+      });
+      await this.seeding;
+    }
+  }
+
+  private async seed(): Promise<void> {
+    const claimed = await this.claimed.list();
+    await this.commands.prsGateSeed(
+      1 + claimed.length, this.knownKey(), ...claimed.map((c) => this.key(c.partnerId, 'slots')),
+      this.runningLeaseMs(), ...claimed.map((c) => c.member),
+    );
   }
 
   private releaseMany(xs: Array<{ partnerId: string; member: string }>): Promise<string[][]> {
@@ -203,7 +273,15 @@ export class PartnerGate {
   }
 
   private admissionLeaseMs(): number {
-    return QUEUED_MS + this.config.webhookTimeoutMs + this.config.webhookStallMarginMs;
+    return QUEUED_MS + this.runningLeaseMs();
+  }
+
+  private runningLeaseMs(): number {
+    return this.config.webhookTimeoutMs + this.config.webhookStallMarginMs;
+  }
+
+  private knownKey(): string {
+    return `${this.config.redisPrefix}:webhook-gate-known`;
   }
 
   private key(partnerId: string, what: 'slots' | 'waiting'): string {

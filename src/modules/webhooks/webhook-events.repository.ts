@@ -280,6 +280,26 @@ export class WebhookEventsRepository {
     );
   }
 
+  /**
+   * Every attempt claimed and not recorded yet ('delivering'), of every partner: the attempts that may be in
+   * flight (the attempt claimed is attempts + 1). For PartnerGate, to give them back their slots when Redis lost
+   * the gate's state: once per such loss, never per delivery. The partners with open events are walked on
+   * webhook_events_open, one probe each, and each one's claimed events read on webhook_events_partner (as
+   * overdue's third probe), so a partner's pending backlog is not read.
+   */
+  claimedAttempts(): Promise<Array<{ id: string; attempt: number; partnerId: string }>> {
+    return this.dataSource.query(
+      `WITH RECURSIVE partners AS (
+         (SELECT e.partner_id FROM webhook_events e WHERE e.state IN ('pending','delivering') ORDER BY e.partner_id LIMIT 1)
+         UNION ALL
+         SELECT (SELECT e.partner_id FROM webhook_events e
+                  WHERE e.state IN ('pending','delivering') AND e.partner_id > p.partner_id ORDER BY e.partner_id LIMIT 1)
+           FROM partners p WHERE p.partner_id IS NOT NULL)
+       SELECT e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId"
+         FROM partners p JOIN webhook_events e ON e.partner_id = p.partner_id AND e.state = 'delivering' AND e.deliver`,
+    );
+  }
+
   /** A page of deliveries in `states`, newest first. */
   async list(f: { partnerId?: string; requestId?: string; states: readonly DeliveryState[]; limit: number; offset: number }): Promise<WebhookEventEntity[]> {
     const { states } = f;

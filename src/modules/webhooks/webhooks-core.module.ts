@@ -5,8 +5,8 @@ import { WebhookEndpointEntity } from './webhook-endpoint.entity';
 import { WebhookEventEntity } from './webhook-event.entity';
 import { WebhookEndpointsRepository } from './webhook-endpoints.repository';
 import { WebhookEventsRepository } from './webhook-events.repository';
-import { PartnerGate } from './partner-gate';
-import { WebhookDeliveryQueue } from './webhook-delivery.queue';
+import { ClaimedAttempts, PartnerGate } from './partner-gate';
+import { deliveryJobId, WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookSecrets } from './webhook-secrets';
 
 /**
@@ -16,7 +16,21 @@ import { WebhookSecrets } from './webhook-secrets';
  */
 @Module({
   imports: [TypeOrmModule.forFeature([WebhookEventEntity, WebhookAttemptEntity, WebhookEndpointEntity])],
-  providers: [WebhookEventsRepository, WebhookEndpointsRepository, PartnerGate, WebhookDeliveryQueue, WebhookSecrets],
+  providers: [
+    WebhookEventsRepository,
+    WebhookEndpointsRepository,
+    PartnerGate,
+    // What the gate seeds its slots from when Redis lost them: the attempts claimed in Postgres, as job ids.
+    {
+      provide: ClaimedAttempts,
+      inject: [WebhookEventsRepository],
+      useFactory: (events: WebhookEventsRepository): ClaimedAttempts => ({
+        list: async () => (await events.claimedAttempts()).map((a) => ({ partnerId: a.partnerId, member: deliveryJobId(a.id, a.attempt) })),
+      }),
+    },
+    WebhookDeliveryQueue,
+    WebhookSecrets,
+  ],
   exports: [WebhookEventsRepository, WebhookEndpointsRepository, WebhookDeliveryQueue, WebhookSecrets],
 })
 export class WebhooksCoreModule {}
