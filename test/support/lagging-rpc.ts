@@ -55,6 +55,11 @@ export class LaggingRpc {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** Behind by `blocks` from now on: the tip it reports stays that far below the node's (a backend that stopped syncing). */
+  lagBy(blocks: number): void {
+    this.lag = blocks;
+  }
+
   lagAfterLogsOf(txHash: string, blocks: number): void {
     this.armed = { txHash: txHash.toLowerCase(), lag: blocks };
   }
