@@ -60,7 +60,11 @@ export class ReadinessService {
   async check(): Promise<Readiness> {
     const checks: HealthIndicatorFunction[] = [
       this.indicator('postgres', async () => {
-        await this.typeorm.pingCheck('postgres');
+        // pingCheck resolves to a result, "down" included, rather than throwing: read it (awaited alone, a
+        // Postgres that was away left readiness 200).
+        const result = await this.typeorm.pingCheck('postgres');
+        const check = result.postgres as { status?: string; message?: unknown } | undefined;
+        if (check?.status !== 'up') throw new Error(typeof check?.message === 'string' ? check.message : 'Postgres did not answer SELECT 1');
       }),
       this.indicator('redis', async () => {
         await this.redis.main.ping();
