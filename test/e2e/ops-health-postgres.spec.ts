@@ -27,14 +27,18 @@ afterAll(async () => {
   await pg?.stop();
 });
 
+/** The admin listener's readiness once it answers `status`. */
+const readyWith = async (status: number) =>
+  (await waitFor(async () => {
+    const r = await call(svc.adminUrl, 'GET', '/health/ready');
+    return r.status === status ? r : null;
+  }, 15000, 200))!;
+
 it('is 503 naming postgres while it is unreachable, and 200 again once it is back', async () => {
   expect((await call(svc.adminUrl, 'GET', '/health/ready')).status).toBe(200);
 
   await pg.cut();
-  const down = (await waitFor(async () => {
-    const r = await call(svc.adminUrl, 'GET', '/health/ready');
-    return r.status === 503 ? r : null;
-  }, 10000, 200))!;
+  const down = await readyWith(503);
   expect(down.body).toMatchObject({ ok: false, status: 'error' });
   expect(down.body.error.postgres).toMatchObject({ status: 'down', message: expect.any(String) });
   expect(down.body.error.postgres.message.length).toBeGreaterThan(0);
@@ -48,9 +52,6 @@ it('is 503 naming postgres while it is unreachable, and 200 again once it is bac
   expect((await call(svc.publicUrl, 'GET', '/health/live')).status).toBe(200);
 
   await pg.restore();
-  const up = (await waitFor(async () => {
-    const r = await call(svc.adminUrl, 'GET', '/health/ready');
-    return r.status === 200 ? r : null;
-  }, 15000, 200))!;
+  const up = await readyWith(200);
   expect(up.body.details.postgres.status).toBe('up');
 }, 60000);
