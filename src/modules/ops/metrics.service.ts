@@ -114,7 +114,7 @@ export class MetricsService {
 
   private readonly sourceUp = new Gauge({
     name: 'prs_scrape_source_up',
-    help: '1 when this scrape could read the source (queues: Redis, deliveries: Postgres), else 0',
+    help: '1 when this scrape could read the source (queues: Redis, deliveries: Postgres, chain: any configured chain RPC), else 0',
     labelNames: ['source'] as const,
     registers: [this.registry],
     // Rendered after this scrape's reads: the registry collects every metric at once, and this one, registered
