@@ -244,6 +244,10 @@ describe('refused changes leave no row', () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { default_expiry_minutes: 7 }));
     await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { default_currency: 'xyz' }));
+    // Settings are changed, never cleared: null is a wrong type, not a field left out.
+    for (const field of ['name', 'default_currency', 'allowed_expiry_minutes', 'default_expiry_minutes']) {
+      await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { [field]: null }));
+    }
     await noRow(p.id, 400, () => admin(svc, 'PATCH', `/partners/${p.id}`, { name: '  ' }));
     await noRow(p.id, 400, () => admin(svc, 'POST', `/partners/${p.id}/keys`, { mode: 'staging' }));
     await noRow(p.id, 404, () => admin(svc, 'DELETE', `/partners/${p.id}/keys/${missing}`));
