@@ -40,6 +40,8 @@ export interface VerificationJob {
   /**
    * Epoch ms the wait for an unknown hash counts from, when not from the job's first look: the hash's
    * attachment, for a job queued again after Redis lost the first (its give-up falls where the first's would).
+   * Read at the first look only: dropped once the job waits, so a transaction seen and then lost again (dropped
+   * from the mempool, reorged away) is waited for a whole give-up from then.
    */
   since?: number;
 }

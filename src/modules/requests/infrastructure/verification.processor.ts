@@ -12,7 +12,8 @@ import { cappedBackoff } from './verification.queue';
  * Waiting for a block: delayed by VERIFY_POLL_MS, woken earlier by the head watcher when that chain's tip
  * moves. Unknown to the node: looked up again after VERIFY_NOT_FOUND_BACKOFF_MS, doubling, until it has been
  * unknown for VERIFY_NOT_FOUND_GIVE_UP_MS (from the job's first look, or from the hash's attachment for a job
- * queued again: VerificationJob.since); then the request stays attached with the note transaction_not_found.
+ * queued again, until it first sees the transaction: VerificationJob.since); then the request stays attached with
+ * the note transaction_not_found.
  */
 @Processor(QUEUES.verification, { concurrency: 20, settings: { backoffStrategy: cappedBackoff } })
 export class VerificationProcessor extends WorkerHost {
@@ -43,7 +44,9 @@ export class VerificationProcessor extends WorkerHost {
       wait = { for: 'block', mode: outcome.mode, tip: outcome.tip };
       delay = this.config.verifyPollMs;
     }
-    await job.updateData({ requestId, txHash, wait, ...(queuedSince === undefined ? {} : { since: queuedSince }) });
+    // `since` is not kept: a backoff carries its own start, and a job that saw the transaction (pending, or mined
+    // and waiting for confirmations) counts a later loss of it from then, as any job does, not from the attachment.
+    await job.updateData({ requestId, txHash, wait });
     await job.moveToDelayed(now + delay, token);
     throw new DelayedError();
   }
