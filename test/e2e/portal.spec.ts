@@ -11,6 +11,7 @@ import { RedisConnections } from '../../src/common/redis/redis.module';
 import { hashPassword, verifyPassword } from '../../src/modules/portal/password';
 import { PortalUserRepository } from '../../src/modules/portal/portal-user.repository';
 import { PortalUserRoles1764000004101 as Migration } from '../../migrations/1764000004101-portal-user-roles';
+import { Client as PgClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { EventOutbox } from '../../src/modules/webhooks/event-outbox';
 import { admin, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -20,6 +21,7 @@ import { freshMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { PortalClient as Client } from '../support/portal-client';
+import { testEnv } from '../support/test-env';
 
 /**
  * The partner portal over plain HTTP (issue 6 item 2): partner users made by the admin API, sign-in that
@@ -452,6 +454,32 @@ describe('sign-in rate limit', () => {
     expect(Date.now() - t).toBeLessThan(LOGIN_DELAY_MAX_MS / 2);
     expect((await redis.main.keys(`${redis.channel('portal-login-known')}:*`)).length).toBeGreaterThan(0);
   }, 300000);
+
+  it('an unknown email under attack costs the same reads as a known one (no clock tells them apart)', async () => {
+    const auth = svc.app.get(PortalAuthService);
+    const known = await createUser(svc, partner.id);
+    const unknown = uniqueEmail();
+    // Both emails past their free failures, from an address of their own.
+    for (const email of [known, unknown]) {
+      for (let i = 0; i <= LOGIN_FREE_FAILURES; i++) expect(await auth.signIn('192.0.2.71', email, `wrong ${i}`)).toBeNull();
+    }
+    // With audit_events locked, a sign-in that reads the trail waits for the lock.
+    const locker = new PgClient({ connectionString: testEnv().databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE');
+      const settled = (p: Promise<unknown>) => Promise.race([p.then(() => true, () => true), new Promise((r) => setTimeout(() => r(false), 3000))]);
+      const fromKnown = auth.signIn('192.0.2.72', known, 'wrong again');
+      const fromUnknown = auth.signIn('192.0.2.72', unknown, 'wrong again');
+      // The known email's attempt reads the owner's sign-ins; the unknown one's must do the same work.
+      expect([await settled(fromKnown), await settled(fromUnknown)]).toEqual([false, false]);
+      await locker.query('ROLLBACK');
+      expect(await Promise.all([fromKnown, fromUnknown])).toEqual([null, null]);
+    } finally {
+      await locker.end();
+    }
+  }, 60000);
 
   it('counts an IPv6 client by its /64 for the per-address limit', async () => {
     const auth = svc.app.get(PortalAuthService);

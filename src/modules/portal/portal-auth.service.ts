@@ -25,6 +25,8 @@ export const LOGIN_DELAY_MAX_MS = 5000;
 const KNOWN_ADDRESS_TTL_MS = 30 * 24 * 3600 * 1000;
 /** How many of a user's latest sign-ins are searched for the address when Redis does not remember it. */
 const KNOWN_ADDRESSES_READ = 200;
+/** The id an unknown email's sign-ins are read under: no user has it. */
+const NO_USER = '00000000-0000-0000-0000-000000000000';
 
 /**
  * Sign-in and sign-out. Limits, all Redis counters shared by every instance, checked before the password
@@ -102,10 +104,11 @@ export class PortalAuthService {
    */
   private async signedInFrom(email: unknown, address: string, knownKey: string, reqId: unknown): Promise<boolean> {
     const userId = await this.users.idOf(email);
-    if (!userId) return false;
     const since = new Date(Date.now() - KNOWN_ADDRESS_TTL_MS);
-    const addresses = await this.audit.signInAddresses(userId, since, KNOWN_ADDRESSES_READ);
-    if (!addresses.some((a) => addressBucket(a) === address)) return false;
+    // An unknown email's trail is read too (no user has the nil id): the same reads as a known one's, so the
+    // answer's time (a 429 costs nothing else) does not tell which emails have a user.
+    const addresses = await this.audit.signInAddresses(userId ?? NO_USER, since, KNOWN_ADDRESSES_READ);
+    if (!userId || !addresses.some((a) => addressBucket(a) === address)) return false;
     await this.redis.main.set(knownKey, '1', 'PX', KNOWN_ADDRESS_TTL_MS).catch((e: Error) => this.logger.error({ reqId }, `cannot remember a sign-in address: ${e.message}`));
     return true;
   }

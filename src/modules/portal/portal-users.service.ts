@@ -177,16 +177,16 @@ export class PortalUsersService {
     });
   }
 
-  /**
-   * The user when email and password match, else null. An unknown email is checked against a dummy hash,
-   * so both failures cost the same scrypt run and look the same to the caller.
-   */
   /** The id of the user with this email, or null. */
   async idOf(rawEmail: unknown): Promise<string | null> {
     const email = normalizeEmail(rawEmail);
     return email ? ((await this.repo.findByEmail(email))?.id ?? null) : null;
   }
 
+  /**
+   * The user when email and password match, else null. An unknown email is checked against a dummy hash,
+   * so both failures cost the same scrypt run and look the same to the caller.
+   */
   async authenticate(rawEmail: unknown, password: unknown): Promise<AuthenticatedUser | null> {
     const email = normalizeEmail(rawEmail);
     const pw = typeof password === 'string' && password.length <= 2 * PASSWORD_MAX ? password : '';
