@@ -4,13 +4,14 @@ import Redis from 'ioredis';
 import { QUEUES } from '../../src/common/queue/queues';
 import { OutboxRedrive } from '../../src/modules/webhooks/outbox-redrive';
 import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
+import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
 import { WebhookRelay } from '../../src/modules/webhooks/webhook-relay';
 import { partnerWithEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
 import { abandonOpenDeliveries, closeSql, sql, updateEvents } from '../support/db';
 import type { Receiver } from '../support/receiver';
 import { RedisServer } from '../support/redis-server';
-import { waitFor } from '../support/wait';
+import { sleep, waitFor } from '../support/wait';
 
 /*
  * (A Redis hunt.) The partner gate's slots live only in Redis. Redis loses its data (FLUSHALL, or a restart
@@ -102,3 +103,56 @@ it.each([
   expect([...perDelivery.keys()].sort()).toEqual([...made.ids].sort());
   expect([...perDelivery.values()].every((n) => n === 1)).toBe(true);
 }, 90_000);
+
+/*
+ * (A review of the seeding.) The attempts in flight when Redis lost its data end after the seeding read them
+ * in Postgres but before its script lands: their releases found no slot to free (nothing was seeded yet), and
+ * the seeding then gave each a slot for a whole running lease (WEBHOOK_TIMEOUT_MS + WEBHOOK_STALL_MARGIN_MS,
+ * here 60 s) that no delivery would release. With the whole limit taken so, the partner's next events waited
+ * out that lease: its deliveries stopped for a minute (38 s at the defaults, up to an hour with a long margin).
+ */
+it('attempts that end between the seeding’s read of Postgres and its script hold no slot afterwards', async () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const made = await partnerWithEvents(svc, 2 * LIMIT, 'ok');
+  receivers.push(made.receiver);
+  partners.push(made.partnerId);
+  const [before, later] = [made.ids.slice(0, LIMIT), made.ids.slice(LIMIT)];
+  let open = 0;
+  made.receiver.otherwise(async () => {
+    open++;
+    await held;
+    open--;
+    return { status: 200 };
+  });
+  await svc.app.get(WebhookRelay).enqueue(before);
+  await waitFor(async () => open === LIMIT);
+
+  // The seeding reads the partner's LIMIT attempts 'delivering'; before its script runs, they are answered,
+  // recorded and their slots released.
+  const events = svc.app.get(WebhookEventsRepository);
+  const read = events.claimedAttempts.bind(events);
+  const spy = jest.spyOn(events, 'claimedAttempts').mockImplementationOnce(async () => {
+    const rows = await read();
+    release();
+    await waitFor(async () => {
+      const [r] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND state = 'delivered'`, [before]);
+      return r.n === LIMIT;
+    });
+    await sleep(500);
+    return rows;
+  });
+  try {
+    await cli.flushall();
+    await svc.app.get(WebhookRelay).enqueue(later);
+    // Nothing is in flight for the partner: its new events go out at once, not after a lease.
+    await waitFor(async () => {
+      const [r] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE partner_id = $1 AND state = 'delivered'`, [made.partnerId]);
+      return r.n === made.ids.length;
+    }, 10_000);
+    expect(spy).toHaveBeenCalled();
+  } finally {
+    spy.mockRestore();
+    release();
+  }
+}, 60_000);

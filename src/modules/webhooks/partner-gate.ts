@@ -69,21 +69,28 @@ const ADMIT = `
   fill(KEYS[1], KEYS[2], out)
   return out`;
 
-// Frees many slots at once, in order, as release() one by one would. It does not ask whether the gate's state is
-// known: with the state lost the waiting sets are gone too, and nothing joins them until it is seeded, so a
-// release then admits nothing. KEYS are each release's partner's slots and waiting keys in pairs, ARGV the
-// limit, the admission lease (ms), then each release's member. Returns, per release, the members it admitted.
-// One call for the attempts that ended in one turn of the worker's event loop, whatever their partners: script
-// calls per delivery fell from 1.1 to 0.19, and Redis's CPU by a sixth (bench:webhook-wire, 10 partners,
-// 2026-11-27). Keys of many partners in one call: standalone Redis, as DESIGN has it (on Redis Cluster they
-// would be refused, CROSSSLOT, as ADMIT's keys already would be).
+// Frees many slots at once, in order, as release() one by one would. KEYS[1]: the gate's KNOWN key, KEYS[2]: the
+// members released while it was missing (RELEASED below), then each release's partner's slots and waiting keys
+// in pairs; ARGV the limit, the admission lease (ms), then each release's member. Returns, per release, the
+// members it admitted. With the state lost the waiting sets are gone too, and nothing joins them until it is
+// seeded, so a release then admits nothing; but its member is noted in RELEASED, so that a seeding which read
+// it 'delivering' in Postgres before it ended does not give it a slot nobody would free (SEED). One call for the
+// attempts that ended in one turn of the worker's event loop, whatever their partners: script calls per delivery
+// fell from 1.1 to 0.19, and Redis's CPU by a sixth (bench:webhook-wire, 10 partners, 2026-11-27). Keys of many
+// partners in one call: standalone Redis, as DESIGN has it (on Redis Cluster they would be refused, CROSSSLOT,
+// as ADMIT's keys already would be).
 const RELEASE = `
   ${REDIS_NOW}
   local limit, expiry = tonumber(ARGV[1]), now + tonumber(ARGV[2])
   ${FILL}
+  local unknown = redis.call('EXISTS', KEYS[1]) == 0
   local out = {}
-  for i = 1, #KEYS / 2 do
-    local slots, waiting = KEYS[2 * i - 1], KEYS[2 * i]
+  for i = 1, (#KEYS - 2) / 2 do
+    local slots, waiting = KEYS[2 * i + 1], KEYS[2 * i + 2]
+    if unknown then
+      redis.call('SADD', KEYS[2], ARGV[i + 2])
+      redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
+    end
     redis.call('ZREM', slots, ARGV[i + 2])
     redis.call('ZREMRANGEBYSCORE', slots, '-inf', now)
     out[i] = {}
@@ -112,21 +119,25 @@ const START = `
   return 0`;
 
 // Gives the attempts that Postgres holds claimed (in flight, or stalled) their slots back, after Redis lost the
-// gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key, then
-// each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's member, in KEYS' order.
-// Seeded members keep the slot they had: the worker running one frees it when its attempt ends, and a stalled
-// one is handed back in it by the re-drive (readmit). A partner may hold more than its limit this way (it then
-// admits nothing until enough end); a member whose attempt ended after the read of Postgres holds its slot
-// until its lease runs out.
+// gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key,
+// KEYS[2]: RELEASED, then each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's
+// member, in the order of KEYS from KEYS[3]. Seeded members keep the slot they had: the worker running one frees
+// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit). A member released
+// since the state was lost (in RELEASED) ended after the read of Postgres: it gets no slot, since its release
+// has come and gone. A partner may hold more than its limit this way (it then admits nothing until enough end).
 const SEED = `
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
   ${REDIS_NOW}
   local expiry = now + tonumber(ARGV[1])
-  for i = 2, #KEYS do
-    redis.call('ZADD', KEYS[i], 'NX', expiry, ARGV[i])
-    local newest = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
-    redis.call('PEXPIREAT', KEYS[i], newest[2])
+  for i = 3, #KEYS do
+    local member = ARGV[i - 1]
+    if redis.call('SISMEMBER', KEYS[2], member) == 0 then
+      redis.call('ZADD', KEYS[i], 'NX', expiry, member)
+      local newest = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+      redis.call('PEXPIREAT', KEYS[i], newest[2])
+    end
   end
+  redis.call('DEL', KEYS[2])
   redis.call('SET', KEYS[1], now)
   return 1`;
 
@@ -172,7 +183,7 @@ export class PartnerGate {
     // EVALSHA of scripts loaded once, not the script's text on every call.
     redis.main.defineCommand('prsGateAdmit', { numberOfKeys: 3, lua: ADMIT });
     redis.main.defineCommand('prsGateStart', { numberOfKeys: 3, lua: START });
-    // Their number of keys is given on each call (two per release; one per attempt seeded).
+    // Their number of keys is given on each call (two per release; one per attempt seeded), plus two.
     redis.main.defineCommand('prsGateRelease', { lua: RELEASE });
     redis.main.defineCommand('prsGateSeed', { lua: SEED });
     this.commands = redis.main as typeof this.commands;
@@ -258,14 +269,16 @@ export class PartnerGate {
   private async seed(): Promise<void> {
     const claimed = await this.claimed.list();
     await this.commands.prsGateSeed(
-      1 + claimed.length, this.knownKey(), ...claimed.map((c) => this.key(c.partnerId, 'slots')),
+      2 + claimed.length, this.knownKey(), this.releasedKey(), ...claimed.map((c) => this.key(c.partnerId, 'slots')),
       this.runningLeaseMs(), ...claimed.map((c) => c.member),
     );
   }
 
   private releaseMany(xs: Array<{ partnerId: string; member: string }>): Promise<string[][]> {
     return this.commands.prsGateRelease(
-      2 * xs.length,
+      2 + 2 * xs.length,
+      this.knownKey(),
+      this.releasedKey(),
       ...xs.flatMap((x) => [this.key(x.partnerId, 'slots'), this.key(x.partnerId, 'waiting')]),
       this.config.webhookPartnerConcurrency, this.admissionLeaseMs(),
       ...xs.map((x) => x.member),
@@ -282,6 +295,11 @@ export class PartnerGate {
 
   private knownKey(): string {
     return `${this.config.redisPrefix}:webhook-gate-known`;
+  }
+
+  /** The members released while the state was unknown, which a seeding under way must not give a slot (SEED). */
+  private releasedKey(): string {
+    return `${this.config.redisPrefix}:webhook-gate-released`;
   }
 
   private key(partnerId: string, what: 'slots' | 'waiting'): string {
