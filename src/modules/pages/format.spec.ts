@@ -54,6 +54,11 @@ describe('parseFiat', () => {
     ['1,500', 'jpy', 1500],
     ['1,250.500', 'kwd', 1250500],
     ['1,25', 'kwd', 1250],
+    // Under one dinar: a whole part of 0 is never a group, so three decimals read one way only (they were refused:
+    // 0.255 KWD could not be typed at all).
+    ['0.255', 'kwd', 255],
+    ['0,255', 'kwd', 255],
+    ['0.005', 'bhd', 5],
   ])('%s %s → %d', (text, currency, minor) => {
     expect(parseFiat(text, currency)).toBe(minor);
   });
@@ -62,7 +67,7 @@ describe('parseFiat', () => {
     // Not whole groups of three, or a mark twice where it can only be the decimal one.
     ['12,50.00', 'usd'], ['1,2345', 'usd'], ['1.250,5.0', 'eur'], ['1 25', 'usd'], ['1 250,000', 'usd'], ['1,5', 'jpy'],
     // Read two ways with three decimals: 1.250 or 1250 dinars.
-    ['1,250', 'kwd'], ['1.250', 'kwd'],
+    ['1,250', 'kwd'], ['1.250', 'kwd'], ['00.255', 'kwd'], ['0.000', 'kwd'],
     // Groups never start with 0: "0,500" is half of something to whoever typed it.
     ['0,500', 'eur'], ['00,500', 'usd'], ['0 500', 'usd'], ['012,500', 'usd']])(
     'refuses %j in %s',

@@ -43,7 +43,7 @@ export function formatTokenUnits(baseUnits: string | bigint, decimals: number, g
  * several times: groups ("1,250,000"). One "." once: the decimal mark. One "," once: the decimal mark
  * ("12,50", as most of Europe writes it), unless three digits follow it, which no currency of fewer than three
  * decimals can mean ("1,250" is 1250 dollars or euros). With three-decimal currencies one mark followed by
- * three digits is refused either way ("1,250" or "1.250" dinars).
+ * three digits is refused either way ("1,250" or "1.250" dinars), unless the whole part is 0 ("0.250").
  */
 function marks(text: string, exponent: number): { decimal: string | null; group: string | null } | null {
   const commas = text.split(',').length - 1;
@@ -55,7 +55,9 @@ function marks(text: string, exponent: number): { decimal: string | null; group:
   // currency of three decimals that is two readings, refused. "." alone is otherwise the decimal mark.
   const single = commas === 1 ? ',' : dots === 1 ? '.' : null;
   if (single === null) return { decimal: null, group: null };
-  const threeAfter = text.length - text.indexOf(single) - 1 === 3;
+  // A whole part of one 0 cannot be a group (groups never start with 0, below): "0.255" or "0,255" dinars is
+  // 255 fils and nothing else, the only way to type an amount under one dinar that ends in a fils digit.
+  const threeAfter = text.length - text.indexOf(single) - 1 === 3 && text.slice(0, text.indexOf(single)) !== '0';
   if (threeAfter && exponent >= 3) return null;
   if (single === '.') return { decimal: '.', group: null };
   return threeAfter ? { decimal: null, group: ',' } : { decimal: ',', group: null };
