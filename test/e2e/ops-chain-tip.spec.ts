@@ -3,7 +3,7 @@ import { call } from '../support/http';
 import { LaggingRpc } from '../support/lagging-rpc';
 import { sample } from '../support/metrics';
 import { testEnv } from '../support/test-env';
-import { sleep } from '../support/wait';
+import { waitFor } from '../support/wait';
 
 /*
  * The chain RPC lagging: a node that stopped following its chain still answers eth_chainId, so /health/ready
@@ -60,11 +60,14 @@ it('shows a tip that stands still while the chain moves, and its age growing, wh
   await node('evm_mine');
   await node('evm_mine');
   rpc.lagBy(3);
-  await sleep(2100);
+  // The tip's age grows with the wall clock while the node shows no new block.
+  const stuck = (await waitFor(async () => {
+    const s = await scrape();
+    return s.age !== null && s.age - (before.age ?? 0) > 1.5 ? s : null;
+  }, 10_000, 200))!;
 
   const ready = await call(svc.adminUrl, 'GET', '/health/ready');
   expect(ready.status).toBe(200); // it answers eth_chainId: readiness cannot tell
-  const stuck = await scrape();
   expect(stuck.tip).toBe(tip0);
   expect(await nodeTip()).toBe(tip0 + 3);
   const expectedAge = Date.now() / 1000 - (await blockTime(tip0));
@@ -83,6 +86,10 @@ it('has no tip sample and prs_scrape_source_up{source="chain"} 0 while the RPC d
   const slow = await scrape();
   expect(slow).toMatchObject({ tip: null, age: null, up: 0 });
   rpc.catchUp();
-  await sleep(3100); // the slow call still pending ends
-  expect(await scrape()).toMatchObject({ tip: await nodeTip(), up: 1 });
+  // Once the slow call still pending ends, the next scrape reads the tip again.
+  const tip = await nodeTip();
+  await waitFor(async () => {
+    const s = await scrape();
+    return s.up === 1 && s.tip === tip;
+  }, 10_000, 200);
 }, 60000);

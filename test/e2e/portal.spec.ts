@@ -22,6 +22,7 @@ import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { PortalClient as Client } from '../support/portal-client';
 import { testEnv } from '../support/test-env';
+import { waitFor } from '../support/wait';
 
 /**
  * The partner portal over plain HTTP (issue 6 item 2): partner users made by the admin API, sign-in that
@@ -469,11 +470,12 @@ describe('sign-in rate limit', () => {
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE');
-      const settled = (p: Promise<unknown>) => Promise.race([p.then(() => true, () => true), new Promise((r) => setTimeout(() => r(false), 3000))]);
+      const [{ pid }] = (await locker.query('SELECT pg_backend_pid() AS pid')).rows;
       const fromKnown = auth.signIn('192.0.2.72', known, 'wrong again');
       const fromUnknown = auth.signIn('192.0.2.72', unknown, 'wrong again');
-      // The known email's attempt reads the owner's sign-ins; the unknown one's must do the same work.
-      expect([await settled(fromKnown), await settled(fromUnknown)]).toEqual([false, false]);
+      // The known email's attempt reads the owner's sign-ins; the unknown one's must do the same work: both
+      // wait for the lock (an attempt that skipped the read would be answered meanwhile, and never wait).
+      await waitFor(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid])).length === 2, 10_000);
       await locker.query('ROLLBACK');
       expect(await Promise.all([fromKnown, fromUnknown])).toEqual([null, null]);
     } finally {

@@ -56,15 +56,15 @@ it('a re-queued job that saw the transaction pending, then lost it, waits a whol
   const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: m.id, fiat_amount_int: 5200 + Math.floor(Math.random() * 2000) } });
   expect(r.status).toBe(201);
   const id = r.body.request_id as string;
+  const jobData = async () => {
+    for (const k of await cli.keys(`*verify-${id}-*`)) {
+      if ((await cli.type(k)) === 'hash') return (await cli.hget(k, 'data')) ?? '';
+    }
+    return '';
+  };
   await withPending(env.rpcUrl, async () => {
     const h = (await sendTokenTransfer(env.rpcUrl, env.token, PAYER, m.wallet.address, BigInt(r.body.amount))).toLowerCase();
     expect((await call(svc.publicUrl, 'POST', `/pay/api/${id}/proof`, { body: { tx_hash: h } })).body.proof_status).toBe('attached');
-    const jobData = async () => {
-      for (const k of await cli.keys(`*verify-${id}-*`)) {
-        if ((await cli.type(k)) === 'hash') return (await cli.hget(k, 'data')) ?? '';
-      }
-      return '';
-    };
     await waitFor(async () => (await jobData()).includes('"block"'), 10_000);
     // By the row's clock the hash was attached longer ago than the give-up; Redis then loses the job.
     await sql(`UPDATE payment_requests SET updated_at = now() - $2::int * interval '1 millisecond' WHERE id = $1`, [id, GIVE_UP_MS + 1000]);
@@ -77,9 +77,10 @@ it('a re-queued job that saw the transaction pending, then lost it, waits a whol
     // It either backs off (right) or gives up at once (the attachment's clock).
     await waitFor(async () => (await jobData()).includes('"backoff"') || (await call(svc.publicUrl, 'GET', `/pay/api/${id}`)).body.proof_note, 10_000, 100);
   });
-  // Backing off now, for a whole give-up: no note within a few seconds.
-  for (let i = 0; i < 10; i++) {
-    await new Promise((res) => setTimeout(res, 400));
-    expect((await call(svc.publicUrl, 'GET', `/pay/api/${id}`)).body.proof_note ?? null).toBeNull();
-  }
+  // Backing off now, for a whole give-up: three more looks find the hash unknown, and still no note.
+  await waitFor(async () => {
+    const wait = (JSON.parse((await jobData()) || '{}') as { wait?: { for: string; tries?: number } }).wait;
+    return wait?.for === 'backoff' && (wait.tries ?? 0) >= 3;
+  }, 20_000, 100);
+  expect((await call(svc.publicUrl, 'GET', `/pay/api/${id}`)).body.proof_note ?? null).toBeNull();
 }, 90_000);

@@ -2,6 +2,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import Redis from 'ioredis';
 import { QUEUES } from '../../src/common/queue/queues';
+import { APP_CONFIG, type AppConfig } from '../../src/config/config';
 import { OutboxRedrive } from '../../src/modules/webhooks/outbox-redrive';
 import { PartnerGate } from '../../src/modules/webhooks/partner-gate';
 import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
@@ -11,7 +12,7 @@ import { startService, type TestService } from '../support/app';
 import { abandonOpenDeliveries, closeSql, sql, updateEvents } from '../support/db';
 import type { Receiver } from '../support/receiver';
 import { RedisServer } from '../support/redis-server';
-import { sleep, waitFor } from '../support/wait';
+import { waitFor } from '../support/wait';
 
 /*
  * (A Redis hunt.) The partner gate's slots live only in Redis. Redis loses its data (FLUSHALL, or a restart
@@ -139,7 +140,8 @@ it('attempts that end between the seeding’s read of Postgres and its script ho
       const [r] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND state = 'delivered'`, [before]);
       return r.n === LIMIT;
     });
-    await sleep(500);
+    // Their releases have reached the gate (noted as released while its state is unknown).
+    await waitFor(async () => (await cli.scard(`${svc.app.get<AppConfig>(APP_CONFIG).redisPrefix}:webhook-gate-released`)) === LIMIT);
     return rows;
   });
   try {
