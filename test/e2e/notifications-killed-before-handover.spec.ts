@@ -1,20 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import { DataSource } from 'typeorm';
 import { SmtpCatcher } from '../../scripts/smtp-catcher';
-import { start, type Running } from '../../src/bootstrap';
-import { loadConfig } from '../../src/config/config';
-import { NotificationRelay } from '../../src/modules/notifications/notification-relay';
-import { NotificationsOutbox } from '../../src/modules/notifications/notifications-outbox';
-import { markVerified } from '../factories/notifications';
-import { createOnboardedMerchant, createPartner } from '../factories/partners';
-import { mustCreateRequest } from '../factories/requests';
-import { startService, testEnvVars, type TestService } from '../support/app';
+import type { Running } from '../../src/bootstrap';
+import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
-import { testEnv } from '../support/test-env';
+import { killableWorker, killedWorkerEnv, relayedReceipt, takeOver } from '../support/killed-worker';
 import { waitFor } from '../support/wait';
-import { spawnWorker } from '../support/worker-process';
+import { killProcess } from '../support/worker-process';
 
 /*
  * A worker killed (SIGKILL) after it claimed a receipt but before a single byte of the message reached the
@@ -38,20 +31,13 @@ beforeAll(async () => {
   silent = createServer((s) => held.push(s));
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   port = (silent.address() as AddressInfo).port;
-  env = testEnvVars({
-    SMTP_URL: `smtp://127.0.0.1:${port}`,
-    MAIL_FROM: 'receipts@mail.example.test',
-    NOTIFY_SEND_TIMEOUT_MS: '2000',
-    NOTIFY_REDRIVE_MS: '500',
-    NOTIFY_RETRY_BASE_MS: '100',
-    REDIS_PREFIX: `${testEnv().redisPrefix}-handover`,
-  });
+  env = killedWorkerEnv(`smtp://127.0.0.1:${port}`, 2000, 'handover');
   svc = await startService({ worker: false, env });
 });
 
 afterAll(async () => {
   await closeSql();
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await killProcess(child);
   await second?.close();
   await svc?.close();
   await smtp?.down();
@@ -60,44 +46,33 @@ afterAll(async () => {
 });
 
 it('a worker killed while still connecting to SMTP (nothing handed over) → the receipt is sent once, not lost', async () => {
-  const p = await createPartner(svc);
-  const m = await createOnboardedMerchant(svc, p.testKey);
   const customer = `pre-data-${randomBytes(3).toString('hex')}@example.com`;
-  const r = await mustCreateRequest(svc, p.testKey, { account_id: m.id, fiat_amount_int: 4321, customer_email: customer });
-
-  child = await spawnWorker(env);
-  const worker = child;
-  const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
-
-  const ids = await svc.app.get(DataSource).transaction(async (em) => {
-    await markVerified(em, r.request_id);
-    return svc.app.get(NotificationsOutbox).requestVerified(em, { requestId: r.request_id, merchantId: m.id, customerEmail: customer, customerPhone: null });
-  });
-  expect(ids).toHaveLength(1);
-  await svc.app.get(NotificationRelay).enqueue(ids);
+  const { worker, exited } = await killableWorker(env);
+  child = worker;
+  const { id } = await relayedReceipt(svc, customer);
 
   // The worker has claimed the message and opened a TCP connection; the server has said nothing yet. The
   // claim is waited for, not the first connection: the worker's re-drive also takes up messages that earlier
   // files of this jest worker left pending, and one of those may connect first (a CI run killed it then).
   await waitFor(async () => {
-    const [x] = await sql(`SELECT attempts = 1 AND lease_until IS NOT NULL AS claimed FROM notifications WHERE id = $1`, [ids[0]]);
+    const [x] = await sql(`SELECT attempts = 1 AND lease_until IS NOT NULL AS claimed FROM notifications WHERE id = $1`, [id]);
     return x.claimed && held.length > 0;
   }, 30000, 20);
   worker.kill('SIGKILL');
   expect(await exited).toBe('SIGKILL');
-  const [mid] = await sql(`SELECT status, attempts, lease_until IS NOT NULL AS leased FROM notifications WHERE id = $1`, [ids[0]]);
+  const [mid] = await sql(`SELECT status, attempts, lease_until IS NOT NULL AS leased FROM notifications WHERE id = $1`, [id]);
   expect(mid).toEqual({ status: 'pending', attempts: 1, leased: true });
 
   // The mail server now works; another worker takes over.
   for (const s of held) s.destroy();
   await new Promise<void>((r) => silent.close(() => r()));
   smtp = await SmtpCatcher.start(port);
-  second = await start(loadConfig(env), { http: false, worker: true }, { logger: false });
+  second = await takeOver(env);
   const row = await waitFor(async () => {
-    const [x] = await sql(`SELECT status, attempts, last_error FROM notifications WHERE id = $1`, [ids[0]]);
+    const [x] = await sql(`SELECT status, attempts, last_error FROM notifications WHERE id = $1`, [id]);
     return x.status !== 'pending' && x;
   }, 30000);
-  const attempts = await sql(`SELECT attempt, outcome FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt`, [ids[0]]);
+  const attempts = await sql(`SELECT attempt, outcome FROM notification_attempts WHERE notification_id = $1 ORDER BY attempt`, [id]);
   expect(row).toMatchObject({ status: 'sent', attempts: 2 });
   expect(attempts).toEqual([{ attempt: 1, outcome: 'retry' }, { attempt: 2, outcome: 'sent' }]);
   expect(smtp.to(customer)).toHaveLength(1);

@@ -38,7 +38,8 @@ export function spawnWorker(env: Record<string, string>): Promise<ChildProcess> 
 
 /** Kills a spawned service process that is still running and waits for it to be gone. */
 export async function killProcess(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
+  // A process ended by a signal has no exit code: without the signal's check this waited for a second 'exit'.
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGKILL');
   await exited;
