@@ -12,12 +12,14 @@ let svc: TestService;
 let p: TestPartner;
 let dash: DashboardClient;
 let handle: string;
+let merchantId: string;
 const LONE = 'a\ud800@example.com'; // a lone UTF-16 surrogate inside an email
 
 beforeAll(async () => {
   svc = await startService({ env: { RATE_LIMIT_SCALE: '100' } });
   p = await createPartner(svc);
   const m = await createOnboardedMerchant(svc, p.testKey);
+  merchantId = m.id;
   dash = await signInDashboard(svc, m.wallet);
   handle = `fz${Date.now().toString(36)}`;
   const h = await dash.call('PUT', '/handle', { body: { handle } });
@@ -115,5 +117,41 @@ describe('a webhook URL on port 0 (stored, though no delivery could connect)', (
     const r = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'https://93.184.216.34:0/', enabled: false });
     expectEnvelope(r, 400, 'invalid_request');
     expect(await count('audit_events', `partner_id = $1 AND action = 'webhook.updated'`, [p.id])).toBe(before);
+  });
+});
+
+describe('an unknown field named like a method of Object.prototype (class-transformer skips it: it was accepted and ignored)', () => {
+  const NAMES = ['toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', '__defineGetter__'];
+
+  it.each(NAMES)('POST /api/v1/requests/create {..., %s} → 400 invalid_request naming it, no request', async (name) => {
+    const before = await count('payment_requests', 'merchant_id = $1', [merchantId]);
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', {
+      key: p.testKey,
+      body: { account_id: merchantId, fiat_amount_int: 100, [name]: 'x' },
+    });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(r.body.errors).toEqual([{ field: name, message: `property ${name} should not exist` }]);
+    expect(await count('payment_requests', 'merchant_id = $1', [merchantId])).toBe(before);
+  });
+
+  it('GET /api/v1/requests?valueOf=1 → 400 invalid_request, as ?foo=1 is', async () => {
+    const r = await call(svc.publicUrl, 'GET', '/api/v1/requests?valueOf=1', { key: p.testKey });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(r.body.errors).toEqual([{ field: 'valueOf', message: 'property valueOf should not exist' }]);
+  });
+
+  it('PATCH /admin/api/partners/:id {name, toString} → 400, the name unchanged, nothing audited', async () => {
+    const before = await count('audit_events', `partner_id = $1 AND action = 'partner.updated'`, [p.id]);
+    const r = await admin(svc, 'PATCH', `/partners/${p.id}`, { name: 'Renamed', toString: 'x' });
+    expectEnvelope(r, 400, 'invalid_request');
+    expect((await admin(svc, 'GET', `/partners/${p.id}`)).body.name).toBe(`Partner ${p.slug}`);
+    expect(await count('audit_events', `partner_id = $1 AND action = 'partner.updated'`, [p.id])).toBe(before);
+  });
+
+  it('PATCH /dashboard/api/me {display_name, hasOwnProperty} and POST /m/api/:handle/requests {..., valueOf} → 400', async () => {
+    expectEnvelope(await dash.call('PATCH', '/me', { body: { display_name: 'Renamed', hasOwnProperty: 'x' } }), 400, 'invalid_request');
+    expect((await dash.call('GET', '/me')).body.display_name).toBe('Test Shop');
+    const r = await call(svc.publicUrl, 'POST', `/m/api/${handle}/requests`, { body: { fiat_amount_int: 100, valueOf: 1 } });
+    expectEnvelope(r, 400, 'invalid_request');
   });
 });

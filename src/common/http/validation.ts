@@ -18,6 +18,18 @@ function declaredFields(type: Function): Set<string> {
   return fields;
 }
 
+/**
+ * Unknown fields that class-transformer leaves off the instance, so that class-validator's whitelist never sees
+ * them: names the instance already has a function under (toString, valueOf, hasOwnProperty and the rest of
+ * Object.prototype). `{"toString": "x"}` was accepted and ignored, where every other unknown field is refused.
+ */
+function skippedFields(type: Function, value: Record<string, unknown>, instance: object): FieldError[] {
+  const fields = declaredFields(type);
+  return Object.keys(value)
+    .filter((k) => !fields.has(k) && !Object.hasOwn(instance, k))
+    .map((k) => ({ field: k, message: `property ${k} should not exist` }));
+}
+
 /** Field errors, flattened to dotted paths. */
 export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   const out: FieldError[] = [];
@@ -78,7 +90,7 @@ export class DtoPipe implements PipeTransform {
       if (unstorable.length === 0) throw e;
       checked = [];
     }
-    const errors = [...checked, ...unstorable];
+    const errors = [...checked, ...skippedFields(type, value as Record<string, unknown>, instance), ...unstorable];
     if (errors.length === 0) return instance;
     for (const [field, rule] of Object.entries(type.fieldCodes ?? {})) {
       if (!errors.some((e) => e.field === field)) continue;
