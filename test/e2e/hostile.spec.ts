@@ -69,6 +69,30 @@ describe('bodies that are not JSON', () => {
     expect(['invalid_json', 'invalid_request']).toContain(body.error);
   });
 
+  it('text in Latin-1, not UTF-8, in a memo or metadata → 400 invalid_json, nothing created (it was stored as U+FFFD and answered 201)', async () => {
+    const count = async () => (await sql('SELECT count(*)::int AS n FROM payment_requests WHERE merchant_id = $1', [merchantId]))[0].n as number;
+    const before = await count();
+    const latin1 = (json: string) => Buffer.from(json, 'latin1');
+    for (const body of [
+      latin1(JSON.stringify({ account_id: merchantId, fiat_amount_int: 100, memo: 'Café' })),
+      latin1(JSON.stringify({ account_id: merchantId, fiat_amount_int: 100, metadata: { order: 'Größe 42' } })),
+    ]) {
+      const res = await fetch(`${svc.publicUrl}${CREATE}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await k()}`, 'content-type': 'application/json' },
+        body,
+      });
+      expect({ status: res.status, body: await res.json() }).toEqual({ status: 400, body: { ok: false, error: 'invalid_json' } });
+    }
+    expect(await count()).toBe(before);
+  });
+
+  it('the same text in UTF-8 is taken and round-trips', async () => {
+    const r = await raw(CREATE, JSON.stringify({ account_id: merchantId, fiat_amount_int: 100, memo: 'Café', metadata: { order: 'Größe 42' } }));
+    expect(r.status).toBe(201);
+    expect(r.body.metadata).toEqual({ order: 'Größe 42' });
+  });
+
   it('a body declared in a charset the service does not read → 400 invalid_json', async () => {
     const r = await raw(CREATE, JSON.stringify({ account_id: merchantId, fiat_amount_int: 100 }), { 'content-type': 'application/json; charset=utf-16' });
     expectJsonError(r, 400, 'invalid_json');

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { AppError } from '../errors';
@@ -20,7 +21,18 @@ export function nextRequestId(): string {
   return `${ID_PREFIX}-${(++idCounter).toString(36)}`;
 }
 
-const parser = express.json({ limit: MAX_BODY, strict: false, type: () => true });
+/**
+ * JSON is UTF-8 (RFC 8259 §8.1). The decoder replaces bytes that are not with U+FFFD, so a memo or metadata sent
+ * in Latin-1 (`caf\xe9`) was stored and shown as "caf\uFFFD" and answered 201: refused instead, as invalid_json.
+ */
+const parser = express.json({
+  limit: MAX_BODY,
+  strict: false,
+  type: () => true,
+  verify: (_req, _res, buf) => {
+    if (!isUtf8(buf)) throw new Error('the body is not UTF-8');
+  },
+});
 
 /** A request that carries body bytes: a positive Content-Length, or a chunked body (length unknown). */
 export function hasBody(req: Request): boolean {
