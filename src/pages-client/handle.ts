@@ -1,4 +1,4 @@
-import { formatFiat, parseFiat } from '../modules/pages/format';
+import { amountProblem, formatFiat, parseFiat } from '../modules/pages/format';
 import { api, ApiError, commonProblem } from './lib/api';
 import { byId, say } from './lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './dashboard/forms';
@@ -65,7 +65,8 @@ async function main(): Promise<void> {
   const amountHint = byId('handle-amount-hint');
   amountField.addEventListener('input', () => {
     const minor = parseFiat(amountField.value, currency);
-    amountHint.textContent = minor === null ? 'For example 12.50' : `You pay ${formatFiat(minor, currency)}`;
+    if (minor !== null) amountHint.textContent = `You pay ${formatFiat(minor, currency)}`;
+    else amountHint.textContent = amountField.value.trim() ? amountProblem(amountField.value, currency, '12.50') : 'For example 12.50';
   });
 
   // One Idempotency-Key per payment the payer means to make: a retry of the same details (a lost answer, a
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
     const v = formValues(form, ['amount', 'memo', 'customer_email']);
     const amount = parseFiat(v.amount ?? '', currency);
     if (amount === null) {
-      fieldError(form, 'amount', `Enter a positive amount in ${currency.toUpperCase()}, for example 12.50.`);
+      fieldError(form, 'amount', amountProblem(v.amount ?? '', currency, '12.50'));
       byId('handle-amount').focus();
       return;
     }

@@ -135,6 +135,35 @@ describe('the handle', () => {
     }
   });
 
+  it('in dinars, "1.255" is refused with both readings and how to type each; "1.2550" pays 1.255 dinars', async () => {
+    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Souq Stall', display_currency: 'kwd' });
+    const dash = await signInDashboard(svc, m.wallet);
+    const handle = `souq-${randomBytes(3).toString('hex')}`;
+    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const { context, page, problems } = await openContext(browser);
+    try {
+      await page.goto(`${origin}/m/${handle}`);
+      await waitForText(page, 'label[for="handle-amount"]', 'Amount in KWD');
+      // 1.255 or 1255 dinars: the page says so as it is typed, and refuses it rather than guess (it said only
+      // "Enter a positive amount", and 1.255 dinars could not be typed at all).
+      await page.locator('#handle-amount').fill('1.255');
+      await waitForText(page, '#handle-amount-hint', '"1.255" reads two ways: type 1.2550 for KWD');
+      await page.locator('#handle-pay').click();
+      await waitForText(page, '#handle-amount-error', 'or 1255 for KWD');
+      expect(await call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.id}`, { key: partner.testKey }).then((r) => r.body.requests)).toEqual([]);
+      await page.locator('#handle-amount').fill('1.2550');
+      await waitForText(page, '#handle-amount-hint', 'You pay KWD');
+      expect(await text(page, '#handle-amount-hint')).toMatch(/^You pay KWD\s1\.255$/);
+      await page.locator('#handle-pay').click();
+      await page.waitForURL(/\/pay\/[0-9a-f-]{36}$/);
+      const seen = await call(svc.publicUrl, 'GET', `/api/v1/requests/${page.url().split('/').pop()}`, { key: partner.testKey });
+      expect(seen.body).toMatchObject({ account_id: m.id, fiat_amount: 1255, fiat_currency: 'kwd' });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a retry after a lost answer lands on the request already made; coming back from the pay page makes a new one', async () => {
     const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Tip Jar' });
     const dash = await signInDashboard(svc, m.wallet);

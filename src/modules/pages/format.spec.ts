@@ -1,4 +1,4 @@
-import { formatFiat, formatTokenUnits, parseFiat } from './format';
+import { amountProblem, formatFiat, formatTokenUnits, parseFiat } from './format';
 
 describe('formatFiat', () => {
   it.each([
@@ -59,6 +59,13 @@ describe('parseFiat', () => {
     ['0.255', 'kwd', 255],
     ['0,255', 'kwd', 255],
     ['0.005', 'bhd', 5],
+    // Zeros past the currency's digits: the way to type 1.255 dinars, which "1.255" cannot say for sure.
+    ['1.2550', 'kwd', 1255],
+    ['1,2550', 'kwd', 1255],
+    ['12.5000', 'usd', 1250],
+    ['1500.00', 'jpy', 1500],
+    // A whole part of 0 is never a group: half a euro.
+    ['0,500', 'eur', 50],
   ])('%s %s → %d', (text, currency, minor) => {
     expect(parseFiat(text, currency)).toBe(minor);
   });
@@ -68,11 +75,28 @@ describe('parseFiat', () => {
     ['12,50.00', 'usd'], ['1,2345', 'usd'], ['1.250,5.0', 'eur'], ['1 25', 'usd'], ['1 250,000', 'usd'], ['1,5', 'jpy'],
     // Read two ways with three decimals: 1.250 or 1250 dinars.
     ['1,250', 'kwd'], ['1.250', 'kwd'], ['00.255', 'kwd'], ['0.000', 'kwd'],
-    // Groups never start with 0: "0,500" is half of something to whoever typed it.
-    ['0,500', 'eur'], ['00,500', 'usd'], ['0 500', 'usd'], ['012,500', 'usd']])(
+    // Groups never start with 0.
+    ['00,500', 'usd'], ['0 500', 'usd'], ['012,500', 'usd'],
+    // Digits past the currency's that are not zeros.
+    ['12.501', 'usd'], ['1.25501', 'kwd'], ['1.50', 'jpy'],
+    // Zeros after one mark followed by three digits: 1.50 euros, or 1500 to whoever groups with ".".
+    ['1.500', 'eur'], ['12.500', 'usd'], ['1.000', 'jpy']])(
     'refuses %j in %s',
     (text, currency) => {
       expect(parseFiat(text, currency)).toBeNull();
     },
   );
+});
+
+describe('amountProblem', () => {
+  it('names both readings of an amount read two ways, and how to type each', () => {
+    expect(amountProblem(' 1.255 ', 'kwd', '12.50')).toBe(`"1.255" reads two ways: type 1.2550 for ${formatFiat(1255, 'kwd')}, or 1255 for ${formatFiat(1255000, 'kwd')}.`);
+    expect(amountProblem('1,250', 'bhd', '12.50')).toBe(`"1,250" reads two ways: type 1,2500 for ${formatFiat(1250, 'bhd')}, or 1250 for ${formatFiat(1250000, 'bhd')}.`);
+    expect(formatFiat(1255, 'kwd')).toMatch(/^KWD\s1\.255$/);
+  });
+
+  it('otherwise says what to type', () => {
+    expect(amountProblem('abc', 'kwd', '12.50')).toBe('Enter a positive amount in KWD, for example 12.50.');
+    expect(amountProblem('1.255', 'usd', '25.00')).toBe('Enter a positive amount in USD, for example 25.00.');
+  });
 });

@@ -65,8 +65,8 @@ function marks(text: string, exponent: number): { decimal: string | null; group:
 
 /**
  * What a person typed as an amount ("12.5", "12,50", "1,250.00", "1.250,00", "1 500") in minor units of
- * `currency`, or null when it is not a positive amount with at most the currency's digits, or could be read
- * two ways. Thousands must be whole groups of three: "12,50.00" is refused, never read as 1250. String math
+ * `currency`, or null when it is not a positive amount with at most the currency's digits (zeros past them
+ * aside), or could be read two ways. Thousands must be whole groups of three: "12,50.00" is refused, never read as 1250. String math
  * only: "0.1" is exactly 10 cents.
  */
 export function parseFiat(text: string, currency: string): number | null {
@@ -82,8 +82,29 @@ export function parseFiat(text: string, currency: string): number | null {
   const fraction = cleaned.slice(at + 1);
   // Grouped digits start with a non-zero digit: "0,500" is half of something to whoever typed it, not 500.
   const wholeShape = m.group === null ? /^\d+$/ : new RegExp(`^[1-9]\\d{0,2}(?:\\${m.group}\\d{3})*$`);
-  if (!wholeShape.test(whole) || !/^\d*$/.test(fraction) || fraction.length > exponent) return null;
-  const minor = BigInt(whole.replace(/\D/g, '') + fraction.padEnd(exponent, '0'));
+  // Zeros past the currency's digits change nothing ("12.5000" dollars): "1.2550" is how 1.255 dinars is typed,
+  // where "1.255" reads two ways. Not after one mark followed by three digits: "1.500" euros is 1500 to some.
+  const extra = fraction.slice(exponent);
+  const groupToSome = m.group === null && fraction.length === 3 && whole !== '0';
+  if (!wholeShape.test(whole) || !/^\d*$/.test(fraction) || (extra !== '' && (groupToSome || /[1-9]/.test(extra)))) return null;
+  const minor = BigInt(whole.replace(/\D/g, '') + fraction.slice(0, exponent).padEnd(exponent, '0'));
   if (minor <= 0n || minor > 2147483647n) return null;
   return Number(minor);
+}
+
+/**
+ * What an amount form says of a typed amount parseFiat refused: for one read two ways ("1.255" dinars), both
+ * readings and how to type each; otherwise what to type, with `example`.
+ */
+export function amountProblem(text: string, currency: string, example: string): string {
+  const typed = text.trim();
+  const two = /^([1-9]\d{0,2})([.,])(\d{3})$/.exec(typed);
+  if (two && fiatExponent(currency) >= 3) {
+    const asDecimal = parseFiat(`${typed}0`, currency);
+    const asGroups = parseFiat(`${two[1]}${two[3]}`, currency);
+    if (asDecimal !== null && asGroups !== null) {
+      return `"${typed}" reads two ways: type ${typed}0 for ${formatFiat(asDecimal, currency)}, or ${two[1]}${two[3]} for ${formatFiat(asGroups, currency)}.`;
+    }
+  }
+  return `Enter a positive amount in ${currency.toUpperCase()}, for example ${example}.`;
 }

@@ -1,4 +1,4 @@
-import { parseFiat } from '../../modules/pages/format';
+import { amountProblem, parseFiat } from '../../modules/pages/format';
 import { api, ApiError } from '../lib/api';
 import { newIdempotencyKey } from '../lib/idempotency';
 import { byId, say } from '../lib/dom';
@@ -261,7 +261,7 @@ export function newRequestPage(ctx: PageContext): void {
     const v = formValues(form, ['amount', 'memo', 'customer_name', 'customer_email', 'customer_phone', 'expiry_minutes']);
     const amount = parseFiat(v.amount ?? '', currency);
     if (amount === null) {
-      fieldError(form, 'amount', `Enter a positive amount in ${currency.toUpperCase()}, for example 12.50.`);
+      fieldError(form, 'amount', amountProblem(v.amount ?? '', currency, '12.50'));
       byId('new-amount').focus();
       return;
     }

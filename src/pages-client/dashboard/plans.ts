@@ -1,4 +1,4 @@
-import { parseFiat } from '../../modules/pages/format';
+import { amountProblem, parseFiat } from '../../modules/pages/format';
 import { ApiError } from '../lib/api';
 import { byId, say } from '../lib/dom';
 import { clearFieldErrors, fieldError, formValues, showFieldErrors } from './forms';
@@ -104,7 +104,7 @@ export function newPlanPage(ctx: PageContext): void {
     const amount = parseFiat(v.amount ?? '', currency);
     const problems: [string, string][] = [];
     if (!v.title) problems.push(['title', 'Give the plan a title.']);
-    if (amount === null) problems.push(['amount', `Enter a positive amount in ${currency.toUpperCase()}, for example 25.00.`]);
+    if (amount === null) problems.push(['amount', amountProblem(v.amount ?? '', currency, '25.00')]);
     for (const k of ['interval_count', 'max_charges', 'expiry_minutes'] as const) {
       if (v[k] && !/^\d+$/.test(v[k])) problems.push([k, 'Use a whole number, or leave it empty.']);
     }
