@@ -40,6 +40,15 @@ async function merchantWithHandle(name: string) {
   return { id, wallet: new TestWallet(wallet.privateKey, testEnv().rpcUrl) };
 }
 
+/** A merchant that claimed a handle through the dashboard's API (the page's own claim is tested above). */
+async function merchantAtHandle(name: string, prefix: string, extra: Record<string, unknown> = {}) {
+  const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: name, ...extra });
+  const dash = await signInDashboard(svc, m.wallet);
+  const handle = `${prefix}-${randomBytes(3).toString('hex')}`;
+  expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+  return { m, dash, handle };
+}
+
 describe('the handle', () => {
   it('is claimed on the dashboard; its public page creates a request for any amount and lands on the pay page', async () => {
     const m = await merchantWithHandle('Bakery Süd');
@@ -107,10 +116,7 @@ describe('the handle', () => {
   });
 
   it('refuses an amount priced in the currency the page showed once the merchant has changed it, and says to reload', async () => {
-    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Kiosk' });
-    const dash = await signInDashboard(svc, m.wallet);
-    const handle = `kiosk-${randomBytes(3).toString('hex')}`;
-    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const { m, dash, handle } = await merchantAtHandle('Kiosk', 'kiosk');
     const { context, page, problems } = await openContext(browser);
     try {
       await page.goto(`${origin}/m/${handle}`);
@@ -136,10 +142,7 @@ describe('the handle', () => {
   });
 
   it('in dinars, "1.255" is refused with both readings and how to type each; "1.2550" pays 1.255 dinars', async () => {
-    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Souq Stall', display_currency: 'kwd' });
-    const dash = await signInDashboard(svc, m.wallet);
-    const handle = `souq-${randomBytes(3).toString('hex')}`;
-    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const { m, handle } = await merchantAtHandle('Souq Stall', 'souq', { display_currency: 'kwd' });
     const { context, page, problems } = await openContext(browser);
     try {
       await page.goto(`${origin}/m/${handle}`);
@@ -165,10 +168,7 @@ describe('the handle', () => {
   });
 
   it('a retry after a lost answer lands on the request already made; coming back from the pay page makes a new one', async () => {
-    const m = await createOnboardedMerchant(svc, partner.testKey, { display_name: 'Tip Jar' });
-    const dash = await signInDashboard(svc, m.wallet);
-    const handle = `tips-${randomBytes(3).toString('hex')}`;
-    expect((await dash.call('PUT', '/handle', { body: { handle } })).status).toBe(200);
+    const { m, handle } = await merchantAtHandle('Tip Jar', 'tips');
     const made = () => call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.id}`, { key: partner.testKey }).then((r) => r.body.requests as { request_id: string }[]);
     const { context, page } = await openContext(browser);
     try {
