@@ -1,5 +1,7 @@
 import net from 'node:net';
-import { createPartner, type TestPartner } from '../factories/partners';
+import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { mustCreateRequest } from '../factories/requests';
+import { call } from '../support/http';
 import { startService, type TestService } from '../support/app';
 import { closeSql } from '../support/db';
 
@@ -27,8 +29,12 @@ interface RawReply {
   body: string;
 }
 
-/** Writes the bytes as they are (no client would send them) and reads until the server closes. */
-function raw(baseUrl: string, bytes: Buffer): Promise<RawReply> {
+/**
+ * Writes the bytes as they are (no client would send them) and reads until the server closes. The socket is
+ * half-closed after them unless `keepWriting` (Node then drops a request still being answered: such a request
+ * must say `Connection: close` instead).
+ */
+function raw(baseUrl: string, bytes: Buffer, keepWriting = false): Promise<RawReply> {
   const u = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const s = net.connect(Number(u.port), u.hostname);
@@ -40,7 +46,8 @@ function raw(baseUrl: string, bytes: Buffer): Promise<RawReply> {
       const at = text.indexOf('\r\n\r\n');
       resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(text)?.[1] ?? -1), head: text.slice(0, at), body: text.slice(at + 4) });
     });
-    s.end(bytes);
+    if (keepWriting) s.write(bytes);
+    else s.end(bytes);
   });
 }
 
@@ -78,4 +85,36 @@ it('chunk extensions over Node\'s limit in the request\'s own body → 413 in th
   const r = await raw(svc.publicUrl, Buffer.from(`${head}2;${'e'.repeat(20 * 1024)}\r\n{}\r\n0\r\n\r\n`));
   expect(r.status).toBe(413);
   expect(JSON.parse(r.body)).toEqual({ ok: false, error: 'payload_too_large' });
+});
+
+describe('an empty chunked body is no body (DESIGN §8: bodiless calls are unaffected; it was 415, and the cancel did nothing)', () => {
+  let merchantId: string;
+  beforeAll(async () => {
+    merchantId = (await createOnboardedMerchant(svc, p.testKey)).id;
+  });
+  const cancel = (id: string, headers: string, body: string) =>
+    raw(
+      svc.publicUrl,
+      Buffer.from(`POST /api/v1/requests/${id}/cancel HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${p.testKey}\r\n${headers}Transfer-Encoding: chunked\r\n\r\n${body}`),
+      true,
+    );
+  const statusOf = async (id: string) => (await call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: p.testKey })).body.status;
+
+  it.each([
+    ['no content type', ''],
+    ['a text/plain content type', 'Content-Type: text/plain\r\n'],
+  ])('POST cancel, %s, chunked with no bytes → 200 voided', async (_label, headers) => {
+    const { request_id: id } = await mustCreateRequest(svc, p.testKey, { account_id: merchantId, fiat_amount_int: 100 });
+    const r = await cancel(id, headers, '0\r\n\r\n');
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toMatchObject({ ok: true, request_id: id, status: 'voided' });
+  });
+
+  it('POST cancel, no content type, chunked with a byte → 415 as before, the request untouched', async () => {
+    const { request_id: id } = await mustCreateRequest(svc, p.testKey, { account_id: merchantId, fiat_amount_int: 100 });
+    const r = await cancel(id, '', '1\r\nx\r\n0\r\n\r\n');
+    expect(r.status).toBe(415);
+    expect(JSON.parse(r.body)).toEqual({ ok: false, error: 'unsupported_media_type' });
+    expect(await statusOf(id)).toBe('requested');
+  });
 });

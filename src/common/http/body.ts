@@ -58,7 +58,8 @@ export function unsupportedMediaType(req: Request): boolean {
 /**
  * Parses JSON bodies but defers every failure (not JSON, too large, not application/json): DESIGN's order of
  * checks puts auth, scope and the rate limit before the body, so the failure is raised by BodyCheckGuard, the
- * last guard. A body of another media type is not read at all (Node discards it after the answer).
+ * last guard. A body of another media type is not read (a chunked one up to its first byte, to tell whether it
+ * is empty); Node discards the rest after the answer.
  */
 export function jsonBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   req.id = (typeof req.headers['x-request-id'] === 'string' && req.headers['x-request-id'].slice(0, 64)) || nextRequestId();
@@ -67,8 +68,16 @@ export function jsonBody(req: Request & ParsedRequest, res: Response, next: Next
   // which refuses any other body: nothing under /portal is read as JSON.
   if (PORTAL_PATH.test(req.path)) return next();
   if (unsupportedMediaType(req)) {
-    req.bodyProblem = 'unsupported_media_type';
     req.body = undefined;
+    // A chunked body has no length to tell: one that ends without a byte is no body (DESIGN §8, bodiless calls
+    // are unaffected). A client that sends an empty chunked POST (a cancel) got 415 and the call did nothing.
+    if (req.headers['content-length'] === undefined) {
+      return anyByte(req, (some) => {
+        if (some) req.bodyProblem = 'unsupported_media_type';
+        next();
+      });
+    }
+    req.bodyProblem = 'unsupported_media_type';
     return next();
   }
   parser(req, res, (err?: { type?: string }) => {
@@ -78,6 +87,25 @@ export function jsonBody(req: Request & ParsedRequest, res: Response, next: Next
     }
     next();
   });
+}
+
+/** Reads a body up to its first byte (then pauses it: the rest is never read) or to its end: `then(true)` on a byte. */
+function anyByte(req: Request, then: (some: boolean) => void): void {
+  const done = (some: boolean) => {
+    req.off('data', onData);
+    req.off('end', onEnd);
+    req.off('error', onError);
+    then(some);
+  };
+  const onData = () => {
+    req.pause();
+    done(true);
+  };
+  const onEnd = () => done(false);
+  const onError = () => done(true);
+  req.on('data', onData);
+  req.on('end', onEnd);
+  req.on('error', onError);
 }
 
 export function raiseBodyProblem(req: ParsedRequest): void {
