@@ -214,6 +214,21 @@ describe('verifyWebhook', () => {
     expect(() => verifyWebhook(RAW, header, '', { now: NOW })).toThrow(TypeError);
   });
 
+  it.each([
+    ['toleranceSeconds NaN (Number of an unset setting)', { toleranceSeconds: Number(undefined) }],
+    ["toleranceSeconds parseInt('')", { toleranceSeconds: parseInt('', 10) }],
+    ['toleranceSeconds Infinity', { toleranceSeconds: Infinity }],
+    ['toleranceSeconds negative', { toleranceSeconds: -1 }],
+    ['toleranceSeconds a string', { toleranceSeconds: '300' as unknown as number }],
+    ['now NaN', { now: NaN }],
+    ['now a Date', { now: new Date() as unknown as number }],
+  ])('a %s is a TypeError, never a pass for a delivery of any age', (_label, opts) => {
+    // Signed in 1970: |t − now| > NaN is false, so before the check this was accepted.
+    const ancient = signWebhook(RAW, [SECRET], 1000);
+    expect(() => verifyWebhook(RAW, ancient, SECRET, opts)).toThrow(TypeError);
+    expect(() => verifyWebhook(RAW, header, SECRET, { now: NOW, ...opts })).toThrow(TypeError);
+  });
+
   it('the error carries a code and a name', () => {
     const e = errorOf(() => verifyWebhook(RAW, header, OLD_SECRET, { now: NOW }));
     expect(e.name).toBe('WebhookVerificationError');

@@ -155,6 +155,14 @@ export function verifyWebhook(
   }
   const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
+  // |t − now| > NaN is false for every t: a tolerance or clock read from an unset setting (Number(undefined),
+  // parseInt('')) would accept a delivery of any age. Like a missing secret, a configuration error.
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0) {
+    throw new TypeError('toleranceSeconds must be a finite number of seconds, 0 or more');
+  }
+  if (typeof now !== 'number' || !Number.isFinite(now)) {
+    throw new TypeError('now must be a finite number of unix seconds');
+  }
   const header = parseSignatureHeader(signatureHeader);
 
   // Sign with the t text as received, so that e.g. "t=0017…" cannot be normalised into a match.
