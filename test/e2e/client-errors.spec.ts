@@ -117,4 +117,13 @@ describe('an empty chunked body is no body (DESIGN §8: bodiless calls are unaff
     expect(JSON.parse(r.body)).toEqual({ ok: false, error: 'unsupported_media_type' });
     expect(await statusOf(id)).toBe('requested');
   });
+
+  it('a large chunked body refused with 415 leaves the connection working: a request pipelined behind it is answered', async () => {
+    const big = 'y'.repeat(200_000);
+    const refused = `POST /api/v1/requests/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\nTransfer-Encoding: chunked\r\n\r\n${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`;
+    const next = `GET /api/v1/requests?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\nConnection: close\r\n\r\n`;
+    const r = await raw(svc.publicUrl, Buffer.from(refused + next), true);
+    expect(r.status).toBe(415);
+    expect(r.body).toMatch(/HTTP\/1\.1 200 OK/);
+  });
 });

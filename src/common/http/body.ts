@@ -89,7 +89,11 @@ export function jsonBody(req: Request & ParsedRequest, res: Response, next: Next
   });
 }
 
-/** Reads a body up to its first byte (then pauses it: the rest is never read) or to its end: `then(true)` on a byte. */
+/**
+ * Reads a body up to its first byte or to its end: `then(true)` on a byte. The rest is let flow with no reader
+ * (dropped): once a body has had a reader Node no longer drains it after the answer, and a paused one would stall
+ * the connection's next request.
+ */
 function anyByte(req: Request, then: (some: boolean) => void): void {
   const done = (some: boolean) => {
     req.off('data', onData);
@@ -98,8 +102,8 @@ function anyByte(req: Request, then: (some: boolean) => void): void {
     then(some);
   };
   const onData = () => {
-    req.pause();
     done(true);
+    req.resume();
   };
   const onEnd = () => done(false);
   const onError = () => done(true);
