@@ -211,6 +211,13 @@ describe('the document', () => {
       const hook = doc.webhooks[event].post;
       expect(hook.parameters.map((p: any) => p.name).sort()).toEqual(['user-agent', 'x-service-delivery', 'x-service-event', 'x-service-signature']);
       expect(Object.keys(resolve(hook.requestBody.content['application/json'].schema).properties).sort()).toEqual([...WEBHOOK_FIELDS].sort());
+      // The schedule this service runs (the defaults here): six attempts wait five times, spec §6.5's sixth wait
+      // (24 h, after attempt 6) never comes; the description listed it as a retry.
+      expect(hook.description).toContain('2xx within 8 s: delivered.');
+      expect(hook.description).toContain(
+        'retried, 6 attempts in all, after waits of 1 min, 5 min, 30 min, 2 h and 6 h (the last attempt 8 h 36 min after the first), then abandoned.',
+      );
+      expect(hook.description).not.toContain('24 h');
     }
   });
 });

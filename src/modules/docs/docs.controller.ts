@@ -68,7 +68,11 @@ export class DocsController {
   private assets: Map<string, Asset> | null = null;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    this.document = buildOpenApi({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix });
+    this.document = buildOpenApi({
+      publicUrl: config.publicUrl,
+      keyPrefix: config.keyPrefix,
+      webhooks: { delaysMs: config.webhookRetryDelaysMs, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs },
+    });
     this.json = JSON.stringify(this.document);
   }
 

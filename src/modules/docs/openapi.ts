@@ -2,6 +2,7 @@ import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, 
 import { ADDRESS_PATTERN } from '../../common/address';
 import { ERROR_STATUS, type ErrorCode } from '../../common/errors';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../common/paging';
+import { retryDelayMs, type RetrySchedule } from '../webhooks/delivery-policy';
 import { WEBHOOK_USER_AGENT } from '../webhooks/payload';
 
 /**
@@ -16,6 +17,8 @@ export interface OpenApiOptions {
   publicUrl: string;
   /** `<service>` in key prefixes (KEY_PREFIX). */
   keyPrefix: string;
+  /** What this deployment does with a webhook attempt: WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_MAX_ATTEMPTS, WEBHOOK_TIMEOUT_MS. */
+  webhooks: RetrySchedule & { timeoutMs: number };
 }
 
 /** What each error code means, for the document. Codes without an entry still appear in the enum. */
@@ -417,8 +420,8 @@ export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject {
       '/api/v1/accounts/{id}': { get: getMerchant('getAccount', true) },
     },
     webhooks: {
-      'payment.proof_attached': webhook('payment.proof_attached', 'A payer submitted a transaction hash; not yet verified on-chain. Optional to handle.'),
-      'payment.proof_verified': webhook('payment.proof_verified', 'The on-chain transfer is verified and the merchant has received the funds.'),
+      'payment.proof_attached': webhook('payment.proof_attached', 'A payer submitted a transaction hash; not yet verified on-chain. Optional to handle.', opts.webhooks),
+      'payment.proof_verified': webhook('payment.proof_verified', 'The on-chain transfer is verified and the merchant has received the funds.', opts.webhooks),
     },
     components: {
       securitySchemes: {
@@ -499,15 +502,41 @@ function omit<T extends Record<string, unknown>>(o: T, keys: string[]): T {
   return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k))) as T;
 }
 
-function webhook(event: string, fires: string): Record<string, OperationObject> {
+/** 60000 → "1 min", 30960000 → "8 h 36 min", 200 → "200 ms". */
+function duration(ms: number): string {
+  const units: Array<[number, string]> = [[3_600_000, 'h'], [60_000, 'min'], [1000, 's'], [1, 'ms']];
+  const parts: string[] = [];
+  let left = ms;
+  for (const [size, unit] of units) {
+    const n = Math.floor(left / size);
+    left -= n * size;
+    if (n > 0) parts.push(`${n} ${unit}`);
+  }
+  return parts.length ? parts.join(' ') : '0 ms';
+}
+
+/**
+ * The retries as this deployment makes them. Spec §6.5 lists six waits, the sixth (24 h) after attempt 6: with the
+ * default of 6 attempts only the first five are ever waited, so "retried after … 24 h" overstated the last try by a day.
+ */
+function retryText(w: RetrySchedule): string {
+  if (w.maxAttempts <= 1) return 'not retried (one attempt)';
+  const waits = Array.from({ length: w.maxAttempts - 1 }, (_, i) => retryDelayMs(i + 1, w.delaysMs));
+  const listed = waits.map(duration);
+  const list = listed.length === 1 ? listed[0] : `${listed.slice(0, -1).join(', ')} and ${listed[listed.length - 1]}`;
+  const total = waits.reduce((a, b) => a + b, 0);
+  return `retried, ${w.maxAttempts} attempts in all, after waits of ${list} (the last attempt ${duration(total)} after the first), then abandoned`;
+}
+
+function webhook(event: string, fires: string, w: OpenApiOptions['webhooks']): Record<string, OperationObject> {
   return {
     post: {
       summary: event,
       description:
         `${fires}\n\nPOSTed to the partner's webhook URL while webhook_enabled is on. Verify \`x-service-signature\` (\`v1=<hex>,t=<unix>\`; ` +
         'during an unconfirmed secret rotation one v1= per active secret, the new first): HMAC-SHA256 with the secret (its 64 hex characters as text) ' +
-        'over `t + "." + raw body`, hex; compare timing-safe; reject when t is more than 300 s away. 2xx within 8 s: delivered. 4xx except 429: abandoned. ' +
-        '429, 5xx, 3xx, timeout or network error: retried after 1 min, 5 min, 30 min, 2 h, 6 h, 24 h, up to 6 attempts by default.',
+        `over \`t + "." + raw body\`, hex; compare timing-safe; reject when t is more than 300 s away. 2xx within ${duration(w.timeoutMs)}: delivered. ` +
+        `4xx except 429: abandoned. 429, 5xx, 3xx, timeout or network error: ${retryText(w)}.`,
       parameters: [
         { name: 'x-service-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^(v1=[0-9a-f]{64},)+t=[0-9]+$' } },
         { name: 'x-service-event', in: 'header', required: true, schema: { type: 'string', enum: [event] } },
