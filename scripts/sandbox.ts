@@ -36,7 +36,8 @@ async function startWebhookReceiver(secrets: () => string[]): Promise<string> {
       const raw = Buffer.concat(chunks);
       try {
         const event = verifyWebhook(raw, String(req.headers['x-service-signature'] ?? ''), secrets());
-        console.log(`[webhook] ${event.event} for ${event.request_id}: proof ${event.proof_status}, tx ${event.tx_hash ?? '-'} (signature verified, delivery ${event.delivery_id})`);
+        if (event.event === 'ping') console.log(`[webhook] ping (the portal's test event; signature verified)`);
+        else console.log(`[webhook] ${event.event} for ${event.request_id}: proof ${event.proof_status}, tx ${event.tx_hash ?? '-'} (signature verified, delivery ${event.delivery_id})`);
         res.writeHead(204).end();
       } catch (e) {
         console.log(`[webhook] refused a delivery: ${(e as Error).message}`);

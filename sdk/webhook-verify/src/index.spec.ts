@@ -67,11 +67,30 @@ describe('verifyWebhook', () => {
   it('accepts a valid delivery and returns the parsed payload', () => {
     const got = verifyWebhook(RAW, header, SECRET, { now: NOW });
     expect(got).toEqual(event);
-    expect(got.test_mode).toBe(true);
+    expect(got.event === 'payment.proof_verified' && got.test_mode).toBe(true);
   });
 
   it('accepts the raw body as a Buffer (express.raw)', () => {
     expect(verifyWebhook(Buffer.from(RAW), header, [SECRET], { now: NOW }).delivery_id).toBe(event.delivery_id);
+  });
+
+  // Fetch-style frameworks (Next.js route handlers, Hono, workers) hand over an ArrayBuffer or a Uint8Array:
+  // they were refused as invalid_body, which a receiver answers 400, abandoning the delivery.
+  it('accepts the raw body as an ArrayBuffer or a Uint8Array, a view into a larger buffer included', () => {
+    const bytes = new TextEncoder().encode(RAW);
+    expect(verifyWebhook(bytes, header, SECRET, { now: NOW })).toEqual(event);
+    expect(verifyWebhook(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, header, SECRET, { now: NOW })).toEqual(event);
+    const padded = new Uint8Array(bytes.length + 8);
+    padded.set(bytes, 4);
+    expect(verifyWebhook(padded.subarray(4, 4 + bytes.length), header, SECRET, { now: NOW })).toEqual(event);
+    expectCode(() => verifyWebhook(padded.subarray(3, 3 + bytes.length), header, SECRET, { now: NOW }), 'signature_mismatch');
+  });
+
+  it("returns the portal's test ping as a WebhookPing (no request)", () => {
+    const ping = JSON.stringify({ event: 'ping', delivery_id: event.delivery_id, partner_id: event.partner_id, timestamp: event.timestamp });
+    const got = verifyWebhook(ping, signWebhook(ping, [SECRET], NOW), SECRET, { now: NOW });
+    expect(got.event).toBe('ping');
+    expect(got).not.toHaveProperty('request_id');
   });
 
   it('rejects the wrong secret', () => {
@@ -164,7 +183,7 @@ describe('verifyWebhook', () => {
         `v1=${v1},t=${NOW},`,
         `v0=legacy,v1=${v1},t=${NOW}`,
       ]) {
-        expect(verifyWebhook(RAW, h, SECRET, { now: NOW }).request_id).toBe(event.request_id);
+        expect(verifyWebhook(RAW, h, SECRET, { now: NOW })).toMatchObject({ request_id: event.request_id });
       }
     });
 

@@ -36,6 +36,23 @@ export interface WebhookEvent {
   test_mode: boolean;
 }
 
+/**
+ * The portal's "Send test event": signed like a delivery with the current secret(s), never retried nor logged,
+ * and not an event of the API (spec §6.1 has two kinds): it carries no request.
+ */
+export interface WebhookPing {
+  event: 'ping';
+  delivery_id: string;
+  partner_id: string;
+  timestamp: string;
+}
+
+/** What a verified POST carries: a payment event, or the portal's test ping (answer it 2xx, act on nothing). */
+export type WebhookDelivery = WebhookEvent | WebhookPing;
+
+/** The body as frameworks hand it over: Express's express.raw() a Buffer, fetch-style ones an ArrayBuffer or a Uint8Array. */
+export type RawBody = string | Buffer | Uint8Array | ArrayBuffer;
+
 export type WebhookVerificationErrorCode =
   | 'malformed_header'
   | 'timestamp_out_of_tolerance'
@@ -136,22 +153,23 @@ function parseSignatureHeader(header: unknown): ParsedHeader {
 /**
  * Verifies a delivery and returns its parsed payload.
  *
- * @param rawBody the request body exactly as received (bytes or string), never a re-serialised object
+ * @param body the request body exactly as received (bytes or string), never a re-serialised object
  * @param signatureHeader the value of the `x-service-signature` header
  * @param secrets your webhook secret, or both secrets while a rotation is in progress
  * @throws WebhookVerificationError with code malformed_header | timestamp_out_of_tolerance |
  *         signature_mismatch | invalid_body
  */
 export function verifyWebhook(
-  rawBody: string | Buffer,
+  body: RawBody,
   signatureHeader: string,
   secrets: string | string[],
   opts: VerifyOptions = {},
-): WebhookEvent {
+): WebhookDelivery {
   const list = normaliseSecrets(secrets);
-  if (typeof rawBody !== 'string' && !Buffer.isBuffer(rawBody)) {
+  const rawBody = bytesOf(body);
+  if (rawBody === null) {
     // Typically express.json() ran first and the raw bytes are gone.
-    throw new WebhookVerificationError('invalid_body', 'raw body must be a string or Buffer (use express.raw())');
+    throw new WebhookVerificationError('invalid_body', 'raw body must be a string, Buffer, Uint8Array or ArrayBuffer (use express.raw())');
   }
   const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
@@ -193,5 +211,13 @@ export function verifyWebhook(
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) {
     throw new WebhookVerificationError('invalid_body', 'body is not a JSON object');
   }
-  return payload as WebhookEvent;
+  return payload as WebhookDelivery;
+}
+
+/** The bytes of a body as received, without a copy; null for anything else (a parsed object). */
+function bytesOf(body: unknown): string | Buffer | null {
+  if (typeof body === 'string' || Buffer.isBuffer(body)) return body;
+  if (body instanceof ArrayBuffer) return Buffer.from(body);
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return null;
 }
