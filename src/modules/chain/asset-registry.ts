@@ -32,7 +32,10 @@ export type ChainReaderFactory = (mode: Mode, chain: ChainConfig) => ChainReader
 /**
  * The asset of each mode. Token decimals and symbol are read from the contract at start and kept in
  * Postgres, so a restart while the RPC is down still prices requests. An RPC on another chain than the one
- * configured switches the mode off (no requests, no verification) and health says why.
+ * configured switches the mode off (no requests, no verification) and health says why: at start, and at any
+ * time later (a node restarted on another chain, or the URL re-pointed at one, answers at the same address),
+ * seen by the periodic re-check or by a verification asking before it decides. The mode comes back on once
+ * the node reports the configured chain id again.
  */
 @Injectable()
 export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
@@ -91,10 +94,33 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
     return this.health.get(mode) ?? { state: 'not_configured' };
   }
 
-  /** Retries a mode whose RPC was unreachable at start (called by health checks and the worker). */
+  /**
+   * Retries a mode whose RPC was unreachable at start or on another chain, and asks a working one's node its
+   * chain id again (called by health checks and every 10 s).
+   */
   async refresh(mode: Mode): Promise<ChainHealth> {
-    if (this.health.get(mode)?.state === 'unreachable') await this.connect(mode);
+    const state = this.health.get(mode)?.state;
+    if (state === 'unreachable' || state === 'chain_id_mismatch') await this.connect(mode);
+    // A node that stopped answering is the readers' and health's to report; only another chain id turns it off.
+    else if (state === 'ok') await this.onConfiguredChain(mode).catch(() => undefined);
     return this.status(mode);
+  }
+
+  /**
+   * Whether the mode's node reports the configured chain id now. The check at start is not enough: a node
+   * restarted on another chain (or a URL re-pointed at one) answers at the same address, and its transactions
+   * (the same token address, wallets and amounts can exist there) would be read as the configured chain's. On
+   * another chain id the mode is switched off at once, as at start. Callers deciding on what they read ask after
+   * reading it. Rejects when the node does not answer.
+   */
+  async onConfiguredChain(mode: Mode): Promise<boolean> {
+    const chain = this.config.chains[mode];
+    const reader = this.readers.get(mode);
+    if (!chain || !reader) return false;
+    const actual = await reader.chainId();
+    if (actual === chain.chainId) return true;
+    this.switchOff(mode, chain, actual);
+    return false;
   }
 
   private async connect(mode: Mode): Promise<void> {
@@ -108,15 +134,13 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
     try {
       const actual = await reader.chainId();
       if (actual !== chain.chainId) {
-        const detail = `RPC reports chain id ${actual}, configured CHAIN_${mode.toUpperCase()}_CHAIN_ID is ${chain.chainId}`;
-        this.health.set(mode, { state: 'chain_id_mismatch', detail });
-        this.assets.delete(mode);
-        this.logger.error(`${mode} mode disabled: ${detail}`);
+        this.switchOff(mode, chain, actual);
         return;
       }
       const info = await reader.tokenInfo(chain.tokenAddress);
       await this.repo.save(chain.chainId, chain.tokenAddress, info.symbol, info.decimals);
       this.setAsset(mode, chain, info.decimals, info.symbol);
+      if (this.health.get(mode)?.state === 'chain_id_mismatch') this.logger.warn(`${mode} mode enabled again: RPC reports chain id ${actual}`);
       this.health.set(mode, { state: 'ok' });
     } catch (e) {
       const detail = (e as Error).message;
@@ -125,6 +149,15 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
       this.logger.warn(`${mode} RPC unreachable at start (${detail}); ${row ? 'using stored token metadata' : 'no token metadata yet'}`);
     }
+  }
+
+  /** No requests, no verification, health says why; logged once per change, however often it is seen. */
+  private switchOff(mode: Mode, chain: ChainConfig, actual: bigint): void {
+    const detail = `RPC reports chain id ${actual}, configured CHAIN_${mode.toUpperCase()}_CHAIN_ID is ${chain.chainId}`;
+    const before = this.health.get(mode);
+    this.health.set(mode, { state: 'chain_id_mismatch', detail });
+    this.assets.delete(mode);
+    if (before?.state !== 'chain_id_mismatch' || before.detail !== detail) this.logger.error(`${mode} mode disabled: ${detail}`);
   }
 
   private setAsset(mode: Mode, chain: ChainConfig, decimals: number, symbol: string): void {

@@ -161,6 +161,9 @@ export class ChainScanService {
       const em = this.dataSource.manager;
       // The head under the lock: read before it, another worker's fresher cursor could look above the tip.
       const head = await readHead(reader, asset.confirmations);
+      // A node now on another chain (checked at start only, it answers at the same address) would move the
+      // cursor over that chain's blocks and keep its transfers as this chain's; the mode is switched off.
+      if (!(await this.assets.onConfiguredChain(asset.mode))) return null;
       const tip = head.tip;
       const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);

@@ -72,6 +72,8 @@ export class FinalityService {
     if (!reader || !asset) return report;
     const required = settleDepth(asset.confirmations);
     const run: Run = { mode, chainId: asset.chainId, reader, required, head: await readHead(reader, required) };
+    // A node now on another chain has other blocks at every height: each claim would read as lost.
+    if (!(await this.assets.onConfiguredChain(mode))) return report;
     // Every token of the chain, not only the mode's token now: a claim in a token the mode was moved away
     // from must still be re-read until settled. Transactions that cannot move stay first in line (their
     // blocks are the oldest), so the run pages past them: BATCH other claims are re-read all the same.
@@ -186,6 +188,8 @@ export class FinalityService {
       ...claimDetails(mode, claim), reason, tip: head.tip, finalized: head.finalized,
       ...(movedTo ? { moved_to: { block_number: movedTo.blockNumber, block_hash: movedTo.blockHash, log_index: movedTo.logIndex } } : {}),
     };
+    // Lost is for good (a lost claim is not re-read): asked again after the reads it rests on.
+    if (!(await this.assets.onConfiguredChain(mode))) throw new Error(`${mode} mode's node is no longer on the claims' chain; nothing marked lost`);
     const raised = await this.dataSource.transaction(async (em) => {
       if (!(await this.claims.markLost(em, claim.requestId))) return false;
       await this.alerts.record(em, { kind: 'verified_reorged', requestId: claim.requestId, details });

@@ -82,26 +82,36 @@ export class VerificationService {
 
   /**
    * The pre-check of a submitted hash, with the same pure rule as the verification but without waiting for
-   * confirmations: at most two RPC calls (receipt, then the transaction or the receipt's block).
+   * confirmations: at most three RPC calls (receipt, then the transaction or the receipt's block, then the
+   * node's chain id).
    */
   async inspect(r: PaymentRequest, txHash: string): Promise<ProofCheck> {
+    const mode: Mode = r.testMode ? 'test' : 'live';
     const { reader, chainId } = this.chainOf(r, (why) => new ChainUnavailable(why));
+    let check: ProofCheck;
     try {
-      const receipt = await reader.receipt(txHash);
-      if (!receipt) {
-        if (!(await reader.transaction(txHash))) return { kind: 'unknown' };
-        // Pending, but it can only be mined after the window: refused now, as the verification would at its
-        // first look, rather than attached with a proof_attached for a payment that cannot be.
-        return pastWindow(r) ? { kind: 'does_not_pay', reason: 'after_window' } : { kind: 'pending' };
-      }
-      const block = await reader.block(receipt.blockNumber);
-      // A receipt from a block being reorged away: whether it pays is the verification's call, after confirmations.
-      if (!block || block.hash !== receipt.blockHash) return { kind: 'pending' };
-      const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
-      return verdict.pays ? { kind: 'pays', logIndexes: verdict.transfers.map((t) => t.logIndex) } : { kind: 'does_not_pay', reason: verdict.reason };
+      check = await this.look(r, reader, chainId, txHash);
+      // Asked after the reads the answer rests on: a node now on another chain answered for that chain.
+      if (!(await this.assets.onConfiguredChain(mode))) throw new Error(`${mode} mode's node is no longer on chain ${chainId}`);
     } catch (e) {
       throw new ChainUnavailable(`chain ${chainId} did not answer: ${(e as Error).message}`);
     }
+    return check;
+  }
+
+  private async look(r: PaymentRequest, reader: ChainReader, chainId: bigint, txHash: string): Promise<ProofCheck> {
+    const receipt = await reader.receipt(txHash);
+    if (!receipt) {
+      if (!(await reader.transaction(txHash))) return { kind: 'unknown' };
+      // Pending, but it can only be mined after the window: refused now, as the verification would at its
+      // first look, rather than attached with a proof_attached for a payment that cannot be.
+      return pastWindow(r) ? { kind: 'does_not_pay', reason: 'after_window' } : { kind: 'pending' };
+    }
+    const block = await reader.block(receipt.blockNumber);
+    // A receipt from a block being reorged away: whether it pays is the verification's call, after confirmations.
+    if (!block || block.hash !== receipt.blockHash) return { kind: 'pending' };
+    const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
+    return verdict.pays ? { kind: 'pays', logIndexes: verdict.transfers.map((t) => t.logIndex) } : { kind: 'does_not_pay', reason: verdict.reason };
   }
 
   /**
@@ -122,7 +132,10 @@ export class VerificationService {
     const receipt = await reader.receipt(txHash);
     if (!receipt) {
       // Past the window plus tolerance nothing mined from now on can pay: stop looking.
-      if (pastWindow(r)) return this.reject(r, txHash, source, 'transaction_not_found');
+      if (pastWindow(r)) {
+        await this.onChain(mode, chainId);
+        return this.reject(r, txHash, source, 'transaction_not_found');
+      }
       // Pending (waits for a block) or unknown to the node (dropped or not propagated: backs off).
       const known = await reader.transaction(txHash);
       return { kind: 'wait', why: known ? 'not_mined' : 'unknown', mode, tip };
@@ -134,6 +147,7 @@ export class VerificationService {
     // "gaining" confirmations on a node that still serves it from the old branch.
     const block = await reader.block(receipt.blockNumber);
     if (!block || block.hash !== receipt.blockHash) return { kind: 'wait', why: 'reorg', mode, tip };
+    await this.onChain(mode, chainId);
 
     const verdict = judgeTransaction(r, { chainId, receipt, blockTime: block.timestamp });
     if (!verdict.pays) return this.reject(r, txHash, source, verdict.reason);
@@ -156,6 +170,16 @@ export class VerificationService {
     if (!reader || !asset) throw fail(`verification is off for ${mode} mode: ${JSON.stringify(this.assets.status(mode))}`, true);
     if (asset.chainId !== r.chainId) throw fail(`request ${r.id} is on chain ${r.chainId}, ${mode} mode reads ${asset.chainId}`, false);
     return { reader, chainId: asset.chainId, confirmations: asset.confirmations };
+  }
+
+  /**
+   * Before a decision on what the node answered: the node must still be on the request's chain. Checked at start
+   * only, a node restarted on another chain id (or a URL re-pointed at one) kept answering at the same address,
+   * and a transfer there of the same token address, to the same wallet, of the same amount verified the request
+   * (a chain hunt). After the reads, so nothing read before a switch is taken for the configured chain's.
+   */
+  private async onChain(mode: Mode, chainId: bigint): Promise<void> {
+    if (!(await this.assets.onConfiguredChain(mode))) throw new ChainOff(`${mode} mode's node is no longer on chain ${chainId}: ${JSON.stringify(this.assets.status(mode))}`, true);
   }
 
   /**
