@@ -1,4 +1,5 @@
 import { ADDRESS_PATTERN } from '../common/address';
+import { MAX_CHAIN_ID } from '../modules/chain/asset-id';
 import { MAX_PASSWORD_COST, PASSWORD_COST } from '../modules/portal/password';
 
 /**
@@ -254,11 +255,18 @@ function chain(env: Env, mode: Mode): ChainConfig | undefined {
   const rpc = env[`${p}RPC_URL`];
   if (!rpc) return undefined;
   const chainIdRaw = str(env, `${p}CHAIN_ID`);
-  if (!/^\d+$/.test(chainIdRaw)) throw new ConfigError(`${p}CHAIN_ID`, `must be a positive integer, got "${chainIdRaw}"`);
+  // Positive, and within what an asset_id names (src/modules/chain/asset-id.ts): a chain id 0 or past 2^63 − 1
+  // gave requests an asset_id the service itself refuses to read back.
+  if (!/^[1-9]\d{0,18}$/.test(chainIdRaw) || BigInt(chainIdRaw) > MAX_CHAIN_ID) {
+    throw new ConfigError(`${p}CHAIN_ID`, `must be a positive integer up to ${MAX_CHAIN_ID}, got "${chainIdRaw}"`);
+  }
   const token = str(env, `${p}TOKEN_ADDRESS`);
   if (!ADDRESS_PATTERN.test(token)) throw new ConfigError(`${p}TOKEN_ADDRESS`, `must be 0x plus 40 hex characters`);
   return {
-    rpcUrl: url(env, `${p}RPC_URL`, rpc, ['http:', 'https:', 'ws:', 'wss:']),
+    // HTTP only: the chain reader sends JSON-RPC over HTTP (ethers' FetchRequest), and a ws:// URL, accepted
+    // until 2026-11-28, answered every call with "unsupported protocol": the mode started unreachable and
+    // stayed so, pricing requests from stored token metadata that nothing could ever verify.
+    rpcUrl: url(env, `${p}RPC_URL`, rpc),
     chainId: BigInt(chainIdRaw),
     tokenAddress: token.toLowerCase(),
     confirmations: confirmationsOf(env, `${p}CONFIRMATIONS`),

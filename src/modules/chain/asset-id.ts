@@ -6,8 +6,8 @@ export function assetId(chainId: bigint, token: string): string {
 /** An `asset_id` as requests show it: `eip155:<chain id>/erc20:<token address>`. */
 export const ASSET_ID_RE = /^eip155:([1-9][0-9]{0,19})\/erc20:(0x[0-9a-fA-F]{40})$/;
 
-/** The largest chain id the assets table (bigint) holds: a larger one names no stored asset. */
-const MAX_CHAIN_ID = 2n ** 63n - 1n;
+/** The largest chain id the assets table (bigint) holds: a larger one names no stored asset (nor may be configured). */
+export const MAX_CHAIN_ID = 2n ** 63n - 1n;
 
 /**
  * The chain and token an `asset_id` names (addresses lower-case, as configured and stored); null when it is
