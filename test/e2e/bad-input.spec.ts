@@ -155,3 +155,71 @@ describe('an unknown field named like a method of Object.prototype (class-transf
     expectEnvelope(r, 400, 'invalid_request');
   });
 });
+
+describe('a field sent to a route that takes none (it was accepted and ignored: a cancel with {"reason": …} cancelled)', () => {
+  const STRAY = { reason: 'duplicate order' };
+  const refused = (r: Reply) => {
+    expectEnvelope(r, 400, 'invalid_request');
+    expect(r.body.errors).toEqual([{ field: 'reason', message: 'property reason should not exist' }]);
+  };
+  const statusOf = async (id: string) => (await sql(`SELECT status FROM payment_requests WHERE id = $1`, [id]))[0].status as string;
+  const request = async () => {
+    const r = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: merchantId, fiat_amount_int: 100 } });
+    if (r.status !== 201) throw new Error(r.text);
+    return r.body.request_id as string;
+  };
+
+  it('partner, dashboard and pay page: cancel and open refuse it and change nothing; without it they act', async () => {
+    const id = await request();
+    refused(await call(svc.publicUrl, 'POST', `/api/v1/requests/${id}/cancel`, { key: p.testKey, body: STRAY }));
+    refused(await dash.call('POST', `/requests/${id}/cancel`, { body: STRAY }));
+    refused(await call(svc.publicUrl, 'POST', `/pay/api/${id}/open`, { body: STRAY }));
+    expect(await statusOf(id)).toBe('requested');
+    expect((await call(svc.publicUrl, 'POST', `/api/v1/requests/${id}/cancel`, { key: p.testKey })).status).toBe(200);
+    expect(await statusOf(id)).toBe('voided');
+    const other = await request();
+    expect((await call(svc.publicUrl, 'POST', `/pay/api/${other}/open`, { body: {} })).status).toBe(200);
+    expect(await statusOf(other)).toBe('opened');
+  });
+
+  it('dashboard: a plan action and the sign-out refuse it, the plan and the session unchanged', async () => {
+    // Starting next year: no charge is due, so only an advance that acted would make one.
+    const startAt = new Date(Date.now() + 365 * 86400_000).toISOString();
+    const plan = await dash.call('POST', '/plans', { body: { title: 'Gym', fiat_amount_int: 100, interval: 'month', start_at: startAt } });
+    expect(plan.status).toBe(201);
+    for (const action of ['pause', 'cancel', 'advance']) refused(await dash.call('POST', `/plans/${plan.body.plan_id}/${action}`, { body: STRAY }));
+    expect((await dash.call('GET', `/plans/${plan.body.plan_id}`)).body).toMatchObject({ status: 'active', charges_created: 0, charges: [] });
+    refused(await dash.call('DELETE', '/session', { body: STRAY }));
+    expect((await dash.call('GET', '/session')).status).toBe(200);
+  });
+
+  it('admin: merchant, key, webhook and delivery acts refuse it before anything is looked up; nothing changed or audited', async () => {
+    const audited = () => count('audit_events', 'partner_id = $1', [p.id]);
+    const before = await audited();
+    const keys = (await admin(svc, 'GET', `/partners/${p.id}/keys`)).body.keys as Array<{ key_id: string; revoked_at: string | null }>;
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    for (const path of [
+      `/merchants/${merchantId}/disable`,
+      `/merchants/${merchantId}/release-wallet`,
+      `/partners/${p.id}/rates/refresh`,
+      `/partners/${p.id}/webhook/rotate`,
+      `/partners/${p.id}/webhook/confirm-rotation`,
+      `/deliveries/${unknown}/redeliver`,
+    ]) {
+      refused(await admin(svc, 'POST', path, STRAY));
+    }
+    refused(await admin(svc, 'DELETE', `/partners/${p.id}/keys/${keys[0].key_id}`, STRAY));
+    refused(await admin(svc, 'DELETE', `/partners/${p.id}/users/${unknown}`, STRAY));
+    expect((await admin(svc, 'GET', `/partners/${p.id}/keys`)).body.keys).toEqual(keys);
+    expect((await sql(`SELECT disabled, wallet_address IS NOT NULL AS has_wallet FROM merchants WHERE id = $1`, [merchantId]))[0]).toEqual({ disabled: false, has_wallet: true });
+    expect(await audited()).toBe(before);
+  });
+
+  it('admin lists without filters refuse a query parameter, as the lists with filters do', async () => {
+    for (const path of ['/rates', `/partners/${p.id}/keys`, `/partners/${p.id}/users`]) {
+      const r = await admin(svc, 'GET', `${path}?reason=x`);
+      refused(r);
+      expect((await admin(svc, 'GET', path)).status).toBe(200);
+    }
+  });
+});

@@ -53,6 +53,13 @@ export interface FieldCodes {
 }
 
 /**
+ * The body or the query of a route that takes no fields (a cancel, a list without filters): `@Body() _body:
+ * NoFields`. Any field sent is an unknown one, 400 like on every other route (DESIGN §3): a cancel sent with
+ * `{"reason": …}` cancelled and ignored it.
+ */
+export class NoFields {}
+
+/**
  * Validates bodies and queries into DTO instances: unknown fields rejected, no type coercion of bodies,
  * one invalid_request listing every bad field — or the spec's own code when that field is the one at fault.
  */
@@ -65,6 +72,11 @@ export class DtoPipe implements PipeTransform {
     if (meta.type === 'body' && value === undefined) value = {};
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw AppError.invalid([{ field: '(body)', message: 'must be a JSON object' }]);
+    }
+    if (type === NoFields) {
+      const sent = Object.keys(value);
+      if (sent.length > 0) throw AppError.invalid(sent.map((field) => ({ field, message: `property ${field} should not exist` })));
+      return value;
     }
     // class-transformer recurses without a bound: a deeply nested body would overflow the stack (a 500).
     if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { BodyCheckGuard } from '../../common/http/body';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { ApiKeyService } from '../auth/api-key.service';
@@ -14,6 +14,7 @@ import { PartnersService } from './partners.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { AdminActor } from '../audit/admin-actor.decorator';
 import type { Actor } from '../audit/audit';
+import { NoFields } from '../../common/http/validation';
 
 /** The operator API of DESIGN §4, on the admin listener only. */
 @Controller('admin/api')
@@ -49,43 +50,43 @@ export class AdminController {
   }
 
   @Get('partners/:id/keys')
-  async listKeys(@Param('id', UuidParamPipe) id: string) {
+  async listKeys(@Param('id', UuidParamPipe) id: string, @Query() _query: NoFields) {
     return keysBody(await this.keys.list(id));
   }
 
   @Delete('partners/:id/keys/:keyId')
-  async revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string, @AdminActor() actor: Actor) {
+  async revokeKey(@Param('id', UuidParamPipe) id: string, @Param('keyId', UuidParamPipe) keyId: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return revokedKeyBody(await this.keys.revoke(id, keyId, actor));
   }
 
   @Post('merchants/:id/disable')
   @HttpCode(200)
-  async disable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async disable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return merchantBody(await this.merchants.setDisabled(id, true, actor));
   }
 
   @Post('merchants/:id/enable')
   @HttpCode(200)
-  async enable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async enable(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return merchantBody(await this.merchants.setDisabled(id, false, actor));
   }
 
   /** → the merchant object, wallet_address null; 409 conflict when it has none or proved it. */
   @Post('merchants/:id/release-wallet')
   @HttpCode(200)
-  async releaseWallet(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async releaseWallet(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return merchantBody(await this.merchants.releaseWallet(id, actor));
   }
 
   @Get('rates')
-  listRates() {
+  listRates(@Query() _query: NoFields) {
     return ratesBody(this.rates.list());
   }
 
   /** A manual refresh on a partner's behalf: at most one per minute per partner (spec §8), portal included. */
   @Post('partners/:id/rates/refresh')
   @HttpCode(200)
-  async refreshRates(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async refreshRates(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     await this.partners.get(id);
     await this.limiter.consume('rates-refresh', id, 1);
     return ratesBody(await this.rates.refresh({ actor, partnerId: id }));

@@ -16,6 +16,7 @@ import { AssetsQuery, ClaimHandleDto, CreateDashboardRequestDto, DashboardListQu
 import { CsvExports } from './csv-export';
 import { assetsBody, CSV_HEADER, csvRows, dashboardItem, meBody } from './dashboard.mapper';
 import { DashboardService } from './dashboard.service';
+import { NoFields } from '../../common/http/validation';
 
 /** CSV exports a minute per merchant (each reads every matching request). */
 const DASHBOARD_EXPORTS_PER_MINUTE = 10;
@@ -37,7 +38,7 @@ export class DashboardController {
   @Delete('session')
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
-  async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response) {
+  async signOut(@SignedIn() s: DashboardSession, @Res({ passthrough: true }) res: Response, @Body() _body: NoFields) {
     await this.auth.signOut(s);
     clearCookie(res, DASHBOARD_COOKIE, { secure: this.config.secureCookies, path: '/dashboard' });
     return { ok: true };
@@ -128,7 +129,7 @@ export class DashboardController {
   @HttpCode(200)
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
-  async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+  async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     const view = (r: PaymentRequest) => dashboardItem(r, this.config.payUrl, new Date());
     return view(await this.dashboard.cancel(s.merchant, id).catch(cannotCancelWith(view)));
   }

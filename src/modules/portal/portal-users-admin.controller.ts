@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { BodyCheckGuard } from '../../common/http/body';
 import { iso } from '../../common/time';
 import { AdminTokenGuard } from '../admin/admin-token.guard';
@@ -7,6 +7,7 @@ import { PortalUsersService, type PortalUserInfo } from './portal-users.service'
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { AdminActor } from '../audit/admin-actor.decorator';
 import type { Actor } from '../audit/audit';
+import { NoFields } from '../../common/http/validation';
 
 function userJson(u: PortalUserInfo) {
   return { user_id: u.id, partner_id: u.partnerId, email: u.email, role: u.role, created_at: iso(u.createdAt) };
@@ -27,13 +28,13 @@ export class PortalUsersAdminController {
 
   /** → {ok, users: [...]}, oldest first. */
   @Get('partners/:id/users')
-  async list(@Param('id', UuidParamPipe) partnerId: string) {
+  async list(@Param('id', UuidParamPipe) partnerId: string, @Query() _query: NoFields) {
     return { ok: true, users: (await this.users.list(partnerId)).map(userJson) };
   }
 
   /** → {ok, user_id, removed: true}; their sessions end with them. 409 conflict for the partner's last admin. */
   @Delete('partners/:id/users/:userId')
-  async remove(@Param('id', UuidParamPipe) partnerId: string, @Param('userId', UuidParamPipe) userId: string, @AdminActor() actor: Actor) {
+  async remove(@Param('id', UuidParamPipe) partnerId: string, @Param('userId', UuidParamPipe) userId: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     await this.users.remove(partnerId, userId, actor);
     return { ok: true, user_id: userId, removed: true };
   }

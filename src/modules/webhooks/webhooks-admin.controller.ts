@@ -8,6 +8,7 @@ import { WebhookSettingsService } from './webhook-settings.service';
 import { UuidParamPipe } from '../../common/http/uuid-param.pipe';
 import { AdminActor } from '../audit/admin-actor.decorator';
 import type { Actor } from '../audit/audit';
+import { NoFields } from '../../common/http/validation';
 
 /** Webhook settings and the delivery log on the admin listener (DESIGN §4). */
 @Controller('admin/api')
@@ -22,13 +23,13 @@ export class WebhooksAdminController {
 
   @Post('partners/:id/webhook/rotate')
   @HttpCode(200)
-  async rotate(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async rotate(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return { ok: true, ...(await this.settings.rotate(id, actor)) };
   }
 
   @Post('partners/:id/webhook/confirm-rotation')
   @HttpCode(200)
-  async confirmRotation(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor) {
+  async confirmRotation(@Param('id', UuidParamPipe) id: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     await this.settings.confirmRotation(id, actor);
     return { ok: true };
   }
@@ -45,7 +46,7 @@ export class WebhooksAdminController {
 
   @Post('deliveries/:deliveryId/redeliver')
   @HttpCode(200)
-  async redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string, @AdminActor() actor: Actor) {
+  async redeliver(@Param('deliveryId', UuidParamPipe) deliveryId: string, @AdminActor() actor: Actor, @Body() _body: NoFields) {
     return { ok: true, ...(await this.deliveries.redeliver(deliveryId, actor)) };
   }
 }

@@ -13,6 +13,7 @@ import { PlansService } from '../application/plans.service';
 import type { Plan } from '../domain/plan';
 import { CreatePlanDto, ListPlansQuery } from './plans.dto';
 import { planJson } from './plans.mapper';
+import { NoFields } from '../../../common/http/validation';
 
 /** The signed-in merchant's plans (DESIGN §5): the dashboard's cookie, and its CSRF header on every change. */
 @Controller('dashboard/api/plans')
@@ -69,7 +70,7 @@ export class PlansController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
-  async pause(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+  async pause(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     return this.body(await this.plans.pause(s.merchant, id));
   }
 
@@ -77,7 +78,7 @@ export class PlansController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
-  async resume(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+  async resume(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     return this.body(await this.plans.resume(s.merchant, id));
   }
 
@@ -85,7 +86,7 @@ export class PlansController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
-  async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+  async cancel(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     return this.body(await this.plans.cancel(s.merchant, id));
   }
 
@@ -93,7 +94,7 @@ export class PlansController {
   @UseGuards(RateLimitGuard)
   @RateLimit(DASHBOARD_CHANGES_PER_MINUTE)
   @HttpCode(200)
-  async advance(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string) {
+  async advance(@SignedIn() s: DashboardSession, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     return this.body(await this.plans.advance(s.merchant, id));
   }
 

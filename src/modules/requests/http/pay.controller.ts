@@ -5,6 +5,7 @@ import { RateLimitGuard } from '../../../common/rate-limit/rate-limit.guard';
 import { PayService } from '../application/pay.service';
 import { UuidParamPipe } from '../../../common/http/uuid-param.pipe';
 import { SubmitProofDto } from './request.dto';
+import { NoFields } from '../../../common/http/validation';
 
 /** The pay page's JSON API (DESIGN §4): public, no key, limited per client address. */
 @Controller('pay/api')
@@ -20,7 +21,7 @@ export class PayController {
 
   @Post(':id/open')
   @HttpCode(200)
-  async open(@Param('id', UuidParamPipe) id: string) {
+  async open(@Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     return { ok: true, ...(await this.pay.open(id)) };
   }
 

@@ -9,6 +9,7 @@ import { cannotCancelWith, partnerScope, RequestsService } from '../application/
 import type { PaymentRequest } from '../domain/payment-request';
 import { CreateRequestDto, createInput, listQuery, ListRequestsQuery } from './request.dto';
 import { toRequestList, toRequestResponse } from './request.mapper';
+import { NoFields } from '../../../common/http/validation';
 
 @Controller('api/v1/requests')
 @UseGuards(PartnerApiGuard)
@@ -42,7 +43,7 @@ export class RequestsController {
   @HttpCode(200)
   @RequireScope('requests:write')
   @RateLimit(60)
-  async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string) {
+  async cancel(@Req() req: AuthedRequest, @Param('id', UuidParamPipe) id: string, @Body() _body: NoFields) {
     const view = (r: PaymentRequest) => toRequestResponse(r, this.config.payUrl, new Date());
     return view(await this.requests.cancel(partnerScope(req.principal), id, req.principal.keyId).catch(cannotCancelWith(view)));
   }
