@@ -223,3 +223,10 @@ describe('a field sent to a route that takes none (it was accepted and ignored: 
     }
   });
 });
+
+it('a field failing two rules that share a message lists it once (POST /pay/api/:id/proof {tx_hash: 5} listed it twice)', async () => {
+  const made = await call(svc.publicUrl, 'POST', '/api/v1/requests/create', { key: p.testKey, body: { account_id: merchantId, fiat_amount_int: 100 } });
+  const r = await call(svc.publicUrl, 'POST', `/pay/api/${made.body.request_id}/proof`, { body: { tx_hash: 5 } });
+  expectEnvelope(r, 400, 'invalid_tx_hash');
+  expect(r.body.errors).toEqual([{ field: 'tx_hash', message: 'tx_hash must be 0x plus 64 hex characters' }]);
+});

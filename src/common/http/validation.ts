@@ -35,7 +35,9 @@ export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {
     const field = parent ? `${parent}.${e.property}` : e.property;
-    for (const message of Object.values(e.constraints ?? {})) out.push({ field, message });
+    // One message once: two rules of a field may share it ("tx_hash must be 0x plus 64 hex characters" for
+    // both IsString and Matches on a number).
+    for (const message of new Set(Object.values(e.constraints ?? {}))) out.push({ field, message });
     if (e.children?.length) out.push(...flatten(e.children, field));
   }
   return out;
