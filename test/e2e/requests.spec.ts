@@ -186,6 +186,19 @@ describe('create: the response (spec §2.1)', () => {
     const listed = await call(svc.publicUrl, 'GET', `/api/v1/requests?account_id=${m.usd}&since=${encodeURIComponent(r.body.created_at)}`, { key });
     expect(listed.body.requests.filter((x: any) => x.request_id === r.body.request_id).map(textOf)).toEqual([sent]);
   });
+
+  it('metadata keys named like a method of Object.prototype round-trip, and their values are checked (they were dropped: 201 with {})', async () => {
+    const metadata = { toString: 'x', valueOf: 'y', hasOwnProperty: 'z', __lookupGetter__: 'w', order: '7' };
+    const key = await freshKey();
+    const r = await createRequest(svc, key, { account_id: m.usd, fiat_amount_int: 6004, metadata });
+    expect(r.status).toBe(201);
+    expect(r.body.metadata).toEqual(metadata);
+    expect((await getReq(key, r.body.request_id)).body.metadata).toEqual(metadata);
+    const bad = await createRequest(svc, key, { account_id: m.usd, fiat_amount_int: 6005, metadata: { valueOf: 5 } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ ok: false, error: 'invalid_request' });
+    expect(bad.body.errors).toEqual([expect.objectContaining({ field: 'metadata' })]);
+  });
 });
 
 describe('create: validation (spec §4.1, §7, DESIGN §3)', () => {

@@ -30,6 +30,23 @@ function skippedFields(type: Function, value: Record<string, unknown>, instance:
     .map((k) => ({ field: k, message: `property ${k} should not exist` }));
 }
 
+/**
+ * class-transformer copies a field's plain object (metadata) key by key and leaves off the keys the copy already
+ * has a function under (toString, valueOf, hasOwnProperty, …): `"metadata": {"toString": "x"}` was stored as `{}`
+ * and answered 201 (spec §2.1: metadata round-trips unchanged), and a number under such a key went unchecked.
+ * A field whose copy is a plain object (no nested DTO class) takes the object as parsed, so it is validated and
+ * kept whole; hasForbiddenKey has already refused `__proto__` and the like at any depth.
+ */
+function keepPlainObjects(type: Function, value: Record<string, unknown>, instance: object): void {
+  const copy = instance as Record<string, unknown>;
+  for (const k of declaredFields(type)) {
+    const sent = value[k];
+    const made = copy[k];
+    const plain = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+    if (plain(sent) && plain(made) && Object.getPrototypeOf(made) === Object.prototype) copy[k] = sent;
+  }
+}
+
 /** Field errors, flattened to dotted paths. */
 export function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   const out: FieldError[] = [];
@@ -94,6 +111,7 @@ export class DtoPipe implements PipeTransform {
       value = Object.fromEntries(Object.entries(value).filter(([k, v]) => v !== null || !fields.has(k)));
     }
     const instance = plainToInstance(type, value, { enableImplicitConversion: false, exposeDefaultValues: false });
+    keepPlainObjects(type, value as Record<string, unknown>, instance);
     const unstorable = textErrors(value);
     let checked: FieldError[];
     try {
