@@ -62,8 +62,13 @@ describe('parseFiat', () => {
     // Zeros past the currency's digits: the way to type 1.255 dinars, which "1.255" cannot say for sure.
     ['1.2550', 'kwd', 1255],
     ['1,2550', 'kwd', 1255],
-    ['12.5000', 'usd', 1250],
     ['1500.00', 'jpy', 1500],
+    ['1,500.00', 'jpy', 1500],
+    ['12,50', 'usd', 1250],
+    ['0,5000', 'eur', 50],
+    // The decimal mark is the last of two: zeros after it are only zeros.
+    ['1,250.5000', 'usd', 125050],
+    ['1.250,500', 'eur', 125050],
     // A whole part of 0 is never a group: half a euro.
     ['0,500', 'eur', 50],
   ])('%s %s → %d', (text, currency, minor) => {
@@ -80,7 +85,11 @@ describe('parseFiat', () => {
     // Digits past the currency's that are not zeros.
     ['12.501', 'usd'], ['1.25501', 'kwd'], ['1.50', 'jpy'],
     // Zeros after one mark followed by three digits: 1.50 euros, or 1500 to whoever groups with ".".
-    ['1.500', 'eur'], ['12.500', 'usd'], ['1.000', 'jpy']])(
+    ['1.500', 'eur'], ['12.500', 'usd'], ['1.000', 'jpy'],
+    // Nor after one mark followed by more than three digits in a currency of fewer than three decimals: that is a
+    // thousands group typed with a digit too many as often as decimals, and "1,000" reads 1000 ("1,0000" was $1.00,
+    // "100,0000" $100.00). Only the currencies whose "1.255" reads two ways need the zeros.
+    ['1,0000', 'usd'], ['100,0000', 'usd'], ['1,5000', 'usd'], ['12.5000', 'usd'], ['1.0000', 'eur'], ['1,0000', 'jpy'], ['12,00000', 'inr']])(
     'refuses %j in %s',
     (text, currency) => {
       expect(parseFiat(text, currency)).toBeNull();

@@ -82,10 +82,12 @@ export function parseFiat(text: string, currency: string): number | null {
   const fraction = cleaned.slice(at + 1);
   // Grouped digits start with a non-zero digit: "0,500" is half of something to whoever typed it, not 500.
   const wholeShape = m.group === null ? /^\d+$/ : new RegExp(`^[1-9]\\d{0,2}(?:\\${m.group}\\d{3})*$`);
-  // Zeros past the currency's digits change nothing ("12.5000" dollars): "1.2550" is how 1.255 dinars is typed,
-  // where "1.255" reads two ways. Not after one mark followed by three digits: "1.500" euros is 1500 to some.
+  // Zeros past the currency's digits change nothing ("1500.00" yen): "1.2550" is how 1.255 dinars is typed, where
+  // "1.255" reads two ways. Not after one mark followed by three digits or more in a currency of fewer than three
+  // decimals: "1.500" euros is 1500 to some, and "1,0000" dollars is "1,000" with a digit too many (it was $1.00,
+  // a thousandth of 1,000: one key off). A whole part of 0 is never a group.
   const extra = fraction.slice(exponent);
-  const groupToSome = m.group === null && fraction.length === 3 && whole !== '0';
+  const groupToSome = m.group === null && fraction.length >= 3 && exponent < 3 && whole !== '0';
   if (!wholeShape.test(whole) || !/^\d*$/.test(fraction) || (extra !== '' && (groupToSome || /[1-9]/.test(extra)))) return null;
   const minor = BigInt(whole.replace(/\D/g, '') + fraction.slice(0, exponent).padEnd(exponent, '0'));
   if (minor <= 0n || minor > 2147483647n) return null;
