@@ -1,9 +1,10 @@
 import { Wallet } from 'ethers';
-import { DEV_KEYS, deployToken, findFreePort, mint, startLocalNode, transferToken, type LocalNode } from '../../scripts/chain/local-node';
+import { DEV_KEYS, transferToken, type LocalNode } from '../../scripts/chain/local-node';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { ADMIN_TOKEN, startFinalityService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
+import { startTwoChains } from '../support/two-chains';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait';
 
@@ -43,16 +44,7 @@ async function newRequest(fiat: number): Promise<{ id: string; amount: bigint }>
 }
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([
-    startLocalNode({ port: await findFreePort() }),
-    startLocalNode({ port: await findFreePort(), chainId: 31338 }),
-  ]);
-  token = await deployToken(a.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 });
-  // Same deployer, same nonce: the same address on the other chain.
-  expect(await deployToken(b.url, { name: 'Test USD', symbol: 'TUSD', decimals: 6 })).toBe(token);
-  const payer = new Wallet(PAYER).address;
-  await mint(a.url, token, payer, 10n ** 15n);
-  await mint(b.url, token, payer, 10n ** 15n);
+  ({ a, b, token } = await startTwoChains(PAYER));
   proxy = new TcpProxy(Number(new URL(a.url).port));
   await proxy.start();
   svc = await startFinalityService(proxy.url, token, 1, 300, { RATE_LIMIT_SCALE: '100' });

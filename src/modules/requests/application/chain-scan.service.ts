@@ -161,9 +161,6 @@ export class ChainScanService {
       const em = this.dataSource.manager;
       // The head under the lock: read before it, another worker's fresher cursor could look above the tip.
       const head = await readHead(reader, asset.confirmations);
-      // A node now on another chain (checked at start only, it answers at the same address) would move the
-      // cursor over that chain's blocks and keep its transfers as this chain's; the mode is switched off.
-      if (!(await this.assets.onConfiguredChain(asset.mode))) return null;
       const tip = head.tip;
       const safe = deepThrough(asset.confirmations, head);
       const last = await this.cursors.lastBlock(em, chainId, token);
@@ -177,9 +174,20 @@ export class ChainScanService {
       const to = Math.min(safe, from + this.config.chainScanMaxBlocks - 1);
       if (from > to) return tip;
       const recipients = await this.requests.claimableRecipients(chainId, token);
-      const read = recipients.length === 0 ? to : await this.readTransfers(reader, chainId, token, recipients, { from, to, tip });
+      let read = to;
+      try {
+        if (recipients.length > 0) read = await this.readTransfers(reader, asset, token, recipients, { from, to, tip });
+      } catch (e) {
+        if (e instanceof OffChain) return null;
+        throw e;
+      }
       if (read < from) return tip;
       const block = await reader.block(read);
+      // A node now on another chain (it answers at the same address) would move the cursor over that chain's
+      // blocks: the configured chain's payments in the range, read nowhere, would never be found. Asked after
+      // every read the move rests on (the head, the logs, the blocks), not before them: a switch between a
+      // check and the log reads moved the cursor past a payment nobody submitted a hash for (a review's test).
+      if (!(await this.assets.onConfiguredChain(asset.mode))) return null;
       if (!(await this.cursors.advance(em, chainId, token, last, read, block ? new Date(block.timestamp * 1000) : null))) {
         this.logger.warn(`chain ${chainId}: the scan cursor of ${token} moved from ${last} while this scan read blocks ${from}-${read} (another worker scanned too); left where it is`);
       }
@@ -192,18 +200,23 @@ export class ChainScanService {
   /**
    * Handles the transfers of [from, to] to `recipients` and returns the last block read in full: `to`, or
    * less when a block near the tip is not known yet to the backend that answered (the rest waits for the next
-   * scan). Deep blocks are read by range, the last BY_HASH_DEPTH_BLOCKS below `tip` one by one by hash.
+   * scan). Deep blocks are read by range, the last BY_HASH_DEPTH_BLOCKS below `tip` one by one by hash. Throws
+   * OffChain when the node no longer reports the configured chain id (nothing more is handled).
    */
   private async readTransfers(
     reader: ChainReader,
-    chainId: bigint,
+    asset: Asset,
     token: string,
     recipients: string[],
     r: { from: number; to: number; tip: number },
   ): Promise<number> {
+    const { chainId } = asset;
     const handleAll = async (blocks: { fromBlock: number; toBlock: number } | { blockHash: string }) => {
       for (let i = 0; i < recipients.length; i += RECIPIENTS_PER_QUERY) {
         const transfers = await reader.transfers({ token, to: recipients.slice(i, i + RECIPIENTS_PER_QUERY), ...blocks });
+        // Another chain's transfers are not kept as this chain's (unmatched rows, held amounts): asked once per
+        // batch that has any, after reading it. The verification asks again after its own reads.
+        if (transfers.length > 0 && !(await this.assets.onConfiguredChain(asset.mode))) throw new OffChain();
         for (const t of transfers) await this.handle(chainId, t, r.tip);
       }
     };
@@ -221,8 +234,9 @@ export class ChainScanService {
         }
         why = 'the node does not have it yet';
       } catch (e) {
-        // Nothing read yet: the scan failed, as any RPC error fails it. Otherwise what was read is kept.
-        if (read < r.from) throw e;
+        // Nothing read yet: the scan failed, as any RPC error fails it. Otherwise what was read is kept (but not
+        // when the node left the chain: what was read may be the other chain's).
+        if (read < r.from || e instanceof OffChain) throw e;
         why = (e as Error).message;
       }
       this.logger.warn(`chain ${chainId}: the scan of ${token} stops below block ${n}, read by a later scan: ${why}`);
@@ -410,6 +424,9 @@ export class ChainScanService {
     if (!tried) this.logger.log(`transfer ${t.txHash}#${t.logIndex} to ${t.to}: its transaction paid ${requestId} in another block; decided once the claim is re-read`);
   }
 }
+
+/** The node no longer reports the mode's chain id (the registry switched the mode off): the scan stops, its cursor unmoved. */
+class OffChain extends Error {}
 
 /** Whether `t` was seen in another block than the claim's (by hash; by number for rows kept without one). */
 function movedFrom(claim: { blockHash: string | null; blockNumber: number | null }, t: SeenTransfer): boolean {
