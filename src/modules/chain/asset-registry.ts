@@ -131,8 +131,10 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
     }
     const reader = this.readers.get(mode) ?? this.factory(mode, chain);
     this.readers.set(mode, reader);
+    let answered = false;
     try {
       const actual = await reader.chainId();
+      answered = true;
       if (actual !== chain.chainId) {
         this.switchOff(mode, chain, actual);
         return;
@@ -144,6 +146,13 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
       this.health.set(mode, { state: 'ok' });
     } catch (e) {
       const detail = (e as Error).message;
+      // Last seen on another chain: a node that does not answer now says nothing of its chain, and the stored
+      // asset would turn the mode back on (requests created for a node last seen on another chain). Only the
+      // configured chain id turns it on again.
+      if (!answered && this.health.get(mode)?.state === 'chain_id_mismatch') {
+        this.logger.warn(`${mode} mode stays disabled: its RPC, last on another chain id, did not answer (${detail})`);
+        return;
+      }
       this.health.set(mode, { state: 'unreachable', detail });
       const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
