@@ -82,7 +82,7 @@ export interface AppConfig {
   handleRequestRateLimit: number;
   /** Partner API calls without a valid key per minute per client address; past it → 429 before any key lookup. */
   authFailureRateLimit: number;
-  /** How long an API key record is cached in process; revocation also evicts it at once through Redis. */
+  /** How long an API key record is cached in process; revocation also evicts it at once through the change feed (Postgres NOTIFY). */
   apiKeyCacheMs: number;
   /** API key records cached in process at most (the oldest load goes first); unknown keys get a fifth of this apart. */
   apiKeyCacheMaxEntries: number;

@@ -126,7 +126,7 @@ export class WebhookEventsRepository {
    * Takes attempt n of each event: only when the event is due for delivery and n follows the last recorded
    * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
    * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
-   * (benchmarked hot path: the worker claims its 50 concurrent attempts together), prepared once per
+   * (benchmarked hot path: the worker claims its concurrent attempts together, up to 100), prepared once per
    * connection like recordBatch's and the payload's read.
    *
    * The arrays are read through `(SELECT $n)` so that Postgres keeps one generic plan for the statement. Given
