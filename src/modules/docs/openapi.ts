@@ -406,12 +406,14 @@ export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject {
           id: 'cancelRequest',
           tag: 'requests',
           summary: 'Cancel (void) a payment request',
-          description: 'No body. Only while status is requested and proof_status is none; otherwise 409 cannot_cancel with the current request in the body.',
+          description:
+            'No body (an empty JSON object is one; a body with any field is 400 invalid_request, nothing cancelled). ' +
+            'Only while status is requested and proof_status is none; otherwise 409 cannot_cancel with the current request in the body.',
           scope: 'requests:write',
           limit: 60,
           params: [idParam('request_id')],
           success: { '200': json(request, 'The updated request, status voided') },
-          errors: ['not_found', 'cannot_cancel'],
+          errors: ['invalid_request', ...BODY, 'not_found', 'cannot_cancel'],
         }),
       },
       '/api/v1/merchants': { post: createMerchant('createMerchant', false), get: listMerchants('listMerchants', false) },
