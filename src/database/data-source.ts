@@ -132,3 +132,30 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
     await ds.destroy();
   }
 }
+
+/**
+ * Reverts the newest `count` applied migrations, newest first, and returns their names (fewer when fewer were
+ * applied). Each `down` runs as its `up` did: in a transaction of its own, or outside any for a migration that
+ * sets `transaction = false` (it builds or drops indexes CONCURRENTLY, or VACUUMs). TypeORM's undoLastMigration
+ * opens a transaction whatever that flag says, so those downs fail with "cannot run inside a transaction block".
+ */
+export async function revertMigrations(databaseUrl: string, count = 1): Promise<string[]> {
+  const ds = createDataSource(databaseUrl, 2, POOL_ACQUIRE_TIMEOUT_MS, 0);
+  await ds.initialize();
+  try {
+    await ds.query('SELECT pg_advisory_lock(72707301)');
+    const reverted: string[] = [];
+    const [{ table }]: Array<{ table: string | null }> = await ds.query(`SELECT to_regclass('migrations')::text AS table`);
+    for (let i = 0; table !== null && i < count; i++) {
+      const [last]: Array<{ name: string }> = await ds.query('SELECT name FROM migrations ORDER BY timestamp DESC, id DESC LIMIT 1');
+      if (!last) break;
+      const own = ds.migrations.find((m) => m.name === last.name)?.transaction;
+      await ds.undoLastMigration({ transaction: own === false ? 'none' : 'each' });
+      reverted.push(last.name);
+    }
+    await ds.query('SELECT pg_advisory_unlock(72707301)');
+    return reverted;
+  } finally {
+    await ds.destroy();
+  }
+}
