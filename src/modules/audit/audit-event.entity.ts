@@ -1,7 +1,11 @@
 import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import type { AuditAction } from './audit';
 
-/** audit_events, owned by the audit module: append-only (the migration's triggers refuse UPDATE, DELETE, TRUNCATE). */
+/**
+ * audit_events, owned by the audit module: append-only (the migration's triggers refuse UPDATE, DELETE, TRUNCATE).
+ * A portal user's row inserts only while that user is still the partner's (trigger audit_events_actor_present,
+ * migration 1764000402800). Triggers are outside what an entity declares, so the drift check does not see them.
+ */
 @Entity('audit_events')
 @Check(
   'audit_events_actor_check',

@@ -1,6 +1,10 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
-/** merchants, owned by the merchants module. A wallet names at most one merchant (unique). */
+/**
+ * merchants, owned by the merchants module. A wallet names at most one merchant (unique). Not declarable here,
+ * so outside the drift check: the trigger merchants_currency_keeps_plans (migration 1764000400400) refuses a
+ * display_currency change while the merchant has an active or paused plan in another currency.
+ */
 @Entity('merchants')
 @Unique('merchants_wallet_address_key', ['walletAddress'])
 @Unique('merchants_onboarding_token_hash_key', ['onboardingTokenHash'])

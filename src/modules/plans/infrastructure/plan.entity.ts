@@ -2,7 +2,11 @@ import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, Uni
 import type { PauseReason, PlanStatus } from '../domain/plan';
 import type { PlanInterval } from '../domain/schedule';
 
-/** plans, owned by the plans module. Mirrors migrations/1764000300000-plans.ts and the later plan-* ones exactly (the drift spec checks it). */
+/**
+ * plans, owned by the plans module. Mirrors migrations/1764000300000-plans.ts and the later plan-* ones exactly (the
+ * drift spec checks it), except plans_due below and the BEFORE INSERT trigger plans_merchant_currency_holds
+ * (migrations 1764000400400, 1764000402500): a plan is inserted only in its merchant's current currency.
+ */
 @Entity('plans')
 @Unique('plans_token', ['token'])
 @Check('plans_title_check', 'char_length(title) >= 1 AND char_length(title) <= 120')

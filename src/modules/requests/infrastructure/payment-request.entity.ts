@@ -4,7 +4,13 @@ import { bigintColumn } from '../../../database/transformers';
 import type { RequestSource } from '../domain/payment-request';
 import { PROOF_STATUSES, REQUEST_STATUSES, type ProofStatus, type RequestStatus } from '../domain/transitions';
 
-/** payment_requests, owned by the requests module. Mirrors migrations/ exactly (the drift spec checks it). */
+/**
+ * payment_requests, owned by the requests module. Mirrors migrations/ exactly (the drift spec checks it), except
+ * what TypeORM cannot declare: the BEFORE INSERT trigger payment_requests_merchant_holds (migrations 1764000001000,
+ * 1764000402500, 1764000402900, 1764000403100) takes the merchant's shared "holds" lock, refuses a row its
+ * merchant no longer accepts as priced or whose api_key_id is revoked, and stamps a defaulted created_at with
+ * the insert's time; and the extended statistics payment_requests_state_stats (1764000400000).
+ */
 @Entity('payment_requests')
 @Unique('payment_requests_idempotency', ['partnerId', 'merchantId', 'idempotencyKey'])
 @Check('payment_requests_status_check', checkIn('status', REQUEST_STATUSES))
