@@ -2,8 +2,6 @@ import { Global, Inject, Injectable, Logger, Module, OnApplicationShutdown } fro
 import Redis from 'ioredis';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 
-export const REDIS = Symbol('REDIS');
-
 /** How often each instance measures its offset from Redis's clock, and the slowest reply it trusts for it. */
 const CLOCK_SYNC_EVERY_MS = 30_000;
 const CLOCK_SYNC_MAX_RTT_MS = 200;

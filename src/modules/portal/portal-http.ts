@@ -13,7 +13,7 @@ export interface PortalRequest extends Request {
   portal?: PortalSession;
 }
 
-export { clearCookie, cookie, setCookie, type CookieOptions } from '../../common/http/cookies';
+export { clearCookie, cookie, setCookie } from '../../common/http/cookies';
 
 /** POST-redirect-GET: 303, so the browser follows with a GET and a reload does not repeat the action. */
 export function seeOther(res: Response, location: string): void {

@@ -36,11 +36,6 @@ export function settleDepth(required: Confirmations): Confirmations {
   return required === 'finalized' ? 'finalized' : required * 2;
 }
 
-/** Whether a requirement needs the node's finalized block (an extra read) rather than the tip alone. */
-export function needsFinalized(required: Confirmations): boolean {
-  return required === 'finalized';
-}
-
 /** A verified claim as the finality job re-reads it: the transfer that paid, and where it was last seen. */
 export interface ClaimToRecheck {
   txHash: string;
