@@ -1,7 +1,7 @@
 import { loadConfig } from '../src/config/config';
 import { revertMigrations } from '../src/database/data-source';
 
-/** `npm run migrate:revert [-- <count>]`: reverts the newest applied migration, or the newest <count>. */
+/** `npm run migrate:revert [-- <count>]`: reverts the migration applied last, or the last <count>. */
 async function main(): Promise<void> {
   const arg = process.argv[2] ?? '1';
   if (!/^[1-9][0-9]*$/.test(arg)) throw new Error(`usage: npm run migrate:revert [-- <count>], count a positive integer (got "${arg}")`);

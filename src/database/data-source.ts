@@ -134,10 +134,11 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
 }
 
 /**
- * Reverts the newest `count` applied migrations, newest first, and returns their names (fewer when fewer were
- * applied). Each `down` runs as its `up` did: in a transaction of its own, or outside any for a migration that
- * sets `transaction = false` (it builds or drops indexes CONCURRENTLY, or VACUUMs). TypeORM's undoLastMigration
- * opens a transaction whatever that flag says, so those downs fail with "cannot run inside a transaction block".
+ * Reverts the `count` migrations applied last, last first (as TypeORM's undoLastMigration picks them: by id, not
+ * timestamp), and returns their names (fewer when fewer were applied). Each `down` runs as its `up` did: in a
+ * transaction of its own, or outside any for a migration that sets `transaction = false` (it builds or drops
+ * indexes CONCURRENTLY, or VACUUMs). TypeORM's undoLastMigration opens a transaction whatever that flag says, so
+ * those downs fail with "cannot run inside a transaction block".
  */
 export async function revertMigrations(databaseUrl: string, count = 1): Promise<string[]> {
   const ds = createDataSource(databaseUrl, 2, POOL_ACQUIRE_TIMEOUT_MS, 0);
@@ -147,7 +148,9 @@ export async function revertMigrations(databaseUrl: string, count = 1): Promise<
     const reverted: string[] = [];
     const [{ table }]: Array<{ table: string | null }> = await ds.query(`SELECT to_regclass('migrations')::text AS table`);
     for (let i = 0; table !== null && i < count; i++) {
-      const [last]: Array<{ name: string }> = await ds.query('SELECT name FROM migrations ORDER BY timestamp DESC, id DESC LIMIT 1');
+      // The row undoLastMigration reverts: the one applied last (highest id), which is not the newest timestamp when a
+      // migration older than the newest reached the code after it had run.
+      const [last]: Array<{ name: string }> = await ds.query('SELECT name FROM migrations ORDER BY id DESC LIMIT 1');
       if (!last) break;
       const own = ds.migrations.find((m) => m.name === last.name)?.transaction;
       await ds.undoLastMigration({ transaction: own === false ? 'none' : 'each' });
