@@ -230,3 +230,9 @@ it('a field failing two rules that share a message lists it once (POST /pay/api/
   expectEnvelope(r, 400, 'invalid_tx_hash');
   expect(r.body.errors).toEqual([{ field: 'tx_hash', message: 'tx_hash must be 0x plus 64 hex characters' }]);
 });
+
+it('a forbidden key in the query string is named (query), not (body)', async () => {
+  const r = await call(svc.publicUrl, 'GET', '/api/v1/requests?__proto__=x', { key: p.testKey });
+  expectEnvelope(r, 400, 'invalid_request');
+  expect(r.body.errors).toEqual([{ field: '(query)', message: expect.stringContaining('not allowed as keys') }]);
+});

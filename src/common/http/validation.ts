@@ -89,8 +89,10 @@ export class DtoPipe implements PipeTransform {
     if ((meta.type !== 'body' && meta.type !== 'query') || !type || type === Object || type === String) return value;
     // No body at all reads as {}; a JSON null is a body of the wrong type (below), as an array or a string is.
     if (meta.type === 'body' && value === undefined) value = {};
+    // What a whole-input error names: the body or the query string (a query's `__proto__` read "(body)").
+    const whole = meta.type === 'body' ? '(body)' : '(query)';
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      throw AppError.invalid([{ field: '(body)', message: 'must be a JSON object' }]);
+      throw AppError.invalid([{ field: whole, message: 'must be a JSON object' }]);
     }
     if (type === NoFields) {
       const sent = Object.keys(value);
@@ -99,10 +101,10 @@ export class DtoPipe implements PipeTransform {
     }
     // class-transformer recurses without a bound: a deeply nested body would overflow the stack (a 500).
     if (nestedDeeperThan(value, MAX_BODY_DEPTH)) {
-      throw AppError.invalid([{ field: '(body)', message: `must not nest more than ${MAX_BODY_DEPTH} levels deep` }]);
+      throw AppError.invalid([{ field: whole, message: `must not nest more than ${MAX_BODY_DEPTH} levels deep` }]);
     }
     if (hasForbiddenKey(value)) {
-      throw AppError.invalid([{ field: '(body)', message: `${FORBIDDEN_KEY_LIST} are not allowed as keys` }]);
+      throw AppError.invalid([{ field: whole, message: `${FORBIDDEN_KEY_LIST} are not allowed as keys` }]);
     }
     // Only the DTO's own fields: an unknown one sent as null is still an unknown field (DESIGN §8: metadata in a
     // dashboard or handle create).
