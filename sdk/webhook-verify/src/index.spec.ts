@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { runInNewContext } from 'node:vm';
 import {
   signWebhook,
   verifyWebhook,
@@ -84,6 +85,17 @@ describe('verifyWebhook', () => {
     padded.set(bytes, 4);
     expect(verifyWebhook(padded.subarray(4, 4 + bytes.length), header, SECRET, { now: NOW })).toEqual(event);
     expectCode(() => verifyWebhook(padded.subarray(3, 3 + bytes.length), header, SECRET, { now: NOW }), 'signature_mismatch');
+  });
+
+  // instanceof ArrayBuffer is false for one made in another realm (a vm context; some test environments), and a
+  // DataView is a view too: both were refused as invalid_body.
+  it('accepts an ArrayBuffer from another realm and a DataView', () => {
+    const bytes = new TextEncoder().encode(RAW);
+    const foreign = runInNewContext('new ArrayBuffer(n)', { n: bytes.length }) as ArrayBuffer;
+    expect(foreign instanceof ArrayBuffer).toBe(false);
+    new Uint8Array(foreign).set(bytes);
+    expect(verifyWebhook(foreign, header, SECRET, { now: NOW })).toEqual(event);
+    expect(verifyWebhook(new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), header, SECRET, { now: NOW })).toEqual(event);
   });
 
   it("returns the portal's test ping as a WebhookPing (no request)", () => {

@@ -51,7 +51,7 @@ export interface WebhookPing {
 export type WebhookDelivery = WebhookEvent | WebhookPing;
 
 /** The body as frameworks hand it over: Express's express.raw() a Buffer, fetch-style ones an ArrayBuffer or a Uint8Array. */
-export type RawBody = string | Buffer | Uint8Array | ArrayBuffer;
+export type RawBody = string | Buffer | ArrayBufferView | ArrayBuffer;
 
 export type WebhookVerificationErrorCode =
   | 'malformed_header'
@@ -169,7 +169,7 @@ export function verifyWebhook(
   const rawBody = bytesOf(body);
   if (rawBody === null) {
     // Typically express.json() ran first and the raw bytes are gone.
-    throw new WebhookVerificationError('invalid_body', 'raw body must be a string, Buffer, Uint8Array or ArrayBuffer (use express.raw())');
+    throw new WebhookVerificationError('invalid_body', 'raw body must be a string, Buffer, typed array, DataView or ArrayBuffer (use express.raw())');
   }
   const tolerance = opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const now = opts.now ?? Math.floor(Date.now() / 1000);
@@ -214,10 +214,14 @@ export function verifyWebhook(
   return payload as WebhookDelivery;
 }
 
-/** The bytes of a body as received, without a copy; null for anything else (a parsed object). */
+/**
+ * The bytes of a body as received, without a copy; null for anything else (a parsed object). Told by their
+ * tag, not instanceof: an ArrayBuffer made in another realm (a vm context, a test environment) is one too.
+ */
 function bytesOf(body: unknown): string | Buffer | null {
   if (typeof body === 'string' || Buffer.isBuffer(body)) return body;
-  if (body instanceof ArrayBuffer) return Buffer.from(body);
-  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const tag = Object.prototype.toString.call(body);
+  if (tag === '[object ArrayBuffer]' || tag === '[object SharedArrayBuffer]') return Buffer.from(body as ArrayBuffer);
   return null;
 }
