@@ -115,8 +115,8 @@ async function payOnBothDuringASwitch(after: 'tip' | 'chainId', fiat: number): P
   const onA = await transferToken(a.url, token, PAYER, merchant.wallet.address, amount);
   expect([onA.blockNumber, onB.blockNumber]).toEqual([start + 1, start + 1]);
   await waitFor(async () => reader.flips === flips + 1, 20000);
-  // Scans run on B meanwhile (the mode is switched off), then the node is on the configured chain again.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // The scans on B end with the mode switched off (readiness says so): whatever they moved or kept is in place.
+  await waitFor(async () => (await call(svc.adminUrl, 'GET', '/health/ready')).status !== 200, 20000);
   // Verified from A before the switch, or not moved past A's payment.
   expect((await stored(r.body.request_id)).proof_status === 'verified' || (await cursor()) < onA.blockNumber).toBe(true);
   expect(await sql(`SELECT reason FROM unmatched_transfers WHERE tx_hash = $1`, [onB.txHash.toLowerCase()])).toEqual([]);
