@@ -93,9 +93,9 @@ describe('bodies that are not JSON', () => {
     expect(r.body.metadata).toEqual({ order: 'Größe 42' });
   });
 
-  it('a body declared in a charset the service does not read → 400 invalid_json', async () => {
+  it('UTF-8 bytes declared in another charset → 415 unsupported_media_type (more in "content types")', async () => {
     const r = await raw(CREATE, JSON.stringify({ account_id: merchantId, fiat_amount_int: 100 }), { 'content-type': 'application/json; charset=utf-16' });
-    expectJsonError(r, 400, 'invalid_json');
+    expectJsonError(r, 415, 'unsupported_media_type');
   });
 });
 
@@ -336,7 +336,31 @@ describe('content types (DESIGN §7/§8: 415 unless application/json)', () => {
     expect(await requestCount()).toBe(before);
   });
 
-  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8'])('%s is read', async (type) => {
+  it.each([
+    ['UTF-16 (ASCII only: its bytes are valid UTF-8)', 'application/json; charset=utf-16le', 'utf16le', 'ascii only'],
+    ['UTF-16 with an accent', 'application/json; charset=UTF-16LE', 'utf16le', 'café'],
+    ['Latin-1 with an accent', 'application/json; charset=iso-8859-1', 'latin1', 'café'],
+    ['Latin-1, quoted', 'application/json; charset="latin1"', 'latin1', 'ascii only'],
+    ['utf8, not a registered name of UTF-8', 'application/json; charset=utf8', 'utf8', 'café'],
+  ] as const)('a JSON body declared in another charset (%s) → 415 unsupported_media_type, nothing created', async (_label, type, encoding, memo) => {
+    const before = await requestCount();
+    const res = await fetch(`${svc.publicUrl}${CREATE}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await k()}`, 'content-type': type },
+      body: Buffer.from(JSON.stringify({ account_id: merchantId, fiat_amount_int: 101, metadata: { memo } }), encoding),
+    });
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect({ status: res.status, body: await res.json() }).toEqual({ status: 415, body: { ok: false, error: 'unsupported_media_type' } });
+    expect(await requestCount()).toBe(before);
+  });
+
+  it.each([
+    'application/json',
+    'application/json; charset=utf-8',
+    'Application/JSON;charset=UTF-8',
+    'application/json; charset="utf-8"',
+    'application/json; foo=bar',
+  ])('%s is read', async (type) => {
     const r = await raw(CREATE, body(), { 'content-type': type });
     expect(r.status).toBe(201);
     expect(r.body.fiat_amount).toBe(101);

@@ -47,12 +47,22 @@ export function mediaType(req: Request): string | undefined {
   return header ? header.split(';')[0].trim().toLowerCase() : undefined;
 }
 
+/** The charset parameter of a Content-Type header, lower-cased and unquoted; undefined when none is given. */
+function declaredCharset(req: Request): string | undefined {
+  const m = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '');
+  return m ? m[1].toLowerCase() : undefined;
+}
+
 /**
  * DESIGN §7/§8: a non-empty body that is not application/json (a missing Content-Type included) is refused
- * with 415, so a cross-site HTML form (text/plain, urlencoded, multipart) can never be read as JSON.
+ * with 415, so a cross-site HTML form (text/plain, urlencoded, multipart) can never be read as JSON. So is
+ * JSON declared in a charset other than UTF-8 (RFC 8259 §8.1): the parser decoded UTF-16 as declared while the
+ * byte check read UTF-8, so an ASCII-only UTF-16 body was taken and an accented one refused as invalid_json.
  */
 export function unsupportedMediaType(req: Request): boolean {
-  return hasBody(req) && mediaType(req) !== 'application/json';
+  if (!hasBody(req)) return false;
+  const charset = declaredCharset(req);
+  return mediaType(req) !== 'application/json' || (charset !== undefined && charset !== 'utf-8');
 }
 
 /**
