@@ -72,6 +72,30 @@ it.each([
   }
 });
 
+it('CONNECT (no path: this is no proxy) → 404 not_found in the envelope and the connection closed, on both listeners (Node dropped it unanswered)', async () => {
+  for (const url of [svc.publicUrl, svc.adminUrl]) {
+    const r = await raw(url, Buffer.from('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'), true);
+    expect(r.status).toBe(404);
+    expect(r.head).toMatch(/\r\ncontent-type: application\/json/i);
+    expect(r.head).toMatch(/\r\nconnection: close/i);
+    expect(JSON.parse(r.body)).toEqual({ ok: false, error: 'not_found' });
+  }
+});
+
+it('CONNECTs whose clients reset at once leave the service answering', async () => {
+  const u = new URL(svc.publicUrl);
+  for (let i = 0; i < 50; i++) {
+    await new Promise<void>((resolve) => {
+      const s = net.connect(Number(u.port), u.hostname, () => {
+        s.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n', () => s.resetAndDestroy());
+      });
+      s.on('error', () => resolve());
+      s.on('close', () => resolve());
+    });
+  }
+  expect((await call(svc.publicUrl, 'GET', '/api/v1/requests?limit=1', { key: p.testKey })).status).toBe(200);
+});
+
 it('a bad request pipelined behind a good one is not answered as if it were the good one', async () => {
   const good = `GET /api/v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\n\r\n`;
   const bad = 'GET /api/v1/requests HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0000b\r\n\r\n';

@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
  * headers over 16 KB, a request line it cannot read, a request that took too long to arrive), and an Expect
  * header it does not know, are answered in the API's envelope like every other refusal, with the status Node
  * would have sent (its own answers are a bare status line with no body). The answer goes out only when no
- * response is owed on that socket to another request; then the connection is closed.
+ * response is owed on that socket to another request; then the connection is closed. So is a CONNECT (404).
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse }) => {
@@ -23,15 +23,25 @@ export function answerClientErrors(server: Server): void {
         : err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? [413, 'payload_too_large']
           : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout']
             : [400, 'invalid_request'];
-    const body = JSON.stringify({ ok: false, error });
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    answerAndClose(socket, status, error);
+  });
+  // A CONNECT names a host, not a path here (this is no proxy): Node, with no listener, closed it unanswered.
+  // The socket is the listener's alone from here: a reset with no 'error' listener would crash the process.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    answerAndClose(socket, 404, 'not_found');
   });
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     const body = JSON.stringify({ ok: false, error: 'expectation_failed' });
     res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
     res.end(body);
   });
+}
+
+function answerAndClose(socket: Duplex, status: number, error: string): void {
+  const body = JSON.stringify({ ok: false, error });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
