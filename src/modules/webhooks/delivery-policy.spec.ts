@@ -1,4 +1,4 @@
-import { nextStep, retryDelayMs } from './delivery-policy';
+import { classifyOutcome, nextStep, retryDelayMs, type AttemptOutcome } from './delivery-policy';
 import type { PostOutcome } from './webhook-poster';
 
 const SPEC_DELAYS = [60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 86_400_000];
@@ -46,5 +46,36 @@ describe('nextStep (spec §6.5)', () => {
 
   it('WEBHOOK_MAX_ATTEMPTS=1 never retries', () => {
     expect(nextStep(post(503), 1, { delaysMs: [1000], maxAttempts: 1 })).toEqual({ outcome: 'abandoned' });
+  });
+});
+
+describe('classifyOutcome', () => {
+  const o = (statusCode: number | null, errorClass: PostOutcome['errorClass'] = null): PostOutcome => ({
+    statusCode,
+    errorClass,
+    durationMs: 1,
+  });
+  it.each<[PostOutcome, AttemptOutcome]>([
+    [o(200), 'delivered'],
+    [o(204), 'delivered'],
+    [o(299), 'delivered'],
+    [o(400), 'abandoned'],
+    [o(403), 'abandoned'],
+    [o(404), 'abandoned'],
+    [o(410), 'abandoned'],
+    [o(499), 'abandoned'],
+    [o(429), 'retry'],
+    [o(500), 'retry'],
+    [o(503), 'retry'],
+    [o(301, 'redirect'), 'retry'],
+    [o(302), 'retry'],
+    [o(101), 'retry'],
+    [o(null, 'timeout'), 'retry'],
+    [o(null, 'network'), 'retry'],
+    [o(null, 'forbidden_address'), 'retry'],
+    [o(200, 'timeout'), 'retry'],
+    [o(null), 'retry'],
+  ])('%j → %s', (outcome, expected) => {
+    expect(classifyOutcome(outcome)).toBe(expected);
   });
 });

@@ -1,5 +1,4 @@
 import type { PostOutcome } from './webhook-poster';
-import { classifyOutcome } from './webhook-poster';
 
 /** What an attempt leaves the delivery in (spec §6.5); also the `outcome` column of webhook_attempts. */
 export const ATTEMPT_OUTCOMES = ['delivered', 'retry', 'abandoned'] as const;
@@ -31,10 +30,37 @@ export function nextStep(post: PostOutcome, attemptInSeries: number, schedule: R
   switch (classifyOutcome(post)) {
     case 'delivered':
       return { outcome: 'delivered' };
-    case 'abandon':
+    case 'abandoned':
       return { outcome: 'abandoned' };
     case 'retry':
       if (attemptInSeries >= schedule.maxAttempts) return { outcome: 'abandoned' };
       return { outcome: 'retry', delayMs: retryDelayMs(attemptInSeries, schedule.delaysMs) };
   }
+}
+
+/**
+ * Spec §6.5 plus DESIGN §3: 2xx delivered; 4xx except 429 abandoned at once; 429, 5xx, 3xx (redirects are not
+ * followed), time-outs and network errors retried.
+ */
+export function classifyOutcome(o: PostOutcome): AttemptOutcome {
+  switch (o.errorClass) {
+    case 'timeout':
+    case 'network':
+    case 'redirect':
+      return 'retry';
+    case 'forbidden_address':
+      // The URL passed the guard when it was saved, so now resolving to a forbidden address is a DNS or
+      // configuration problem on the partner's side (or a rebinding attempt, which gains nothing by retrying:
+      // every attempt is checked again). Retrying with backoff gives the partner time to fix DNS, as for a
+      // network error; abandoning would drop the event for a transient misconfiguration.
+      return 'retry';
+    case null:
+      break;
+  }
+  const s = o.statusCode;
+  if (s === null) return 'retry';
+  if (s >= 200 && s < 300) return 'delivered';
+  if (s === 429) return 'retry';
+  if (s >= 400 && s < 500) return 'abandoned';
+  return 'retry'; // 5xx, 3xx, and anything non-standard
 }

@@ -1,7 +1,8 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { classifyOutcome, WebhookPoster, type PostOutcome } from './webhook-poster';
+import { classifyOutcome } from './delivery-policy';
+import { WebhookPoster, type PostOutcome } from './webhook-poster';
 
 // Real servers on 127.0.0.1, port 0. Nothing here touches a non-loopback address.
 
@@ -117,7 +118,7 @@ describe('WebhookPoster (allowPrivate: true, loopback receivers)', () => {
     const s = await server((_req, res) => res.writeHead(status).end('no'));
     const o = await poster().post(s.url, BODY, HEADERS);
     expect(o).toMatchObject({ statusCode: status, errorClass: null });
-    expect(classifyOutcome(o)).toBe('abandon');
+    expect(classifyOutcome(o)).toBe('abandoned');
   });
 
   it.each([429, 500, 502, 503])('%i → retry', async (status) => {
@@ -324,36 +325,5 @@ describe('WebhookPoster (allowPrivate: false): connect-time address guard', () =
     const o = await p.post(`https://u:p@127.0.0.1:${tcp.port}/`, BODY, HEADERS);
     expect(o).toMatchObject({ errorClass: 'forbidden_address' });
     expect(tcp.connections()).toBe(0);
-  });
-});
-
-describe('classifyOutcome', () => {
-  const o = (statusCode: number | null, errorClass: PostOutcome['errorClass'] = null): PostOutcome => ({
-    statusCode,
-    errorClass,
-    durationMs: 1,
-  });
-  it.each<[PostOutcome, 'delivered' | 'abandon' | 'retry']>([
-    [o(200), 'delivered'],
-    [o(204), 'delivered'],
-    [o(299), 'delivered'],
-    [o(400), 'abandon'],
-    [o(403), 'abandon'],
-    [o(404), 'abandon'],
-    [o(410), 'abandon'],
-    [o(499), 'abandon'],
-    [o(429), 'retry'],
-    [o(500), 'retry'],
-    [o(503), 'retry'],
-    [o(301, 'redirect'), 'retry'],
-    [o(302), 'retry'],
-    [o(101), 'retry'],
-    [o(null, 'timeout'), 'retry'],
-    [o(null, 'network'), 'retry'],
-    [o(null, 'forbidden_address'), 'retry'],
-    [o(200, 'timeout'), 'retry'],
-    [o(null), 'retry'],
-  ])('%j → %s', (outcome, expected) => {
-    expect(classifyOutcome(outcome)).toBe(expected);
   });
 });

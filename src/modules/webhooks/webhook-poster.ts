@@ -304,30 +304,3 @@ export class WebhookPoster {
     });
   }
 }
-
-/**
- * Spec §6.5 plus DESIGN §3: 2xx delivered; 4xx except 429 abandoned at once; 429, 5xx, 3xx (redirects are not
- * followed), time-outs and network errors retried.
- */
-export function classifyOutcome(o: PostOutcome): 'delivered' | 'abandon' | 'retry' {
-  switch (o.errorClass) {
-    case 'timeout':
-    case 'network':
-    case 'redirect':
-      return 'retry';
-    case 'forbidden_address':
-      // The URL passed the guard when it was saved, so now resolving to a forbidden address is a DNS or
-      // configuration problem on the partner's side (or a rebinding attempt, which gains nothing by retrying:
-      // every attempt is checked again). Retrying with backoff gives the partner time to fix DNS, as for a
-      // network error; abandoning would drop the event for a transient misconfiguration.
-      return 'retry';
-    case null:
-      break;
-  }
-  const s = o.statusCode;
-  if (s === null) return 'retry';
-  if (s >= 200 && s < 300) return 'delivered';
-  if (s === 429) return 'retry';
-  if (s >= 400 && s < 500) return 'abandon';
-  return 'retry'; // 5xx, 3xx, and anything non-standard
-}
