@@ -1,6 +1,6 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { PlanChargesPort } from '../requests/application/plan-charges.port';
+import { PlanChargeOutcomesPort } from '../requests/application/plan-charge-outcomes.port';
 import { PlanChargeNotices } from './application/charge-notices';
 import { PLAN_CLOCK, systemClock, type Clock } from './application/clock';
 import { PlanOutcomesService } from './application/plan-outcomes.service';
@@ -15,7 +15,7 @@ export interface PlansModuleOptions {
 
 /**
  * What both roles of the plans module share: the plans table, the clock, the charge-notice hook, and the
- * PlanChargesPort that requests declares (missed and paid charges). Global so that requests' verification and
+ * PlanChargeOutcomesPort that requests declares (missed and paid charges). Global so that requests' verification and
  * expiry can inject the port without importing plans (plans depends on requests, never the reverse).
  */
 @Global()
@@ -28,11 +28,11 @@ export class PlansCoreModule {
       providers: [
         PlansRepository,
         PlanOutcomesService,
-        { provide: PlanChargesPort, useExisting: PlanOutcomesService },
+        { provide: PlanChargeOutcomesPort, useExisting: PlanOutcomesService },
         { provide: PLAN_CLOCK, useValue: opts.clock ?? systemClock },
         { provide: PlanChargeNotices, useClass: OutboxChargeNotices },
       ],
-      exports: [PlansRepository, PlanChargesPort, PLAN_CLOCK, PlanChargeNotices],
+      exports: [PlansRepository, PlanChargeOutcomesPort, PLAN_CLOCK, PlanChargeNotices],
     };
   }
 }

@@ -12,7 +12,7 @@ import { VerificationQueue } from './infrastructure/verification.queue';
 /**
  * What both roles of the requests module share, registered once: payment_requests (entity and
  * repository), the queue producers, after-commit work, verification, expiry and the facts webhooks read.
- * PlanChargesPort, which verification and expiry call, is provided globally by the plans module.
+ * PlanChargeOutcomesPort, which verification and expiry call, is provided globally by the plans module.
  * Imported by RequestsModule (HTTP), RequestsWorkerModule and RequestFactsModule only.
  */
 @Module({

@@ -1,19 +1,19 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../../config/config';
-import { PlanChargesPort, type PaidPlanCharge, type PlanChargeRef } from '../../requests/application/plan-charges.port';
+import { PlanChargeOutcomesPort, type PaidPlanCharge, type PlanChargeRef } from '../../requests/application/plan-charge-outcomes.port';
 import { afterPaid, missesAmong } from '../domain/plan';
 import { PlansRepository } from '../infrastructure/plans.repository';
 import { PLAN_CLOCK, type Clock } from './clock';
 
 /**
- * The plans' side of PlanChargesPort (DESIGN §5): a charge that expired unpaid is missed unless a later charge
+ * The plans' side of PlanChargeOutcomesPort (DESIGN §5): a charge that expired unpaid is missed unless a later charge
  * was paid (missesAmong), PLAN_MAX_MISSED in a row pause the plan (reason unpaid), a paid charge resets the count to the misses after it and, when those
  * are too few to pause a plan paused for unpaid, resumes the plan (afterPaid). Runs in the transaction of the
  * request's change.
  */
 @Injectable()
-export class PlanOutcomesService extends PlanChargesPort {
+export class PlanOutcomesService extends PlanChargeOutcomesPort {
   private readonly logger = new Logger('PlanOutcomes');
 
   constructor(

@@ -3,7 +3,7 @@ import { DataSource, type EntityManager } from 'typeorm';
 import { retryingDeadlocks } from '../../../database/pg-errors';
 import type { PaymentRequest } from '../domain/payment-request';
 import { RequestsRepository } from '../infrastructure/requests.repository';
-import { PlanChargesPort, type PlanChargeRef } from './plan-charges.port';
+import { PlanChargeOutcomesPort, type PlanChargeRef } from './plan-charge-outcomes.port';
 
 /** Lapsed requests the sweep stores per transaction, and the batches one sweep runs at most. */
 const SWEEP_BATCH = 1000;
@@ -21,7 +21,7 @@ export class ExpiryService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly repo: RequestsRepository,
-    private readonly plans: PlanChargesPort,
+    private readonly plans: PlanChargeOutcomesPort,
   ) {}
 
   async expireOne(requestId: string): Promise<PaymentRequest | null> {

@@ -270,7 +270,7 @@ export class RequestsService {
     return this.repo.expireEarly(em, id);
   }
 
-  /** The period of the plan's latest paid charge, or null (DESIGN §5; see PlanChargesPort.chargesLapsed). */
+  /** The period of the plan's latest paid charge, or null (DESIGN §5; see PlanChargeOutcomesPort.chargesLapsed). */
   latestPaidPeriod(em: EntityManager, planId: string): Promise<number | null> {
     return this.repo.latestPaidPeriod(em, planId);
   }

@@ -12,7 +12,7 @@ import { judgeTransaction, type NoPayReason } from '../domain/pay-rule';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 import { AfterCommit } from './after-commit';
 import { ExpiryService } from './expiry.service';
-import { PlanChargesPort } from './plan-charges.port';
+import { PlanChargeOutcomesPort } from './plan-charge-outcomes.port';
 import { readHead } from './chain-head';
 
 export type ProofSource = 'payer' | 'chain_scan';
@@ -76,7 +76,7 @@ export class VerificationService {
     private readonly outbox: EventOutbox,
     private readonly notices: NotificationsOutbox,
     private readonly afterCommit: AfterCommit,
-    private readonly plans: PlanChargesPort,
+    private readonly plans: PlanChargeOutcomesPort,
     private readonly expiry: ExpiryService,
   ) {}
 

@@ -22,7 +22,7 @@ export interface PaidPlanCharge extends PlanChargeRef {
  * imports plans. Called inside the transaction that changes the request, so a miss or a payment is counted
  * exactly when the change commits.
  */
-export abstract class PlanChargesPort {
+export abstract class PlanChargeOutcomesPort {
   /**
    * These charges expired unpaid (the expiry job or the sweep stored the expiry). `latestPaidPeriod` reads, in
    * the same transaction, the period of a plan's latest paid charge (null: none): call it once the plan is
