@@ -67,8 +67,6 @@ export class MerchantRepository {
     });
   }
 
-  /** False when there is no such merchant. */
-  /** The merchant's partner, mode and previous switch (read under the UPDATE's lock); null when there is none. */
   /**
    * Takes the merchant's "holds" lock exclusively until em's transaction ends: request inserts in flight for the
    * merchant finish first, and those that come after wait and then read the merchant as changed (migration

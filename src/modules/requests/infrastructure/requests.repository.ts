@@ -108,7 +108,8 @@ const AMOUNT_CANDIDATE = `
 /**
  * No conflict target: a taken idempotency key and a taken amount (the partial unique index, which a racing
  * create may have filled since the candidate was picked) both end in no row instead of an error, so the
- * caller's transaction stays usable and the repository tells the two apart by reading the key.
+ * caller's transaction stays usable and the repository tells the two apart by reading the key. Parameters are
+ * numbered by hand and AMOUNT_CANDIDATE reads $3, $9, $10 and $11: append new columns last.
  */
 const insertAt = (amount: string) => `
   INSERT INTO payment_requests (id, partner_id, merchant_id, test_mode, idempotency_key, fiat_amount, fiat_currency,
