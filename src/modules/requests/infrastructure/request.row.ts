@@ -1,5 +1,6 @@
 import type { PaymentRequest, RequestSource } from '../domain/payment-request';
 import type { ProofStatus, RequestStatus } from '../domain/transitions';
+import type { PaymentRequestEntity } from './payment-request.entity';
 
 /** A payment_requests row as the hand-written statements return it (numeric as string, timestamptz as Date). */
 export interface RequestRow {
@@ -40,6 +41,7 @@ export const REQUEST_COLUMNS = `id, partner_id, merchant_id, test_mode, status, 
   tx_hash, proof_source, payer_address, proof_verified_at, verify_note, source, plan_id, period_index, customer_name,
   customer_email, customer_phone`;
 
+/** A row of a hand-written statement as the domain object; entityToDomain below does the same for entity reads. */
 export function rowToDomain(r: RequestRow): PaymentRequest {
   return {
     id: r.id,
@@ -72,5 +74,41 @@ export function rowToDomain(r: RequestRow): PaymentRequest {
     payerAddress: r.payer_address,
     proofVerifiedAt: r.proof_verified_at,
     verifyNote: r.verify_note,
+  };
+}
+
+/** The same mapping for reads through the entity (TypeORM finds); keep the two in step. */
+export function entityToDomain(e: PaymentRequestEntity): PaymentRequest {
+  return {
+    id: e.id,
+    partnerId: e.partnerId,
+    merchantId: e.merchantId,
+    testMode: e.testMode,
+    status: e.status,
+    proofStatus: e.proofStatus,
+    fiatAmount: e.fiatAmount,
+    fiatCurrency: e.fiatCurrency,
+    rate: e.rate,
+    amount: e.amount,
+    chainId: e.chainId,
+    tokenAddress: e.tokenAddress,
+    recipient: e.recipient,
+    memo: e.memo,
+    paymentMode: e.paymentMode,
+    metadata: e.metadata,
+    source: e.source,
+    planId: e.planId,
+    periodIndex: e.periodIndex,
+    customerName: e.customerName,
+    customerEmail: e.customerEmail,
+    customerPhone: e.customerPhone,
+    expiresAt: e.expiresAt,
+    claimUntil: e.claimUntil,
+    createdAt: e.createdAt,
+    txHash: e.txHash,
+    proofSource: e.proofSource,
+    payerAddress: e.payerAddress,
+    proofVerifiedAt: e.proofVerifiedAt,
+    verifyNote: e.verifyNote,
   };
 }

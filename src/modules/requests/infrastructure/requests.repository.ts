@@ -11,7 +11,7 @@ import { isCheckViolation } from '../../../database/pg-errors';
 import { preparedQuery } from '../../../database/prepared';
 import { checkIn, oneOf } from '../../../database/state-test';
 import { PaymentRequestEntity } from './payment-request.entity';
-import { REQUEST_COLUMNS, rowToDomain, type RequestRow } from './request.row';
+import { entityToDomain, REQUEST_COLUMNS, rowToDomain, type RequestRow } from './request.row';
 
 export interface NewRequest {
   id: string;
@@ -218,7 +218,7 @@ export class RequestsRepository {
 
   async findByKey(partnerId: string, merchantId: string, idempotencyKey: string, em?: EntityManager): Promise<PaymentRequest | null> {
     const e = await this.repo(em).findOneBy({ partnerId, merchantId, idempotencyKey });
-    return e ? toDomain(e) : null;
+    return e ? entityToDomain(e) : null;
   }
 
   /**
@@ -239,7 +239,7 @@ export class RequestsRepository {
   /** forUpdate needs em's transaction: the row stays locked until it ends. */
   async findById(id: string, opts: { em?: EntityManager; forUpdate?: boolean } = {}): Promise<PaymentRequest | null> {
     const e = await this.repo(opts.em).findOne({ where: { id }, lock: opts.forUpdate ? { mode: 'pessimistic_write' } : undefined });
-    return e ? toDomain(e) : null;
+    return e ? entityToDomain(e) : null;
   }
 
   /**
@@ -248,7 +248,7 @@ export class RequestsRepository {
    */
   async findWithClaimLost(id: string, opts: { em?: EntityManager; share?: boolean } = {}): Promise<{ request: PaymentRequest; claimLost: boolean } | null> {
     const e = await this.repo(opts.em).findOne({ where: { id }, lock: opts.share ? { mode: 'pessimistic_read' } : undefined });
-    return e ? { request: toDomain(e), claimLost: e.claimLostAt !== null } : null;
+    return e ? { request: entityToDomain(e), claimLost: e.claimLostAt !== null } : null;
   }
 
   /**
@@ -771,41 +771,6 @@ function statusCondition(status: RequestStatus): string {
     case 'voided':
       return `status = 'voided'`;
   }
-}
-
-function toDomain(e: PaymentRequestEntity): PaymentRequest {
-  return {
-    id: e.id,
-    partnerId: e.partnerId,
-    merchantId: e.merchantId,
-    testMode: e.testMode,
-    status: e.status,
-    proofStatus: e.proofStatus,
-    fiatAmount: e.fiatAmount,
-    fiatCurrency: e.fiatCurrency,
-    rate: e.rate,
-    amount: e.amount,
-    chainId: e.chainId,
-    tokenAddress: e.tokenAddress,
-    recipient: e.recipient,
-    memo: e.memo,
-    paymentMode: e.paymentMode,
-    metadata: e.metadata,
-    source: e.source,
-    planId: e.planId,
-    periodIndex: e.periodIndex,
-    customerName: e.customerName,
-    customerEmail: e.customerEmail,
-    customerPhone: e.customerPhone,
-    expiresAt: e.expiresAt,
-    claimUntil: e.claimUntil,
-    createdAt: e.createdAt,
-    txHash: e.txHash,
-    proofSource: e.proofSource,
-    payerAddress: e.payerAddress,
-    proofVerifiedAt: e.proofVerifiedAt,
-    verifyNote: e.verifyNote,
-  };
 }
 
 /** Runs one statement of em's open transaction so that its failure undoes only itself. */
