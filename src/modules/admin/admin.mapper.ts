@@ -1,7 +1,7 @@
 import { iso } from '../../common/time';
 import type { ApiKeyInfo, IssuedKey } from '../auth/api-key';
 import type { RateRow } from '../rates/rates.service';
-import type { Partner } from './partner';
+import type { Partner } from '../partners/partner';
 
 /** The admin API's JSON bodies (DESIGN §4): the only place that knows their field names and the envelope. */
 export function partnerBody(p: Partner, webhook: { url: string | null; enabled: boolean }) {

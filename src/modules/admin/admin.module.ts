@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { AdminController } from './admin.controller';
-import { PartnersModule } from './partners.module';
+import { PartnersModule } from '../partners/partners.module';
 
 /** The operator API over partners, their keys, merchants and rates (partners themselves: PartnersModule). */
 @Module({

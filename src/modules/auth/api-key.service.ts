@@ -5,7 +5,7 @@ import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
 import { CHANGE_TOPICS, ChangeFeed } from '../../database/change-feed';
 import { FeedCache } from '../../database/feed-cache';
-import { PartnersService } from '../admin/partners.service';
+import { PartnersService } from '../partners/partners.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
 import { generateApiKey, hashApiKeyHex, modeOfKey, type ApiKeyInfo, type IssuedKey, type Principal } from './api-key';

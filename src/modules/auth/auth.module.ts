@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { PartnersModule } from '../admin/partners.module';
+import { PartnersModule } from '../partners/partners.module';
 import { AuditCoreModule } from '../audit/audit-core.module';
 import { ApiKeyEntity } from './api-key.entity';
 import { ApiKeyRepository } from './api-key.repository';

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { RedisLeases } from '../../common/redis/redis-lease';
-import { PartnersModule } from '../admin/partners.module';
+import { PartnersModule } from '../partners/partners.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { RequestsModule } from '../requests/requests.module';
 import { CsvExports } from './csv-export';

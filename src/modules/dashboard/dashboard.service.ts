@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { PartnersService } from '../admin/partners.service';
+import { PartnersService } from '../partners/partners.service';
 import { assetId, parseAssetId } from '../chain/asset-id';
 import { AssetRegistry } from '../chain/asset-registry';
 import type { Merchant } from '../merchants/merchant';

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { PartnersModule } from '../admin/partners.module';
+import { PartnersModule } from '../partners/partners.module';
 import { AuditCoreModule } from '../audit/audit-core.module';
 import { AuthModule } from '../auth/auth.module';
 import { MerchantDirectory } from './merchant-directory';

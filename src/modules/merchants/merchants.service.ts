@@ -4,7 +4,7 @@ import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig, type Mode } from '../../config/config';
 import { AppError } from '../../common/errors';
 import { isUuid } from '../../common/ids';
-import { PartnersService } from '../admin/partners.service';
+import { PartnersService } from '../partners/partners.service';
 import { RatesService } from '../rates/rates.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { PartnersModule } from '../admin/partners.module';
+import { PartnersModule } from '../partners/partners.module';
 import { MerchantsCoreModule } from '../merchants/merchants-core.module';
 import { RequestsServiceModule } from '../requests/requests-service.module';
 import { PlanChargesService } from './application/plan-charges.service';

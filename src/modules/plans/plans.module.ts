@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { PartnersModule } from '../admin/partners.module';
+import { PartnersModule } from '../partners/partners.module';
 import { DashboardModule } from '../dashboard/dashboard.module';
 import { MerchantsModule } from '../merchants/merchants.module';
 import { RequestsModule } from '../requests/requests.module';

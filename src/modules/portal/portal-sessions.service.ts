@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { randomToken, sameToken, SESSION_TOKEN_SHAPE, sessionKey } from '../../common/crypto/session-token';
-import { PartnersService } from '../admin/partners.service';
+import { PartnersService } from '../partners/partners.service';
 import { PortalSessionRepository } from './portal-session.repository';
 import type { PortalRole } from './portal-user.entity';
 

@@ -4,7 +4,7 @@ import { AppError, type FieldError } from '../../common/errors';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
 import { PartnerLimiter } from '../../common/rate-limit/partner-limiter';
 import { isUniqueViolation } from '../../database/pg-errors';
-import { PartnersService } from '../admin/partners.service';
+import { PartnersService } from '../partners/partners.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
 import { AdminRequired } from './portal-errors';

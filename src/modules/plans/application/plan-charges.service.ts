@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { PartnersService } from '../../admin/partners.service';
+import { PartnersService } from '../../partners/partners.service';
 import type { PaymentRequest } from '../../requests/domain/payment-request';
 import { SERVICE_MODE_DEFAULT_EXPIRY_MINUTES } from '../../requests/domain/request-rules';
 import { RequestsService, type RequestCreator } from '../../requests/application/requests.service';

@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../../database/pg-errors';
 import { RatesService } from '../rates/rates.service';
 import type { Actor } from '../audit/audit';
 import { AuditService } from '../audit/audit.service';
-import type { CreatePartnerDto, UpdatePartnerDto } from './admin.dto';
+import type { CreatePartnerDto, UpdatePartnerDto } from '../admin/admin.dto';
 import type { Partner, PartnerSettings } from './partner';
 import { PartnerRepository } from './partner.repository';
 
