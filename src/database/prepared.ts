@@ -66,7 +66,7 @@ async function run<T>(client: PoolClient, name: string, text: string, values: un
   }
 }
 
-/** By the server's routine, which lc_messages does not translate; the English message as well (a review). */
+/** By the server's routine, which lc_messages does not translate; the English message as well. */
 function isStalePlan(e: unknown): boolean {
   const err = e as { code?: string; message?: string; routine?: string };
   return err?.code === '0A000' && (err.routine === 'RevalidateCachedQuery' || /cached plan must not change result type/.test(err.message ?? ''));

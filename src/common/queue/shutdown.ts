@@ -11,7 +11,7 @@ const logger = new Logger('Shutdown');
 /**
  * app.close(), without waiting for ever on a Redis that does not answer the queues (the producers' side).
  * Their connections end with QUIT, which waits for a stalled Redis, and for one away until it is back: an API
- * process took as long as a stall to close (once past a test's 60 s in CI, a helper traced it). Past a grace
+ * process took as long as a stall to close (once past a test's 60 s in CI). Past a grace
  * their connections are dropped and the close goes on; an add still waiting for Redis is dropped with them,
  * and the re-drives cover each (the outbox and notification re-drives, the expiry sweep, the chain scan).
  * Nothing is forced before the grace: the HTTP server and the workers are still finishing then, and their

@@ -43,7 +43,7 @@ export class RedisLeases {
       reply = await this.redis.main.set(key, token, 'PX', ttlMs, 'NX');
     } catch (e) {
       // A command timeout only stops the waiting: the SET was sent, and a Redis that catches up runs it,
-      // leaving a lease nobody holds (every export of that merchant refused for ttlMs, a helper found). The
+      // leaving a lease nobody holds (every export of that merchant refused for ttlMs). The
       // compare-and-delete goes right behind it on the same connection, so it runs after it; not awaited, so
       // the caller's fail-open does not wait on a stalled Redis.
       void this.commands.prsLeaseRelease(key, token).catch(() => undefined);

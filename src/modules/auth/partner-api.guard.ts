@@ -58,7 +58,7 @@ export class PartnerApiGuard implements CanActivate {
     await this.limits.consume(context.getClass(), handler, `key:${principal.keyId}`);
     // A count that took long (Redis slow, or away: up to its command timeout, then the limit fails open) may
     // have let a revocation land meanwhile: the key is read again, so no call acts on a key revoked while it
-    // waited (a helper's hunt: a create answered 201 850 ms after its key's revocation had).
+    // waited (a create answered 201 850 ms after its key's revocation had).
     if (Date.now() - counted > RECHECK_AFTER_MS && !(await this.keys.authenticate(m![1]))) throw new AppError('unauthorized');
     raiseBodyProblem(req);
     return true;

@@ -198,7 +198,7 @@ export class EthersChainReader implements ChainReader {
     } catch (e) {
       // A revert (malformed signature, a wallet that throws) or running out of its gas means not valid; anything
       // else is the node's. Decided on the node's own error: ethers reports every JSON-RPC error of an eth_call as
-      // CALL_EXCEPTION, "header not found" and a rate limit too, which must not read as a bad signature (a review).
+      // CALL_EXCEPTION, "header not found" and a rate limit too, which must not read as a bad signature.
       if (isError(e, 'CALL_EXCEPTION') && isExecutionFault(e.info?.error)) return false;
       throw e;
     }

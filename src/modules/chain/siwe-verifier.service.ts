@@ -79,7 +79,7 @@ export class SiweVerifier {
       return { valid: false, field: 'message', reason: 'a time in the message cannot be read' };
     }
     // Nobody holds its key, and the contract check's plain-account fallback (ecrecover) answers it for any
-    // invalid signature: the zero address proved as a wallet, and anyone signed in as it (a helper's hunt).
+    // invalid signature: the zero address proved as a wallet, and anyone signed in as it.
     if (isZeroAddress(siwe.address)) return { valid: false, field: 'message', reason: 'the zero address cannot sign' };
     if (siwe.expirationTime && !(new Date(siwe.expirationTime) > now)) {
       return { valid: false, field: 'message', reason: 'the message has expired' };

@@ -123,7 +123,7 @@ export class NotificationSender {
    * new merchant email that committed since the first read is seen here (the message is abandoned unsent, or
    * built again for the new address), and one committing later waits for the claim, so it comes after the
    * send began. Without this a note went to an address the merchant had removed moments before, and a charge
-   * notice went out for a charge just paid (a helper's hunt, with the claim held back by a lock).
+   * notice went out for a charge just paid (with the claim held back by a lock).
    */
   private async claimIfStill(row: StoredNotification, attempt: number, to: string, deadline: AbortSignal): Promise<ClaimOutcome> {
     const token = randomUUID();
@@ -161,7 +161,7 @@ export class NotificationSender {
    */
   private async claimSurvived(id: string, attempt: number, token: string, deadline: AbortSignal): Promise<boolean> {
     for (let wait = RECORD_RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RECORD_RETRY_MAX_MS)) {
-      if (deadline.aborted) return false; // a send started now would be cut at once (a review)
+      if (deadline.aborted) return false; // a send started now would be cut at once
       try {
         return await this.repo.claimedBy(id, attempt, token);
       } catch (e) {

@@ -13,7 +13,7 @@ const MAX_BODY_CHARS = 300;
  * deadline, a connection dropped before the answer) is in doubt: the provider may have sent the message, and
  * Twilio-style APIs ignore the idempotency key, so it is never sent again (at most one message, as for email).
  * node:http rather than fetch, which cannot tell the two apart: with fetch, a provider slower than the timeout
- * got the same receipt once per retry (7 in 12 s in a helper's probe).
+ * got the same receipt once per retry (7 in 12 s).
  */
 export class SmsClient {
   constructor(private readonly config: SmsConfig, private readonly timeoutMs: number) {}
@@ -43,7 +43,7 @@ export class SmsClient {
         method: 'POST',
         // A connection of its own, never one kept from an earlier SMS (Node's global agent keeps them alive): a
         // provider that closed it as idle never reads a request written into it, and the reset after the write
-        // would read as in doubt, the receipt never sent (a review).
+        // would read as in doubt, the receipt never sent.
         agent: false,
         headers: {
           authorization: `Basic ${auth}`,

@@ -68,7 +68,7 @@ export class PartnersService {
     const updated = await this.feed.change(CHANGE_TOPICS.partners, async (em, announce) => {
       // The fields not sent are kept from the row as it stands under the lock: merged into a copy read before
       // it, two updates that raced wrote back each other's old values, and the trail credited the second with
-      // undoing the first (a reviewer's probe, 2026-11-27). Locked, the trail's "from" is what this replaced.
+      // undoing the first. Locked, the trail's "from" is what this replaced.
       const before = await this.repo.lockById(em, id);
       if (!before) return null;
       const allowed = dto.allowed_expiry_minutes ?? before.allowedExpiryMinutes;

@@ -99,7 +99,7 @@ export class PortalAuthService {
   /**
    * Whether the email's user signed in from this address (bucket) in the last KNOWN_ADDRESS_TTL_MS, by the audit
    * trail's sign-ins: what Redis forgot when it lost its keys (a restart, a flush), while the attacker's failures
-   * start counting again at once (a hunt: the owner was then locked out with the attacker). Remembered again in
+   * start counting again at once (the owner was then locked out with the attacker). Remembered again in
    * Redis when found.
    */
   private async signedInFrom(email: unknown, address: string, knownKey: string, reqId: unknown): Promise<boolean> {

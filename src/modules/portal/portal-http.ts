@@ -34,7 +34,7 @@ const formParser = express.urlencoded({ extended: false, limit: MAX_BODY, parame
  * textErrors) makes the form unreadable too, as it makes a JSON body invalid; the fields stay, so the
  * session's CSRF check still reads its token and the 400 comes from BodyCheckGuard. A body of any other type
  * (JSON, text, multipart) is not read: 415 (it used to be read as JSON, past the text check: a NUL in a key's
- * label was a 500, a helper's fuzzing found).
+ * label was a 500).
  */
 export function portalFormBody(req: Request & ParsedRequest, res: Response, next: NextFunction): void {
   if (req.method === 'GET' || req.method === 'HEAD') return next();

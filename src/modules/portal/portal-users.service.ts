@@ -44,7 +44,7 @@ export function normalizeEmail(raw: unknown): string | null {
 /**
  * A portal user changing the partner's users must still be one of its admins when the change is made, under
  * the users' lock: the session's role was read when the request began, and an invite hashes its password for
- * a tenth of a second after that. A demotion or removal that commits first wins (a helper's hunt: a removed
+ * a tenth of a second after that. A demotion or removal that commits first wins (a removed
  * admin's invite, queued behind the removal, added a new admin). Operators are nobody's user.
  */
 function stillAdmin(users: Array<{ id: string; role: PortalRole }>, actor: Actor): void {
@@ -213,7 +213,7 @@ export class PortalUsersService {
    * In the sign-in's transaction, before its session is stored: whether the user still exists with the password
    * hash the sign-in checked, read FOR SHARE. A password change (or a removal) that commits first wins: the
    * sign-in is refused; one that commits after waits for the session and then ends it with the others.
-   * Without it a sign-in that checked the old password while the change ran kept its session (a helper's hunt).
+   * Without it a sign-in that checked the old password while the change ran kept its session.
    */
   passwordStillHolds(em: EntityManager, user: AuthenticatedUser): Promise<boolean> {
     return this.repo.holdsHash(em, user.id, user.passwordHash);

@@ -397,7 +397,7 @@ export class ChainScanService {
    * claim's (the transaction mined again elsewhere after a reorg). Which of that transaction's transfers the
    * claim is now is the finality job's to say, as it moves the claim (same log index first, else the first
    * that pays); a log index means nothing across blocks, and a transaction paying the request twice has two
-   * candidates (a helper's hunt: both were taken for the claim, and the row kept for the second was deleted).
+   * candidates (both were taken for the claim, and the row kept for the second was deleted).
    * A claim the finality job found lost is re-read no more: its transaction seen again is kept as unmatched,
    * beside the alert, not taken for the claim. Nor is a settled one (see below).
    */

@@ -148,7 +148,7 @@ export class PayService {
     }
     // A plan charge's lapsed expiry, stored here, counts a miss on its plan: charge, then plan. The plan's
     // scheduler and its test clock lock plan, then charge; Postgres ends such a deadlock by undoing one side,
-    // and it is run again here rather than answered with a 500 (a helper's hunt).
+    // and it is run again here rather than answered with a 500.
     const result = await retryingDeadlocks(PROOF_DEADLOCK_ATTEMPTS, () => this.dataSource.transaction(async (em) => {
       const current = (await this.repo.findById(id, { em, forUpdate: true }))!;
       if (current.txHash === txHash) return { eventIds: [] as string[], queue: current.proofStatus === 'attached' };

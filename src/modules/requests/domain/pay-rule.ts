@@ -42,7 +42,7 @@ export const EARLY_TOLERANCE_MS = 60_000;
 export function judgeTransaction(target: PayTarget, observed: ObservedTx): PayVerdict {
   if (observed.chainId !== target.chainId) return { pays: false, reason: 'wrong_chain' };
   if (observed.receipt.status !== 1) return { pays: false, reason: 'transaction_failed' };
-  // A transfer from the wallet to itself moves no money: it pays nothing (a helper's hunt: the merchant's own
+  // A transfer from the wallet to itself moves no money: it pays nothing (the merchant's own
   // self-transfer verified its request).
   const toRecipient = observed.receipt.logs
     .map(decodeTransferLog)

@@ -101,7 +101,7 @@ export function listQuery(q: ListRequestsQuery & { source?: RequestSource; plan_
 
 /**
  * `POST /pay/api/:id/proof` (DESIGN §4, §8): a missing or malformed `tx_hash` is 400 `invalid_tx_hash`; any other
- * field is an unknown field, 400 `invalid_request`, and changes nothing (it attached the proof, a helper found).
+ * field is an unknown field, 400 `invalid_request`, and changes nothing (it used to attach the proof).
  */
 export class SubmitProofDto {
   static fieldCodes: Record<string, ErrorCode> = { tx_hash: 'invalid_tx_hash' };

@@ -105,8 +105,8 @@ export class ClaimFinalityRepository {
    * The transaction was re-included in another block: its claims now point there and wait for that block's
    * depth. Their log indexes follow it, all at once: a batch payment re-included behind another transaction's
    * logs shifts every transfer, and one claim moved alone onto the index another still holds broke the unique
-   * claim index (payment_requests_claim), which failed every later re-read of the mode (a reviewer's probe,
-   * 2026-11-27). So the moving claims first let go of their indexes, then take the new ones, in one
+   * claim index (payment_requests_claim), which failed every later re-read of the mode
+   * (2026-11-27). So the moving claims first let go of their indexes, then take the new ones, in one
    * transaction. The ids that moved (a claim settled or lost meanwhile does not).
    */
   async moveTogether(moves: Array<{ id: string; blockNumber: number; blockHash: string; logIndex: number }>): Promise<string[]> {

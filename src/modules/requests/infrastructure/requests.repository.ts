@@ -89,7 +89,7 @@ const RELEASE_BATCH = 5000;
  * run of 100,000, where probing amount + 1 for each took 389 ms (min() with the anti-join before that scanned
  * every open amount). The inner ORDER BY makes the walk the index's order, so it stops at the gap: without
  * it Postgres could plan the window over a bitmap scan and a sort of every held amount above the converted
- * one (a reviewer saw 49,989 rows read for a gap 5 above). The partial unique index is what guarantees
+ * one (49,989 rows read for a gap 5 above). The partial unique index is what guarantees
  * uniqueness under races; this only picks the candidate.
  */
 const AMOUNT_CANDIDATE = `
@@ -326,7 +326,7 @@ export class RequestsRepository {
    * once its insert holds that lock (the insert trigger, migration 1764000402900), so a writer not seen here
    * took its lock after this statement began (the two views are read one after the other, and pg_locks
    * backend by backend: not one snapshot) and stamps its rows later; hence statement_timestamp(), not the
-   * time the views were read (a reviewer's probe under 6,400 inserts/s found rows cursors passed that way).
+   * time the views were read (under 6,400 inserts/s, rows that cursors had passed).
    * Its own statement, before the page's: read within the page's statement, a writer that committed after
    * the page's snapshot was taken would be missing from both. A page may then lack the rows of the last
    * milliseconds, which the next page shows. Sessions of other database roles show no xact_start here
@@ -431,8 +431,8 @@ export class RequestsRepository {
    * partial index payment_requests_claimable (one probe per token), so the cost does not grow with the open
    * requests while a chain serves one mode (the usual case: live and test on different chain ids). On a chain
    * id both modes use (two local nodes), the index has no test_mode, so a probe reads the other mode's open
-   * rows of the chain until it meets one of its own: 341 ms at 1,000,000 of them (a reviewer's measurement,
-   * 2026-11-27); an index with test_mode would cost every create an entry for a setup production has not.
+   * rows of the chain until it meets one of its own: 341 ms at 1,000,000 of them
+   * (2026-11-27); an index with test_mode would cost every create an entry for a setup production has not.
    */
   async claimableTokens(chainId: bigint, testMode: boolean): Promise<string[]> {
     const rows = await this.requests.query<{ token_address: string }[]>(
@@ -660,7 +660,7 @@ export class RequestsRepository {
       // Freed once its window closed more than a minute ago by both clocks: the chain's (no block still to
       // come can pay it) and the database's, which stamps the next request's created_at, whose window starts
       // 60 s before it (the pay rule's early tolerance). By the chain's alone, a chain clock a few seconds ahead
-      // let a second transfer of the last request's window pay the next one of that price (a helper's hunt).
+      // let a second transfer of the last request's window pay the next one of that price.
       // Per asset (chain cursor), its closed requests in claim_until order on payment_requests_locked_until:
       // the sweep reads only what it frees (a predicate on the cursor's time alone read every locked request,
       // 437 ms at 1,000,000 open; written this way 1 ms when none closed). The ids are gathered into an array

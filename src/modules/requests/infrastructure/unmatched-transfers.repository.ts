@@ -118,7 +118,7 @@ export class UnmatchedTransfersRepository {
    * Rows kept for `t`'s transaction and wallet from another block than `t`'s: the transaction was mined again
    * elsewhere (a reorg deeper than N), and its transfers to this wallet are being read again where they are
    * now. A log index means nothing across blocks, so a row of the old block would stand for a transfer that
-   * has a new index, or none (a helper's hunt: re-included one log earlier, a batch's one extra transfer
+   * has a new index, or none (re-included one log earlier, a batch's one extra transfer
    * was kept twice). The scan reads every log of a block to a watched wallet in one pass, and a pass that
    * fails does not move its cursor, so the ones still there are written again before the block is done.
    */
