@@ -342,6 +342,7 @@ describe('content types (DESIGN §7/§8: 415 unless application/json)', () => {
     ['Latin-1 with an accent', 'application/json; charset=iso-8859-1', 'latin1', 'café'],
     ['Latin-1, quoted', 'application/json; charset="latin1"', 'latin1', 'ascii only'],
     ['utf8, not a registered name of UTF-8', 'application/json; charset=utf8', 'utf8', 'café'],
+    ['UTF-16 behind a quoted parameter that reads "; charset=utf-8"', 'application/json; x="; charset=utf-8"; charset=utf-16le', 'utf16le', 'ascii only'],
   ] as const)('a JSON body declared in another charset (%s) → 415 unsupported_media_type, nothing created', async (_label, type, encoding, memo) => {
     const before = await requestCount();
     const res = await fetch(`${svc.publicUrl}${CREATE}`, {

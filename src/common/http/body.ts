@@ -47,10 +47,12 @@ export function mediaType(req: Request): string | undefined {
   return header ? header.split(';')[0].trim().toLowerCase() : undefined;
 }
 
-/** The charset parameter of a Content-Type header, lower-cased and unquoted; undefined when none is given. */
-function declaredCharset(req: Request): string | undefined {
-  const m = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '');
-  return m ? m[1].toLowerCase() : undefined;
+/**
+ * Every `charset=` after a semicolon in a Content-Type header, lower-cased and unquoted, inside a quoted value
+ * or not: the decoder's parser skips quoted values, so `x="; charset=utf-8"; charset=utf-16le` is UTF-16 to it.
+ */
+function declaredCharsets(req: Request): string[] {
+  return [...(req.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)].map((m) => m[1].toLowerCase());
 }
 
 /**
@@ -61,8 +63,7 @@ function declaredCharset(req: Request): string | undefined {
  */
 export function unsupportedMediaType(req: Request): boolean {
   if (!hasBody(req)) return false;
-  const charset = declaredCharset(req);
-  return mediaType(req) !== 'application/json' || (charset !== undefined && charset !== 'utf-8');
+  return mediaType(req) !== 'application/json' || declaredCharsets(req).some((charset) => charset !== 'utf-8');
 }
 
 /**
