@@ -97,13 +97,25 @@ class PartnerDb {
 }
 
 /** Compiles the doc's example and starts its app, with the secret in PRS_WEBHOOK_SECRET as the docs say. */
-async function startExample(doc: string, secret: string, partnerDb: PartnerDb): Promise<string> {
+async function startExample(doc: string, secret: string, partnerDb: PartnerDb, clockSkewSeconds = 0): Promise<string> {
   const { code } = transformSync(receiverExample(doc), {
     filename: 'example.ts',
     jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
     module: { type: 'commonjs' },
   });
-  const modules: Record<string, unknown> = { express, '@prs/webhook-verify': sdk };
+  // With a skew, the receiver's clock is off by clockSkewSeconds on the first attempt of each delivery (the
+  // partner then fixes it): the SDK sees a t too far from its now.
+  const skewed = new Set<string>();
+  const verifyWebhook: typeof sdk.verifyWebhook = (raw, header, secrets, options) => {
+    const id = (JSON.parse(Buffer.from(raw as Buffer).toString('utf8')) as { delivery_id: string }).delivery_id;
+    const skew = clockSkewSeconds && !skewed.has(id) && !!skewed.add(id);
+    const now = skew ? Math.floor(Date.now() / 1000) + clockSkewSeconds : options?.now;
+    return sdk.verifyWebhook(raw, header, secrets, { ...options, now });
+  };
+  const modules: Record<string, unknown> = {
+    express,
+    '@prs/webhook-verify': clockSkewSeconds ? { ...sdk, verifyWebhook } : sdk,
+  };
   const requireModule = (name: string) => {
     if (!(name in modules)) throw new Error(`${doc}: the example imports ${name}`);
     return modules[name];
@@ -121,28 +133,56 @@ async function deliveriesOf(requestId: string): Promise<Array<{ event: string; s
   return (await admin(svc, 'GET', `/deliveries?request_id=${requestId}`)).body.deliveries;
 }
 
-it.each(DOCS)('%s: a live payment ends with the order paid, though marking it failed once', async (doc) => {
+type Delivery = Awaited<ReturnType<typeof deliveriesOf>>[number];
+
+/** A live payment to a merchant of a new partner whose webhook is the doc's example; its settled deliveries. */
+async function payThroughExample(
+  doc: string,
+  partnerDb: PartnerDb,
+  fiat: number,
+  clockSkewSeconds = 0,
+): Promise<{ settled: Delivery[]; requestId: string; txHash: string }> {
   const p = await createPartner(svc);
   const m = await createOnboardedMerchant(svc, p.liveKey);
   const put = await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url: 'http://127.0.0.1:9/unused', enabled: false });
-  const partnerDb = new PartnerDb();
-  const url = await startExample(doc, put.body.secret, partnerDb);
+  const url = await startExample(doc, put.body.secret, partnerDb, clockSkewSeconds);
   expect((await admin(svc, 'PUT', `/partners/${p.id}/webhook`, { url, enabled: true })).status).toBe(200);
 
-  const req = await mustCreateRequest(svc, p.liveKey, { account_id: m.id, fiat_amount_int: 1500 + DOCS.indexOf(doc) });
+  const req = await mustCreateRequest(svc, p.liveKey, { account_id: m.id, fiat_amount_int: fiat });
   const env = testEnv();
   const tx = await transferToken(env.rpcUrl, env.token, DEV_KEYS[1], m.wallet.address, BigInt(req.amount));
   expect((await call(svc.publicUrl, 'POST', `/pay/api/${req.request_id}/proof`, { body: { tx_hash: tx.txHash } })).status).toBe(200);
 
-  type Delivery = Awaited<ReturnType<typeof deliveriesOf>>[number];
   const settled = (await waitFor(async () => {
     const ds = await deliveriesOf(req.request_id);
     return ds.length === 2 && ds.every((d) => d.state === 'delivered' || d.state === 'abandoned') && ds;
   }, 30000)) as Delivery[];
+  return { settled, requestId: req.request_id, txHash: tx.txHash };
+}
+
+it.each(DOCS)('%s: a live payment ends with the order paid, though marking it failed once', async (doc) => {
+  const partnerDb = new PartnerDb();
+  const { settled, requestId, txHash } = await payThroughExample(doc, partnerDb, 1500 + DOCS.indexOf(doc));
   const verified = settled.find((d) => d.event === 'payment.proof_verified')!;
   // The first attempt answered 500 (the blip), the second acted on the event.
   expect(verified).toMatchObject({ state: 'delivered', attempts: 2 });
   expect(partnerDb.markAttempts).toBe(2);
-  expect(partnerDb.paid.get(req.request_id)).toBe(tx.txHash);
+  expect(partnerDb.paid.get(requestId)).toBe(txHash);
   expect(settled.find((d) => d.event === 'payment.proof_attached')).toMatchObject({ state: 'delivered', attempts: 1 });
+});
+
+/*
+ * A receiver whose clock is off by more than the tolerance gets timestamp_out_of_tolerance from the SDK. The
+ * service signs every attempt with a fresh t, so a later attempt verifies once the clock is right: the examples
+ * must answer a status the service retries (spec §6.5: 5xx), not a 4xx, which abandons the delivery. Until
+ * 2026-11-28 they answered 400 and the payment's events were dropped.
+ */
+it.each(DOCS)('%s: a stale timestamp (receiver clock off) is retried, not abandoned', async (doc) => {
+  const partnerDb = new PartnerDb();
+  partnerDb.markAttempts = 1; // no database blip here: only the clock
+  const { settled, requestId, txHash } = await payThroughExample(doc, partnerDb, 1600 + DOCS.indexOf(doc), 400);
+  for (const event of ['payment.proof_attached', 'payment.proof_verified']) {
+    expect(settled.find((d) => d.event === event)).toMatchObject({ state: 'delivered', attempts: 2 });
+  }
+  expect(partnerDb.paid.get(requestId)).toBe(txHash);
 });
