@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import { APP_CONFIG, MODES, type AppConfig, type ChainConfig, type Confirmations, type Mode } from '../../config/config';
 import { AssetRepository } from './asset.repository';
 import { assetId } from './asset-id';
-import type { ChainReader } from './chain-reader';
+import { NoTokenContract, type ChainReader } from './chain-reader';
 
 export interface Asset {
   mode: Mode;
@@ -24,7 +24,8 @@ export type ChainHealth =
   | { state: 'ok' }
   | { state: 'not_configured' }
   | { state: 'unreachable'; detail: string }
-  | { state: 'chain_id_mismatch'; detail: string };
+  | { state: 'chain_id_mismatch'; detail: string }
+  | { state: 'no_token_contract'; detail: string };
 
 export const CHAIN_READERS = Symbol('CHAIN_READERS');
 export type ChainReaderFactory = (mode: Mode, chain: ChainConfig) => ChainReader;
@@ -100,7 +101,7 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
    */
   async refresh(mode: Mode): Promise<ChainHealth> {
     const state = this.health.get(mode)?.state;
-    if (state === 'unreachable' || state === 'chain_id_mismatch') await this.connect(mode);
+    if (state === 'unreachable' || state === 'chain_id_mismatch' || state === 'no_token_contract') await this.connect(mode);
     // A node that stopped answering is the readers' and health's to report; only another chain id turns it off.
     else if (state === 'ok') await this.onConfiguredChain(mode).catch(() => undefined);
     return this.status(mode);
@@ -153,10 +154,16 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
         this.logger.warn(`${mode} mode stays disabled: its RPC, last on another chain id, did not answer (${detail})`);
         return;
       }
-      this.health.set(mode, { state: 'unreachable', detail });
+      // The node answered and has no code at the token address: the RPC is fine, the address is not.
+      const noContract = e instanceof NoTokenContract;
+      const health: ChainHealth = noContract
+        ? { state: 'no_token_contract', detail: `no contract at CHAIN_${mode.toUpperCase()}_TOKEN_ADDRESS ${chain.tokenAddress} on chain id ${chain.chainId}` }
+        : { state: 'unreachable', detail };
+      this.health.set(mode, health);
       const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
-      this.logger.warn(`${mode} RPC unreachable at start (${detail}); ${row ? 'using stored token metadata' : 'no token metadata yet'}`);
+      const stored = row ? 'using stored token metadata' : 'no token metadata yet';
+      this.logger.warn(noContract ? `${mode} mode: ${health.detail}; ${stored}` : `${mode} RPC unreachable at start (${detail}); ${stored}`);
     }
   }
 

@@ -54,6 +54,13 @@ export interface ChainTransfer {
  */
 export type TransferQuery = { token: string; to: string[] } & ({ fromBlock: number; toBlock: number } | { blockHash: string });
 
+/** The node answers, but there is no contract at the token address (a typo, or a node without the deploy). */
+export class NoTokenContract extends Error {
+  constructor(readonly token: string) {
+    super(`no contract at token address ${token}`);
+  }
+}
+
 export interface ChainReader {
   chainId(): Promise<bigint>;
   tip(): Promise<number>;

@@ -9,6 +9,7 @@ import {
   type TransferQuery,
   TRANSFER_TOPIC,
   decodeTransferLog,
+  NoTokenContract,
 } from './chain-reader';
 import { ADDRESS_PATTERN } from '../../common/address';
 import { VALIDATE_SIG_OFFCHAIN_BYTECODE } from './validate-sig-offchain.bytecode';
@@ -179,6 +180,8 @@ export class EthersChainReader implements ChainReader {
       this.call<string>('eth_call', [{ to, data: DECIMALS_SELECTOR }, 'latest']),
       this.call<string>('eth_call', [{ to, data: SYMBOL_SELECTOR }, 'latest']),
     ]);
+    // An empty answer is also what a call to an address without code returns: say which it is.
+    if (decimalsData === '0x' && (await this.call<string>('eth_getCode', [to, 'latest'])) === '0x') throw new NoTokenContract(to);
     return { decimals: decodeDecimals(token, decimalsData), symbol: decodeSymbol(token, symbolData) };
   }
 

@@ -109,7 +109,7 @@ export class ReadinessService {
     const configured = this.config.chains[mode]!;
     const state = await this.assets.refresh(mode);
     if (state.state === 'unreachable') throw new Error(`RPC unreachable: ${state.detail}`);
-    if (state.state === 'chain_id_mismatch') throw new Error(state.detail);
+    if (state.state === 'chain_id_mismatch' || state.state === 'no_token_contract') throw new Error(state.detail);
     if (state.state === 'not_configured') throw new Error('not configured');
     const reader = this.assets.reader(mode);
     if (!reader) throw new Error('no chain reader');

@@ -1,0 +1,45 @@
+import { Logger } from '@nestjs/common';
+import { Wallet } from 'ethers';
+import { startService, type TestService } from '../support/app';
+import { call } from '../support/http';
+import { testEnv } from '../support/test-env';
+
+/*
+ * A token address with no contract code on a node that answers (a typo in CHAIN_<MODE>_TOKEN_ADDRESS, or a
+ * Hardhat node restarted without its deploy). Until 2026-11-28 the mode was left "unreachable" and the log and
+ * readiness said "RPC unreachable", sending the operator to look at a node that was fine.
+ */
+const EMPTY = Wallet.createRandom().address.toLowerCase();
+let svc: TestService;
+const warnings: string[] = [];
+
+beforeAll(async () => {
+  jest.spyOn(Logger.prototype, 'warn').mockImplementation((m: unknown) => void warnings.push(String(m)));
+  const env = testEnv();
+  svc = await startService({
+    env: {
+      CHAIN_TEST_RPC_URL: env.rpcUrl,
+      CHAIN_TEST_CHAIN_ID: env.chainId,
+      CHAIN_TEST_TOKEN_ADDRESS: EMPTY,
+      CHAIN_LIVE_RPC_URL: '',
+    },
+  });
+}, 60000);
+
+afterAll(async () => {
+  await svc?.close();
+  jest.restoreAllMocks();
+});
+
+it('readiness and the log name the missing contract and the chain id, not the RPC', async () => {
+  const { chainId } = testEnv();
+  const ready = await call(svc.adminUrl, 'GET', '/health/ready');
+  expect(ready.status).toBe(503);
+  const message = String(ready.body.details.chain_test.message ?? JSON.stringify(ready.body.details.chain_test));
+  expect(message).toContain(`no contract at CHAIN_TEST_TOKEN_ADDRESS ${EMPTY} on chain id ${chainId}`);
+  expect(message).not.toMatch(/RPC unreachable/);
+  const logged = warnings.filter((w) => w.includes(EMPTY));
+  expect(logged.length).toBeGreaterThan(0);
+  for (const w of logged) expect(w).not.toMatch(/RPC unreachable/);
+  expect(logged.join('\n')).toContain(`no contract at CHAIN_TEST_TOKEN_ADDRESS ${EMPTY} on chain id ${chainId}`);
+});
