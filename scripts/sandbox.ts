@@ -13,7 +13,7 @@ import { SiweMessage } from 'siwe';
 import { start } from '../src/bootstrap';
 import { loadConfig } from '../src/config/config';
 import { migrate } from '../src/database/data-source';
-import { verifyWebhook } from '../sdk/webhook-verify/src/index';
+import { verifyWebhook, WebhookVerificationError } from '../sdk/webhook-verify/src/index';
 import { DEV_KEYS, deployToken, mint, startLocalNode } from './chain/local-node';
 import { SmtpCatcher } from './smtp-catcher';
 
@@ -41,7 +41,8 @@ async function startWebhookReceiver(secrets: () => string[]): Promise<string> {
         res.writeHead(204).end();
       } catch (e) {
         console.log(`[webhook] refused a delivery: ${(e as Error).message}`);
-        res.writeHead(400).end();
+        // As the receiver examples do: a stale timestamp (this clock off) is retried, a bad signature dropped.
+        res.writeHead(e instanceof WebhookVerificationError && e.code === 'timestamp_out_of_tolerance' ? 503 : 400).end();
       }
     });
   });
