@@ -272,7 +272,28 @@ const pageParams: ParameterObject[] = [
   query('offset', { type: 'integer', minimum: 0, default: 0 }, 'Rows to skip. Paging by a moving `since` is safe under concurrent creation; stepping offset can skip rows.'),
 ];
 
-export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject {
+/**
+ * Routes the service registers that this document leaves out, by path prefix, and why: none is callable with a
+ * partner API key. test/e2e/ops-openapi.spec.ts walks the running app's routes and fails on a route that is neither
+ * documented nor under one of these prefixes (and on a prefix that no longer matches a route).
+ */
+export const NOT_DOCUMENTED: Array<{ prefix: string; reason: string }> = [
+  { prefix: '/api/v1/openapi.json', reason: 'This document itself, as JSON.' },
+  { prefix: '/docs', reason: 'This document rendered by Swagger UI, and its static assets.' },
+  { prefix: '/health/', reason: 'Liveness and readiness probes for the orchestrator (README "Endpoints", docs/operations.md).' },
+  { prefix: '/metrics', reason: 'Prometheus metrics; admin listener only (docs/operations.md).' },
+  { prefix: '/admin/', reason: 'The operator API and queue board: admin listener only, authenticated by ADMIN_TOKEN or the board credentials, not a partner key (README "Endpoints").' },
+  { prefix: '/portal', reason: 'The partner portal: HTML pages and form posts under a portal sign-in session (README "Partner portal").' },
+  { prefix: '/pay/', reason: "The customer's pay page and the JSON calls its own script makes (no key; the request id is the capability)." },
+  { prefix: '/onboarding/', reason: "The merchant's onboarding page and the JSON calls its own script makes (the onboarding token is the capability)." },
+  { prefix: '/dashboard', reason: "The merchant dashboard: pages and the JSON calls its own script makes under the merchant's wallet sign-in session." },
+  { prefix: '/m/', reason: "A merchant's public handle page and the JSON calls its own script makes." },
+  { prefix: '/plan/', reason: "A payer's recurring-plan page and the JSON call its own script makes (the plan token is the capability)." },
+  { prefix: '/assets/', reason: "Scripts and styles of the service's own pages." },
+  { prefix: '/terms/', reason: 'The terms page shown during onboarding.' },
+];
+
+export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject & { 'x-not-documented': typeof NOT_DOCUMENTED } {
   const p = opts.keyPrefix;
   const request = ref('PaymentRequest');
   const merchant = ref('Merchant');
@@ -338,8 +359,14 @@ export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject {
         '**Limits.** Per key and endpoint, per clock minute (see each operation); the 429 carries no rate-limit headers. Back off from 60 s with jitter.',
         '',
         'All routes are served at {base_url} and at the administrative {admin_url} alike.',
+        '',
+        '**Not in this document.** Only the partner API (every route under /api/v1, called with a partner key) is described here. ' +
+          "The service's own pages and the JSON calls their scripts make (pay, onboarding, merchant dashboard, handle and plan pages, the partner portal), " +
+          'the operator API under /admin, health probes and metrics are none of them called with a partner key and are not described here; ' +
+          '`x-not-documented` lists their path prefixes and why.',
       ].join('\n'),
     },
+    'x-not-documented': NOT_DOCUMENTED,
     servers: [{ url: opts.publicUrl, description: '{base_url}' }],
     tags: [
       { name: 'requests', description: 'Payment requests (spec §4.1–§4.4)' },
