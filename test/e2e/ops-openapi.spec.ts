@@ -1,11 +1,14 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { getMetadataStorage } from 'class-validator';
+import { Wallet } from 'ethers';
 import type { Browser } from 'playwright-core';
 import { ERROR_STATUS } from '../../src/common/errors';
 import { CreateMerchantDto, ListMerchantsQuery } from '../../src/modules/merchants/merchant.dto';
 import { CreateRequestDto, ListRequestsQuery } from '../../src/modules/requests/http/request.dto';
-import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
+import { createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { idemKey } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
 import { launchBrowser } from '../support/browser';
@@ -307,6 +310,85 @@ describe('the document against the running service', () => {
     expect(refused.status).toBe(409);
     check(refused.body, resolve(operation('post', '/api/v1/requests/{id}/cancel').responses['409'].content['application/json'].schema));
   });
+});
+
+describe('what the document accepts, the service accepts', () => {
+  // ajv comes with @nestjs/cli (a dev dependency); OpenAPI 3.1 schemas are JSON Schema 2020-12.
+  const ajv = new Ajv2020({ strict: false });
+  addFormats(ajv);
+
+  /** Values at and just past each bound the document states, and of each type it names. */
+  function probes(s: any): unknown[] {
+    const out: unknown[] = [];
+    if (s.maxLength !== undefined) out.push('a'.repeat(s.maxLength), 'a'.repeat(s.maxLength + 1));
+    if (s.minLength !== undefined) out.push('a'.repeat(s.minLength), 'a'.repeat(s.minLength - 1));
+    if (s.maximum !== undefined) out.push(s.maximum, s.maximum + 1);
+    if (s.minimum !== undefined) out.push(s.minimum, s.minimum - 1);
+    if (s.type === 'integer') out.push(1.5, '5', 2147483647, 2147483648);
+    if (s.enum) out.push(...s.enum, 'zzz');
+    if (s.type === 'string') out.push(5, '', ' ');
+    return out;
+  }
+  // Values the bounds above do not reach: forms the service refuses or takes beyond a plain bound.
+  const EXTRA: Record<string, unknown[]> = {
+    fiat_currency_code: ['usd', 'US1', 'usdd'],
+    idempotency_key: ['a'.repeat(32), 'é'.repeat(32), `0x${'a'.repeat(40)}`],
+    metadata: [{}, { a: 1 }, Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])), { ['k'.repeat(41)]: 'v' }, { k: 'v'.repeat(501) }, []],
+    wallet_address: [`0x${'0'.repeat(40)}`, `0X${'0'.repeat(40)}`, `0x${'A'.repeat(40)}`, `0x${'a'.repeat(39)}`],
+    country: ['US', 'us', 'USA'],
+    display_currency: ['usd', 'USD', 'us'],
+    email: ['a@b.co', 'nope'],
+    since: ['2025-01-01T00:00:00Z', '2025-01-01T00:00:00.123Z', '2025-01-01', '2025-01-01T00:00', '2025-01-01T00:00:00+02:00', '2025-01-01T00:00:00+16:00', '2025', 'x'],
+  };
+  EXTRA.until = EXTRA.since;
+  // Errors that mean "this field's shape is wrong" (the rest are business rules a valid shape can still meet).
+  const SHAPE_ERRORS = ['invalid_request', 'invalid_idempotency_key', 'customer_name_required'];
+
+  it('agrees on every body field and query parameter at its bounds', async () => {
+    const p = await createPartner(svc);
+    const m = await createOnboardedMerchant(svc, p.testKey);
+    // Rate limits are per key: a fresh key every 20 calls.
+    let calls = 0;
+    let key = p.testKey;
+    const nextKey = async () => {
+      if (++calls % 20 === 0) key = await createKey(svc, p.id, { mode: 'test' });
+      return key;
+    };
+    const disagree: string[] = [];
+    const bodies: Array<[string, string, Record<string, unknown>]> = [
+      ['/api/v1/requests/create', 'CreateRequestBody', { account_id: m.id, fiat_amount_int: 100 }],
+      ['/api/v1/merchants', 'CreateMerchantBody', {}],
+    ];
+    for (const [path, name, base] of bodies) {
+      const schema = doc.components.schemas[name];
+      const valid = ajv.compile(schema);
+      for (const [field, fieldSchema] of Object.entries(schema.properties as Record<string, any>)) {
+        for (const value of [...probes(fieldSchema), ...(EXTRA[field] ?? [])]) {
+          const body: Record<string, unknown> = { ...base, [field]: value };
+          if (field === 'customer_name') body.payment_mode = 'service';
+          if (field === 'wallet_address' && value === `0x${'A'.repeat(40)}`) body.wallet_address = Wallet.createRandom().address.toUpperCase().replace('0X', '0x');
+          const r = await call(svc.publicUrl, 'POST', path, { key: await nextKey(), body });
+          const refused = r.status === 400 && SHAPE_ERRORS.includes(r.body.error);
+          if (valid(body) === refused) disagree.push(`${path} ${field}=${JSON.stringify(value).slice(0, 50)}: document ${refused ? 'accepts' : 'refuses'}, service ${r.status} ${r.body?.error ?? ''}`);
+        }
+      }
+    }
+    for (const path of ['/api/v1/requests', '/api/v1/merchants']) {
+      for (const param of operation('get', path).parameters) {
+        const valid = ajv.compile({ type: 'object', properties: { [param.name]: param.schema } });
+        for (const value of [...probes(param.schema), ...(EXTRA[param.name] ?? []), '', ' 5', '1e1']) {
+          const text = String(value);
+          const r = await call(svc.publicUrl, 'GET', `${path}?${param.name}=${encodeURIComponent(text)}`, { key: await nextKey() });
+          // A query value is text; an integer parameter is its decimal digits.
+          const typed = param.schema.type === 'integer' && /^-?[0-9]+$/.test(text) ? Number(text) : text;
+          if (valid({ [param.name]: typed }) !== (r.status === 200)) {
+            disagree.push(`${path}?${param.name}=${text.slice(0, 40)}: document ${r.status === 200 ? 'refuses' : 'accepts'}, service ${r.status} ${r.body?.error ?? ''}`);
+          }
+        }
+      }
+    }
+    expect(disagree).toEqual([]);
+  }, 60000);
 });
 
 describe('/docs', () => {

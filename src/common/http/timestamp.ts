@@ -9,7 +9,7 @@ import { isISO8601, ValidateBy, type ValidationOptions } from 'class-validator';
  * or the other refuses (Postgres then failed the query: a 500). A zone's offset is at most ±15:59: Date reads
  * up to ±23:59, Postgres refuses past 15:59 (every zone in use lies within −12:00 and +14:00).
  */
-const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?([Zz]|[+-](?:0\d|1[0-5]):?[0-5]\d)?)?$/;
+export const MOMENT = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?([Zz]|[+-](?:0\d|1[0-5]):?[0-5]\d)?)?$/;
 
 export function isTimestamp(value: unknown): boolean {
   return (

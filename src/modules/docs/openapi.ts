@@ -1,6 +1,7 @@
 import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, ResponseObject, SchemaObject } from '@nestjs/swagger';
 import { ADDRESS_PATTERN } from '../../common/address';
 import { ERROR_STATUS, type ErrorCode } from '../../common/errors';
+import { MOMENT } from '../../common/http/timestamp';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../common/paging';
 import { retryDelayMs, type RetrySchedule } from '../webhooks/delivery-policy';
 import { WEBHOOK_USER_AGENT } from '../webhooks/payload';
@@ -65,6 +66,12 @@ const TIMESTAMP: SchemaObject = {
   pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
 };
 const UUID: SchemaObject = { type: 'string', format: 'uuid' };
+/** A list's since/until: what the service reads (common/http/timestamp.ts), wider than RFC 3339's date-time. */
+const MOMENT_SCHEMA: SchemaObject = {
+  type: 'string',
+  pattern: MOMENT.source,
+  description: 'ISO 8601: a date (its midnight), or a date and time to the minute at least, with an optional fraction and zone (±15:59 at most); without a zone, UTC.',
+};
 const REQUEST_STATUS = ['requested', 'opened', 'expired', 'voided'];
 const PROOF_STATUS = ['none', 'attached', 'verified'];
 
@@ -127,6 +134,8 @@ const createRequestBody: SchemaObject = {
   type: 'object',
   additionalProperties: false,
   required: ['account_id', 'fiat_amount_int'],
+  // customer_name_required: service mode needs a customer_name.
+  ...({ if: { required: ['payment_mode'], properties: { payment_mode: { const: 'service' } } }, then: { required: ['customer_name'] } } as SchemaObject),
   properties: {
     account_id: { ...UUID, description: 'A merchant assigned to the partner' },
     fiat_amount_int: {
@@ -156,16 +165,24 @@ const createRequestBody: SchemaObject = {
       description: 'String key/value pairs; at most 20 keys; keys at most 40 chars; values at most 500 chars.',
     } as SchemaObject,
     payment_mode: { type: 'string', enum: ['pos', 'service'], default: 'pos', description: '`service` is the spec\'s "the service" mode: customer_name required, default expiry 10080 minutes.' },
-    customer_name: { type: 'string', maxLength: 200, description: 'Required when payment_mode is service (else 400 customer_name_required).' },
+    customer_name: {
+      type: 'string',
+      maxLength: 200,
+      pattern: '\\S',
+      description: 'Required when payment_mode is service (else 400 customer_name_required); not blank (only spaces is the same 400).',
+    },
     customer_email: { type: 'string', maxLength: 254, description: 'Used for receipts; a receipt is sent only when it is one plain address (local@domain)' },
     customer_phone: { type: 'string', maxLength: 50, description: 'Used for receipts' },
     expiry_minutes: {
       type: 'integer',
       minimum: 1,
+      maximum: 5256000,
       description: "One of the partner-allowed values (else 400 invalid_expiry_minutes). Default: the partner's configuration in pos mode; 10080 (7 days) in service mode.",
     },
   },
 };
+
+const ZERO_ADDRESS = `0x${'0'.repeat(40)}`;
 
 const createMerchantBody: SchemaObject = {
   type: 'object',
@@ -185,7 +202,8 @@ const createMerchantBody: SchemaObject = {
     wallet_address: {
       type: 'string',
       pattern: ADDRESS_PATTERN.source,
-      description: 'Stored lower case. Create is idempotent on it within the partner and key mode; another partner or mode → 409 wallet_address_conflict.',
+      not: { const: ZERO_ADDRESS } as SchemaObject,
+      description: 'Not the zero address (nobody holds its key). Stored lower case. Create is idempotent on it within the partner and key mode; another partner or mode → 409 wallet_address_conflict.',
     },
   },
 };
@@ -269,7 +287,7 @@ const idParam = (description: string): ParameterObject => ({ name: 'id', in: 'pa
 const query = (name: string, schema: SchemaObject, description: string): ParameterObject => ({ name, in: 'query', required: false, schema, description });
 const pageParams: ParameterObject[] = [
   query('limit', { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: PAGE_DEFAULT }, `Page size; at most ${PAGE_MAX} (${PAGE_MAX + 1} is a 400, not clamped).`),
-  query('offset', { type: 'integer', minimum: 0, default: 0 }, 'Rows to skip. Paging by a moving `since` is safe under concurrent creation; stepping offset can skip rows.'),
+  query('offset', { type: 'integer', minimum: 0, maximum: 2147483647, default: 0 }, 'Rows to skip. Paging by a moving `since` is safe under concurrent creation; stepping offset can skip rows.'),
 ];
 
 /**
@@ -420,8 +438,8 @@ export function buildOpenApi(opts: OpenApiOptions): OpenAPIObject & { 'x-not-doc
             query('status', { type: 'string', enum: REQUEST_STATUS }, 'Filter'),
             query('proof_status', { type: 'string', enum: PROOF_STATUS }, 'Filter'),
             query('account_id', UUID, 'Filter: a merchant of the partner'),
-            query('since', { type: 'string', format: 'date-time' }, 'created_at >= since (use the created_at of the last item seen as a cursor)'),
-            query('until', { type: 'string', format: 'date-time' }, 'created_at < until'),
+            query('since', MOMENT_SCHEMA, 'created_at >= since (use the created_at of the last item seen as a cursor)'),
+            query('until', MOMENT_SCHEMA, 'created_at < until'),
             ...pageParams,
           ],
           success: { '200': json(ref('RequestList'), 'A page of requests') },
