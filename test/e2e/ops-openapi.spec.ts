@@ -10,7 +10,7 @@ import { CreateMerchantDto, ListMerchantsQuery } from '../../src/modules/merchan
 import { CreateRequestDto, ListRequestsQuery } from '../../src/modules/requests/http/request.dto';
 import { createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { idemKey } from '../factories/requests';
-import { startService, type TestService } from '../support/app';
+import { ADMIN_TOKEN, startService, type TestService } from '../support/app';
 import { launchBrowser } from '../support/browser';
 import { call } from '../support/http';
 
@@ -388,6 +388,109 @@ describe('what the document accepts, the service accepts', () => {
       }
     }
     expect(disagree).toEqual([]);
+  }, 60000);
+});
+
+describe('every answer against its documented response', () => {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  beforeAll(() => {
+    ajv.addSchema({ components: doc.components }, 'doc');
+  });
+
+  /** The schema with every object closed (unevaluatedProperties: false): a field the document does not name fails. */
+  function closed(s: any): any {
+    if (Array.isArray(s)) return s.map(closed);
+    if (!s || typeof s !== 'object') return s;
+    const out: any = {};
+    for (const [k, v] of Object.entries(s)) {
+      out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([a, b]) => [a, closed(b)])) : closed(v);
+    }
+    if (typeof out.$ref === 'string') out.$ref = out.$ref.replace('#/components', 'doc#/components');
+    return out;
+  }
+
+  it('success and every reachable error of create, get, list, cancel and the merchant routes validate, with no undocumented field', async () => {
+    const wrong: string[] = [];
+    const check = (label: string, method: string, path: string, r: { status: number; body: any; text: string }) => {
+      const response = operation(method, path)?.responses?.[String(r.status)];
+      if (!response) return void wrong.push(`${label}: ${method} ${path} answered ${r.status}, not documented: ${r.text.slice(0, 200)}`);
+      const valid = ajv.compile({ ...closed(response.content['application/json'].schema), unevaluatedProperties: false });
+      if (!valid(r.body)) wrong.push(`${label}: ${r.status} ${ajv.errorsText(valid.errors)}: ${r.text.slice(0, 200)}`);
+    };
+    const p = await createPartner(svc, { allowed_expiry_minutes: [15, 90], default_expiry_minutes: 90 });
+    const other = await createPartner(svc);
+    const u = svc.publicUrl;
+    const k = p.testKey;
+    const m = await createOnboardedMerchant(svc, k);
+    const live = await createOnboardedMerchant(svc, p.liveKey);
+    const disabled = await createOnboardedMerchant(svc, k);
+    await call(svc.adminUrl, 'POST', `/admin/api/merchants/${disabled.id}/disable`, { key: ADMIN_TOKEN });
+    const readOnly = await createKey(svc, p.id, { mode: 'test', scopes: ['requests:read'] });
+    const C = '/api/v1/requests/create';
+    const create = (body: unknown, key = k, extra: Record<string, unknown> = {}) => call(u, 'POST', C, { key, body, ...extra });
+
+    const body = { account_id: m.id, fiat_amount_int: 100, idempotency_key: idemKey(), metadata: { a: 'b' } };
+    const created = await create(body);
+    check('create', 'post', C, created);
+    check('replay', 'post', C, await create(body));
+    check('service mode', 'post', C, await create({ account_id: m.id, fiat_amount_int: 5, payment_mode: 'service', customer_name: 'c', expiry_minutes: 15 }));
+    check('invalid_request', 'post', C, await create({ account_id: 'x', fiat_amount_int: 0, extra: 1 }));
+    check('invalid_json', 'post', C, await create(undefined, k, { raw: '{bad' }));
+    check('invalid_idempotency_key', 'post', C, await create({ ...body, idempotency_key: 'short' }));
+    check('customer_name_required', 'post', C, await create({ account_id: m.id, fiat_amount_int: 5, payment_mode: 'service' }));
+    check('currency_mismatch', 'post', C, await create({ account_id: m.id, fiat_amount_int: 5, fiat_currency_code: 'EUR' }));
+    const shell = await call(u, 'POST', '/api/v1/merchants', { key: k, body: {} });
+    check('merchant_onboarding_incomplete', 'post', C, await create({ account_id: shell.body.merchant_id, fiat_amount_int: 5 }));
+    check('merchant_mode_mismatch', 'post', C, await create({ account_id: live.id, fiat_amount_int: 5 }));
+    check('merchant_disabled', 'post', C, await create({ account_id: disabled.id, fiat_amount_int: 5 }));
+    check('invalid_expiry_minutes', 'post', C, await create({ account_id: m.id, fiat_amount_int: 5, expiry_minutes: 16 }));
+    check('not_found', 'post', C, await create({ account_id: m.id, fiat_amount_int: 5 }, other.testKey));
+    check('payload_too_large', 'post', C, await create(undefined, k, { raw: JSON.stringify({ memo: 'x'.repeat(70000) }) }));
+    check('unsupported_media_type', 'post', C, await create(undefined, k, { raw: '{}', headers: { 'content-type': 'text/plain' } }));
+    check('unauthorized', 'post', C, await create(body, `${k}x`));
+    check('insufficient_scope', 'post', C, await create(body, readOnly));
+
+    const id = created.body.request_id as string;
+    const G = '/api/v1/requests/{id}';
+    check('get', 'get', G, await call(u, 'GET', `/api/v1/requests/${id}`, { key: k }));
+    check('get, other partner', 'get', G, await call(u, 'GET', `/api/v1/requests/${id}`, { key: other.testKey }));
+    check('get, not a uuid', 'get', G, await call(u, 'GET', '/api/v1/requests/not-a-uuid', { key: k }));
+    check('list', 'get', '/api/v1/requests', await call(u, 'GET', '/api/v1/requests?limit=2', { key: k }));
+    check('list, bad query', 'get', '/api/v1/requests', await call(u, 'GET', '/api/v1/requests?limit=101&status=x', { key: k }));
+    const X = '/api/v1/requests/{id}/cancel';
+    check('cancel with a field', 'post', X, await call(u, 'POST', `/api/v1/requests/${id}/cancel`, { key: k, body: { a: 1 } }));
+    check('cancel, other partner', 'post', X, await call(u, 'POST', `/api/v1/requests/${id}/cancel`, { key: other.testKey }));
+    check('cancel, read-only key', 'post', X, await call(u, 'POST', `/api/v1/requests/${id}/cancel`, { key: readOnly }));
+    check('cancel', 'post', X, await call(u, 'POST', `/api/v1/requests/${id}/cancel`, { key: k }));
+    check('cannot_cancel', 'post', X, await call(u, 'POST', `/api/v1/requests/${id}/cancel`, { key: k }));
+
+    for (const base of ['/api/v1/merchants', '/api/v1/accounts']) {
+      const wallet = Wallet.createRandom().address;
+      check(`${base} create`, 'post', base, await call(u, 'POST', base, { key: k, body: { wallet_address: wallet, country: 'US', email: 'a@b.co' } }));
+      check(`${base} replay`, 'post', base, await call(u, 'POST', base, { key: k, body: { wallet_address: wallet } }));
+      check(`${base} wallet_address_conflict`, 'post', base, await call(u, 'POST', base, { key: other.testKey, body: { wallet_address: wallet } }));
+      check(`${base} invalid_request`, 'post', base, await call(u, 'POST', base, { key: k, body: { country: 'us', x: 1 } }));
+      check(`${base} invalid_json`, 'post', base, await call(u, 'POST', base, { key: k, raw: '[' }));
+      check(`${base} insufficient_scope`, 'post', base, await call(u, 'POST', base, { key: readOnly, body: {} }));
+      check(`${base} get`, 'get', `${base}/{id}`, await call(u, 'GET', `${base}/${m.id}`, { key: k }));
+      check(`${base} get, other mode`, 'get', `${base}/{id}`, await call(u, 'GET', `${base}/${m.id}`, { key: p.liveKey }));
+      check(`${base} list`, 'get', base, await call(u, 'GET', `${base}?onboarding_status=complete`, { key: k }));
+      check(`${base} list, bad query`, 'get', base, await call(u, 'GET', `${base}?disabled=maybe`, { key: k }));
+    }
+    // rate_limited: the merchant create limit is 30 a minute per key.
+    const limited = await createKey(svc, p.id, { mode: 'test' });
+    let last: Awaited<ReturnType<typeof call>> | undefined;
+    for (let i = 0; i < 31; i++) last = await call(u, 'POST', '/api/v1/merchants', { key: limited, body: {} });
+    expect(last!.status).toBe(429);
+    check('rate_limited', 'post', '/api/v1/merchants', last!);
+
+    // The check itself: an extra field, or a null where the document has none, fails it.
+    const before = wrong.length;
+    check('self-test, extra field', 'post', C, { ...created, body: { ...created.body, extra: 1 } });
+    check('self-test, null amount', 'post', C, { ...created, body: { ...created.body, amount: null } });
+    expect(wrong.length).toBe(before + 2);
+    expect(wrong.slice(0, before)).toEqual([]);
   }, 60000);
 });
 
