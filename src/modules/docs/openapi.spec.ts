@@ -26,3 +26,14 @@ describe('buildOpenApi: webhook retries', () => {
     expect(description(webhooks)).toContain(expected);
   });
 });
+
+describe('buildOpenApi: webhook response', () => {
+  it("states the deployment's attempt time-out, not a fixed 8 seconds", () => {
+    const doc = buildOpenApi({ publicUrl: 'http://localhost:3000', keyPrefix: 'prs', webhooks: { delaysMs: [60000], maxAttempts: 6, timeoutMs: 2500 } });
+    for (const event of ['payment.proof_attached', 'payment.proof_verified']) {
+      const ok = (doc.webhooks![event] as any).post.responses['200'].description as string;
+      expect(ok).toContain('within 2 s 500 ms');
+      expect(ok).not.toContain('8 seconds');
+    }
+  });
+});

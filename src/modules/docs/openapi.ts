@@ -592,7 +592,7 @@ function webhook(event: string, fires: string, w: OpenApiOptions['webhooks']): R
       ],
       requestBody: { required: true, content: { 'application/json': { schema: ref('WebhookPayload') } } },
       responses: {
-        '200': { description: 'Any 2xx within 8 seconds: delivered (answer 2xx for an already handled delivery_id too).' },
+        '200': { description: `Any 2xx within ${duration(w.timeoutMs)}: delivered (answer 2xx for an already handled delivery_id too).` },
       },
     },
   };
