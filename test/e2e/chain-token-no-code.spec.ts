@@ -43,3 +43,24 @@ it('readiness and the log name the missing contract and the chain id, not the RP
   for (const w of logged) expect(w).not.toMatch(/RPC unreachable/);
   expect(logged.join('\n')).toContain(`no contract at CHAIN_TEST_TOKEN_ADDRESS ${EMPTY} on chain id ${chainId}`);
 });
+
+// A contract that is not an ERC-20 at the token address (another contract's address pasted): the node answered
+// too, so not "RPC unreachable" either.
+it('readiness names a contract that is not an ERC-20 token, and why', async () => {
+  const env = testEnv();
+  const notToken = Wallet.createRandom().address.toLowerCase();
+  const set = await call(env.rpcUrl, 'POST', '', { body: { jsonrpc: '2.0', id: 1, method: 'hardhat_setCode', params: [notToken, '0x60006000fd'] } });
+  expect(set.body.error).toBeUndefined();
+  const other = await startService({
+    env: { CHAIN_TEST_RPC_URL: env.rpcUrl, CHAIN_TEST_CHAIN_ID: env.chainId, CHAIN_TEST_TOKEN_ADDRESS: notToken, CHAIN_LIVE_RPC_URL: '' },
+  });
+  try {
+    const ready = await call(other.adminUrl, 'GET', '/health/ready');
+    expect(ready.status).toBe(503);
+    expect(String(ready.body.details.chain_test.message)).toBe(
+      `the contract at CHAIN_TEST_TOKEN_ADDRESS ${notToken} on chain id ${env.chainId} is not an ERC-20 token (decimals() reverted)`,
+    );
+  } finally {
+    await other.close();
+  }
+});

@@ -14,7 +14,7 @@ import {
   startLocalNode,
   transferToken,
 } from '../../scripts/chain/local-node';
-import { type ChainReader, TRANSFER_TOPIC, decodeTransferLog } from '../../src/modules/chain/chain-reader';
+import { type ChainReader, NoTokenContract, TRANSFER_TOPIC, decodeTransferLog } from '../../src/modules/chain/chain-reader';
 import { EthersChainReader } from '../../src/modules/chain/ethers-chain-reader';
 
 const PAYER_KEY = DEV_KEYS[1];
@@ -150,7 +150,25 @@ describe('EthersChainReader on a local hardhat node', () => {
   it('reads decimals and symbol of a token', async () => {
     expect(await reader.tokenInfo(usd)).toEqual({ decimals: 6, symbol: 'TUSD' });
     expect(await reader.tokenInfo(eur)).toEqual({ decimals: 18, symbol: 'TEUR' });
-    await expect(reader.tokenInfo(merchant)).rejects.toThrow(/decimals/);
+    await expect(reader.tokenInfo(merchant)).rejects.toThrow(new NoTokenContract(merchant.toLowerCase()));
+  });
+
+  // Readiness and the log tell these from "RPC unreachable": the node answered, the address is wrong.
+  it.each([
+    ['reverts in decimals()', '0x60006000fd', /decimals\(\) reverted/],
+    ['returns nothing', '0x00', /did not answer decimals\(\)/],
+    ['returns 2^256-1 decimals', `0x7f${'ff'.repeat(32)}60005260206000f3`, /reports \d+ decimals/],
+  ])('a contract that is not an ERC-20 (%s) is a NoTokenContract saying why', async (_name, code, why) => {
+    const address = `0x${'c0de'.repeat(9)}${String(code.length).padStart(4, '0')}`;
+    const res = await fetch(node.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'hardhat_setCode', params: [address, code] }),
+    });
+    expect(((await res.json()) as { error?: unknown }).error).toBeUndefined();
+    const e = await reader.tokenInfo(address).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(NoTokenContract);
+    expect((e as NoTokenContract).why).toMatch(why);
   });
 
   it('sees a pending transfer only once it is mined', async () => {

@@ -154,11 +154,15 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
         this.logger.warn(`${mode} mode stays disabled: its RPC, last on another chain id, did not answer (${detail})`);
         return;
       }
-      // The node answered and has no code at the token address: the RPC is fine, the address is not.
+      // The node answered: no code at the token address, or a contract that is not an ERC-20. The RPC is fine,
+      // the address is not.
       const noContract = e instanceof NoTokenContract;
-      const health: ChainHealth = noContract
-        ? { state: 'no_token_contract', detail: `no contract at CHAIN_${mode.toUpperCase()}_TOKEN_ADDRESS ${chain.tokenAddress} on chain id ${chain.chainId}` }
-        : { state: 'unreachable', detail };
+      const setting = `CHAIN_${mode.toUpperCase()}_TOKEN_ADDRESS ${chain.tokenAddress}`;
+      const health: ChainHealth = !noContract
+        ? { state: 'unreachable', detail }
+        : e.why
+          ? { state: 'no_token_contract', detail: `the contract at ${setting} on chain id ${chain.chainId} is not an ERC-20 token (${e.why})` }
+          : { state: 'no_token_contract', detail: `no contract at ${setting} on chain id ${chain.chainId}` };
       this.health.set(mode, health);
       const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);

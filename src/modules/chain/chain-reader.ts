@@ -54,10 +54,16 @@ export interface ChainTransfer {
  */
 export type TransferQuery = { token: string; to: string[] } & ({ fromBlock: number; toBlock: number } | { blockHash: string });
 
-/** The node answers, but there is no contract at the token address (a typo, or a node without the deploy). */
+/**
+ * The node answers, but there is no token contract at the token address: no code at all (a typo, or a node
+ * without the deploy), or, with `why`, a contract that is not an ERC-20 (decimals() reverts or answers nonsense).
+ */
 export class NoTokenContract extends Error {
-  constructor(readonly token: string) {
-    super(`no contract at token address ${token}`);
+  constructor(
+    readonly token: string,
+    readonly why?: string,
+  ) {
+    super(why ? `the contract at token address ${token} is not an ERC-20 token: ${why}` : `no contract at token address ${token}`);
   }
 }
 

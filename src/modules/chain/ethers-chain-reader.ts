@@ -176,13 +176,20 @@ export class EthersChainReader implements ChainReader {
 
   async tokenInfo(token: string): Promise<{ decimals: number; symbol: string }> {
     const to = checkedAddress(token);
-    const [decimalsData, symbolData] = await Promise.all([
-      this.call<string>('eth_call', [{ to, data: DECIMALS_SELECTOR }, 'latest']),
-      this.call<string>('eth_call', [{ to, data: SYMBOL_SELECTOR }, 'latest']),
-    ]);
+    // A revert is the contract's answer, not the node's trouble: the address holds something other than a token.
+    const read = (data: string, fn: string) =>
+      this.call<string>('eth_call', [{ to, data }, 'latest']).catch((e: unknown) => {
+        if (isError(e, 'CALL_EXCEPTION') && isExecutionFault(e.info?.error)) throw new NoTokenContract(to, `${fn} reverted`);
+        throw e;
+      });
+    const [decimalsData, symbolData] = await Promise.all([read(DECIMALS_SELECTOR, 'decimals()'), read(SYMBOL_SELECTOR, 'symbol()')]);
     // An empty answer is also what a call to an address without code returns: say which it is.
     if (decimalsData === '0x' && (await this.call<string>('eth_getCode', [to, 'latest'])) === '0x') throw new NoTokenContract(to);
-    return { decimals: decodeDecimals(token, decimalsData), symbol: decodeSymbol(token, symbolData) };
+    try {
+      return { decimals: decodeDecimals(token, decimalsData), symbol: decodeSymbol(token, symbolData) };
+    } catch (e) {
+      throw new NoTokenContract(to, (e as Error).message);
+    }
   }
 
   async isValidSignature(signer: string, digest: string, signature: string): Promise<boolean> {
