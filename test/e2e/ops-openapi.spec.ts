@@ -1,11 +1,16 @@
 import 'reflect-metadata';
-import type { INestApplication } from '@nestjs/common';
+import { RequestMethod, type INestApplication } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { getMetadataStorage } from 'class-validator';
 import { Wallet } from 'ethers';
 import type { Browser } from 'playwright-core';
 import { ERROR_STATUS } from '../../src/common/errors';
+import { RATE_LIMIT_PER_MINUTE } from '../../src/common/rate-limit/rate-limit';
+import { REQUIRED_SCOPE } from '../../src/modules/auth/scopes';
+import { MerchantsController } from '../../src/modules/merchants/merchants.controller';
+import { RequestsController } from '../../src/modules/requests/http/requests.controller';
 import { CreateMerchantDto, ListMerchantsQuery } from '../../src/modules/merchants/merchant.dto';
 import { CreateRequestDto, ListRequestsQuery } from '../../src/modules/requests/http/request.dto';
 import { createKey, createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
@@ -267,6 +272,30 @@ describe('the document against the running service', () => {
       const r = await call(base, method.toUpperCase(), concrete, method === 'post' ? { body: {} } : {});
       expect([r.status, r.body]).toEqual([401, { ok: false, error: 'unauthorized' }]);
     }
+  });
+
+  it("states each operation's scope and rate limit as its controller method declares them", () => {
+    const seen: string[] = [];
+    for (const controller of [RequestsController, MerchantsController]) {
+      const bases = [Reflect.getMetadata(PATH_METADATA, controller)].flat() as string[];
+      for (const name of Object.getOwnPropertyNames(controller.prototype)) {
+        const handler = (controller.prototype as unknown as Record<string, object>)[name];
+        const verb = Reflect.getMetadata(METHOD_METADATA, handler);
+        if (verb === undefined) continue;
+        const sub = Reflect.getMetadata(PATH_METADATA, handler) as string;
+        for (const base of bases) {
+          const path = `/${[base, sub].filter((x) => x && x !== '/').join('/')}`.replace(/:(\w+)/g, '{$1}');
+          const method = RequestMethod[verb].toLowerCase();
+          const o = operation(method, path);
+          seen.push(`${method} ${path}`);
+          expect([path, o?.['x-required-scope'], o?.['x-rate-limit-per-minute']]).toEqual([
+            path, Reflect.getMetadata(REQUIRED_SCOPE, handler), Reflect.getMetadata(RATE_LIMIT_PER_MINUTE, handler),
+          ]);
+          expect(o.description).toContain(`Scope \`${Reflect.getMetadata(REQUIRED_SCOPE, handler)}\`. Rate limit: ${Reflect.getMetadata(RATE_LIMIT_PER_MINUTE, handler)} calls per minute`);
+        }
+      }
+    }
+    expect(seen.sort()).toEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort());
   });
 
   it('documents exactly the fields the DTOs validate', () => {
