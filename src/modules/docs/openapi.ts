@@ -582,7 +582,7 @@ function webhook(event: string, fires: string, w: OpenApiOptions['webhooks']): R
       description:
         `${fires}\n\nPOSTed to the partner's webhook URL while webhook_enabled is on. Verify \`x-service-signature\` (\`v1=<hex>,t=<unix>\`; ` +
         'during an unconfirmed secret rotation one v1= per active secret, the new first): HMAC-SHA256 with the secret (its 64 hex characters as text) ' +
-        `over \`t + "." + raw body\`, hex; compare timing-safe; reject when t is more than 300 s away. 2xx within ${duration(w.timeoutMs)}: delivered. ` +
+        `over \`t + "." + raw body\`, hex; compare timing-safe; reject when t is more than 300 s away (with a 5xx, e.g. 503: each attempt is signed afresh, so a retry passes once your clock is right; a 4xx would abandon the delivery). 2xx within ${duration(w.timeoutMs)}: delivered. ` +
         `4xx except 429: abandoned. 429, 5xx, 3xx, timeout or network error: ${retryText(w)}.`,
       parameters: [
         { name: 'x-service-signature', in: 'header', required: true, schema: { type: 'string', pattern: '^(v1=[0-9a-f]{64},)+t=[0-9]+$' } },
