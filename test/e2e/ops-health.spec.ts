@@ -1,3 +1,5 @@
+import { AssetRegistry } from '../../src/modules/chain/asset-registry';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { findFreePort } from '../../scripts/chain/local-node';
 import { startService, type TestService } from '../support/app';
@@ -141,6 +143,25 @@ describe('readiness follows each mode\'s RPC', () => {
     expect(r.body.error.chain_live).toMatchObject({ status: 'down', message: expect.any(String) });
     expect(r.text).not.toContain('PROVIDERKEY123');
     expect(r.text).not.toContain('rpc-password-123');
+  });
+
+  it("the registry's own status keeps no credentials either (verification jobs quote it: failed reasons in Redis, the queue board)", async () => {
+    // A provider that answers 502: ethers' error quotes the request URL whole.
+    const gateway = createHttpServer((_req, res) => res.writeHead(502, { connection: 'close' }).end());
+    await new Promise<void>((r) => gateway.listen(0, '127.0.0.1', r));
+    const port = (gateway.address() as { port: number }).port;
+    const failing = await startService({
+      env: { CHAIN_TEST_RPC_URL: `http://rpcuser:rpc-password-123@127.0.0.1:${port}/v3/PROVIDERKEY123`, CHAIN_RPC_TIMEOUT_MS: '500' },
+    });
+    try {
+      const status = JSON.stringify(failing.app.get(AssetRegistry).status('test'));
+      expect(status).toMatch(/unreachable.*502/);
+      expect(status).toContain(`127.0.0.1:${port}`);
+      for (const secret of ['PROVIDERKEY123', 'rpc-password-123', 'rpcuser']) expect(status).not.toContain(secret);
+    } finally {
+      await failing.close();
+      await new Promise((r) => gateway.close(r));
+    }
   });
 
   it('a wrong chain id and an unreachable RPC are both reported', async () => {

@@ -13,6 +13,7 @@ import {
 } from './chain-reader';
 import { ADDRESS_PATTERN } from '../../common/address';
 import { VALIDATE_SIG_OFFCHAIN_BYTECODE } from './validate-sig-offchain.bytecode';
+import { urlsToOrigins } from '../../common/url-origins';
 
 interface RpcBlock {
   number: string;
@@ -232,6 +233,8 @@ export class EthersChainReader implements ChainReader {
     try {
       const response = this.connect().then((provider) => provider.send(method, params) as Promise<T>);
       return await Promise.race([response, timeout]);
+    } catch (e) {
+      throw withoutUrlSecrets(e);
     } finally {
       clearTimeout(timer);
     }
@@ -269,6 +272,20 @@ export class EthersChainReader implements ChainReader {
     })();
     return this.connecting;
   }
+}
+
+/**
+ * ethers quotes the request URL whole in its errors ("server response 502 … requestUrl"), and the RPC URL often
+ * carries a key or a password; these errors travel on as job failures (stored in Redis, shown on the queue
+ * board), readiness details and logs. The same error, its URLs cut to their origin.
+ */
+function withoutUrlSecrets(e: unknown): unknown {
+  if (!(e instanceof Error)) return e;
+  e.message = urlsToOrigins(e.message);
+  if (e.stack) e.stack = urlsToOrigins(e.stack);
+  const info = (e as { info?: Record<string, unknown> }).info;
+  if (info && typeof info.requestUrl === 'string') info.requestUrl = urlsToOrigins(info.requestUrl);
+  return e;
 }
 
 function toChainLog(log: RpcLog): ChainLog {

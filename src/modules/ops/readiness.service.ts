@@ -3,6 +3,7 @@ import { HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator, typ
 import { APP_CONFIG, MODES, type AppConfig, type Mode } from '../../config/config';
 import { RedisConnections } from '../../common/redis/redis.module';
 import { AssetRegistry } from '../chain/asset-registry';
+import { urlsToOrigins } from '../../common/url-origins';
 
 /** Each dependency gets this long to answer; /health/ready answers within about this bound. */
 export const CHECK_TIMEOUT_MS = 1000;
@@ -11,17 +12,7 @@ export const CHECK_CACHE_MS = 1000;
 
 /** Error text for a public endpoint: URLs reduced to their origin (RPC URLs often carry an API key). */
 export function publicMessage(e: unknown): string {
-  const raw = e instanceof Error ? e.message : String(e);
-  return raw
-    .replace(/\b([a-z][a-z0-9+.-]*):\/\/[^\s"'<>]+/gi, (u) => {
-      try {
-        const url = new URL(u);
-        return `${url.protocol}//${url.host}`;
-      } catch {
-        return '[url]';
-      }
-    })
-    .slice(0, 300);
+  return urlsToOrigins(e instanceof Error ? e.message : String(e)).slice(0, 300);
 }
 
 /** A readiness body for the public listener: each check keeps its status, a failing one loses its `message`. */
