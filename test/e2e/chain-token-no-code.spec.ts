@@ -3,6 +3,8 @@ import { Wallet } from 'ethers';
 import { startService, type TestService } from '../support/app';
 import { call } from '../support/http';
 import { testEnv } from '../support/test-env';
+import { closeSql, sql } from '../support/db';
+import { AssetRegistry } from '../../src/modules/chain/asset-registry';
 
 /*
  * A token address with no contract code on a node that answers (a typo in CHAIN_<MODE>_TOKEN_ADDRESS, or a
@@ -28,6 +30,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await svc?.close();
+  await closeSql();
   jest.restoreAllMocks();
 });
 
@@ -60,6 +63,23 @@ it('readiness names a contract that is not an ERC-20 token, and why', async () =
     expect(String(ready.body.details.chain_test.message)).toBe(
       `the contract at CHAIN_TEST_TOKEN_ADDRESS ${notToken} on chain id ${env.chainId} is not an ERC-20 token (decimals() reverted)`,
     );
+  } finally {
+    await other.close();
+  }
+});
+
+// Metadata stored from an earlier start (a dev node restarted without its deploy) must not turn the mode on: the
+// node says there is no token there, so a request created now could never be paid.
+it('stored token metadata does not turn on a mode whose token address has no contract', async () => {
+  const env = testEnv();
+  const gone = Wallet.createRandom().address.toLowerCase();
+  await sql(`INSERT INTO assets (chain_id, token_address, symbol, decimals) VALUES ($1, $2, 'USDT', 6)`, [env.chainId, gone]);
+  const other = await startService({
+    env: { CHAIN_TEST_RPC_URL: env.rpcUrl, CHAIN_TEST_CHAIN_ID: env.chainId, CHAIN_TEST_TOKEN_ADDRESS: gone, CHAIN_LIVE_RPC_URL: '' },
+  });
+  try {
+    expect(other.app.get(AssetRegistry).status('test').state).toBe('no_token_contract');
+    expect(other.app.get(AssetRegistry).asset('test')).toBeNull();
   } finally {
     await other.close();
   }

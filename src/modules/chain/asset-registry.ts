@@ -164,10 +164,16 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
           ? { state: 'no_token_contract', detail: `the contract at ${setting} on chain id ${chain.chainId} is not an ERC-20 token (${e.why})` }
           : { state: 'no_token_contract', detail: `no contract at ${setting} on chain id ${chain.chainId}` };
       this.health.set(mode, health);
+      if (noContract) {
+        // The node says no token is there: requests created now could never be paid, whatever was stored.
+        this.assets.delete(mode);
+        this.logger.warn(`${mode} mode: ${health.detail}; mode off until the token is there`);
+        return;
+      }
       const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
       const stored = row ? 'using stored token metadata' : 'no token metadata yet';
-      this.logger.warn(noContract ? `${mode} mode: ${health.detail}; ${stored}` : `${mode} RPC unreachable (${detail}); ${stored}`);
+      this.logger.warn(`${mode} RPC unreachable (${detail}); ${stored}`);
     }
   }
 
