@@ -1,4 +1,5 @@
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
 import { call } from '../support/http';
@@ -95,6 +96,41 @@ it('CONNECTs whose clients reset at once leave the service answering', async () 
   }
   expect((await call(svc.publicUrl, 'GET', '/api/v1/requests?limit=1', { key: p.testKey })).status).toBe(200);
 });
+
+it('a CONNECT pipelined behind a request still being answered: its 404 is not read as that request\'s answer', async () => {
+  const good = `GET /api/v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\n\r\n`;
+  const r = await raw(svc.publicUrl, Buffer.from(`${good}CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\n\r\n`));
+  // The good request's answer, or none (the connection closed): never the CONNECT's 404 in its place.
+  expect([200, -1]).toContain(r.status);
+});
+
+it('a CONNECT client that never closes its side (nor reads on) does not hold the socket open: it held it for good, and shutdown waited on it', async () => {
+  for (const url of [svc.publicUrl, svc.adminUrl]) {
+    const server = url === svc.publicUrl ? svc.publicServer! : svc.adminServer!;
+    const serverSide = new Promise<Duplex>((resolve) => server.once('connect', (_req, socket: Duplex) => resolve(socket)));
+    const u = new URL(url);
+    const s = net.connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
+    s.on('error', () => undefined);
+    s.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 3\r\n\r\nabc');
+    const socket = await serverSide;
+    await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
+    s.destroy();
+  }
+}, 30000);
+
+it('a client whose request the parser refused, that never closes its side, does not hold the socket open: shutdown waited on it', async () => {
+  for (const url of [svc.publicUrl, svc.adminUrl]) {
+    const server = url === svc.publicUrl ? svc.publicServer! : svc.adminServer!;
+    const serverSide = new Promise<Duplex>((resolve) => server.once('clientError', (_err, socket: Duplex) => resolve(socket)));
+    const u = new URL(url);
+    const s = net.connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
+    s.on('error', () => undefined);
+    s.write('GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n');
+    const socket = await serverSide;
+    await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
+    s.destroy();
+  }
+}, 30000);
 
 it('a bad request pipelined behind a good one is not answered as if it were the good one', async () => {
   const good = `GET /api/v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.testKey}\r\n\r\n`;

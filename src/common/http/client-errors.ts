@@ -1,6 +1,9 @@
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 
+/** How long a socket may stay open after an answer that closes it (the client has the answer long before). */
+const CLOSE_AFTER_ANSWER_MS = 2000;
+
 /**
  * What Node's HTTP parser refuses before Express sees the request (a header with a NUL or control character,
  * headers over 16 KB, a request line it cannot read, a request that took too long to arrive), and an Expect
@@ -26,9 +29,17 @@ export function answerClientErrors(server: Server): void {
     answerAndClose(socket, status, error);
   });
   // A CONNECT names a host, not a path here (this is no proxy): Node, with no listener, closed it unanswered.
-  // The socket is the listener's alone from here: a reset with no 'error' listener would crash the process.
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+  // The socket is the listener's alone from here, out of the server's timeouts and of its closing: a reset with
+  // no 'error' listener would crash the process. What follows the CONNECT is read and dropped, so the client's
+  // close ends the socket. A response still owed to an earlier request on the socket would take the 404 for
+  // its own: closed instead.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
     socket.on('error', () => socket.destroy());
+    if (socket._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    socket.resume();
     answerAndClose(socket, 404, 'not_found');
   });
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
@@ -38,7 +49,14 @@ export function answerClientErrors(server: Server): void {
   });
 }
 
+/**
+ * Writes the answer and half-closes. A client that never closes its side held the socket for good (out of the
+ * server's timeouts: Node's own answers destroyed it), and shutdown waited on it: destroyed after
+ * CLOSE_AFTER_ANSWER_MS whatever the client does.
+ */
 function answerAndClose(socket: Duplex, status: number, error: string): void {
+  const late = setTimeout(() => socket.destroy(), CLOSE_AFTER_ANSWER_MS).unref();
+  socket.once('close', () => clearTimeout(late));
   const body = JSON.stringify({ ok: false, error });
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
