@@ -104,28 +104,17 @@ it('a CONNECT pipelined behind a request still being answered: its 404 is not re
   expect([200, -1]).toContain(r.status);
 });
 
-it('a CONNECT client that never closes its side (nor reads on) does not hold the socket open: it held it for good, and shutdown waited on it', async () => {
+it.each([
+  ['a CONNECT client', 'connect', 'CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 3\r\n\r\nabc'],
+  ['a client whose request the parser refused', 'clientError', 'GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n'],
+] as const)('%s that never closes its side (nor reads on) does not hold the socket open: it held it for good, and shutdown waited on it', async (_label, event, bytes) => {
   for (const url of [svc.publicUrl, svc.adminUrl]) {
     const server = url === svc.publicUrl ? svc.publicServer! : svc.adminServer!;
-    const serverSide = new Promise<Duplex>((resolve) => server.once('connect', (_req, socket: Duplex) => resolve(socket)));
+    const serverSide = new Promise<Duplex>((resolve) => server.once(event, (_first: unknown, socket: Duplex) => resolve(socket)));
     const u = new URL(url);
     const s = net.connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
     s.on('error', () => undefined);
-    s.write('CONNECT a:1 HTTP/1.1\r\nHost: a:1\r\nContent-Length: 3\r\n\r\nabc');
-    const socket = await serverSide;
-    await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
-    s.destroy();
-  }
-}, 30000);
-
-it('a client whose request the parser refused, that never closes its side, does not hold the socket open: shutdown waited on it', async () => {
-  for (const url of [svc.publicUrl, svc.adminUrl]) {
-    const server = url === svc.publicUrl ? svc.publicServer! : svc.adminServer!;
-    const serverSide = new Promise<Duplex>((resolve) => server.once('clientError', (_err, socket: Duplex) => resolve(socket)));
-    const u = new URL(url);
-    const s = net.connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
-    s.on('error', () => undefined);
-    s.write('GET / HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n');
+    s.write(bytes);
     const socket = await serverSide;
     await new Promise<void>((resolve) => (socket.destroyed ? resolve() : socket.once('close', () => resolve())));
     s.destroy();
