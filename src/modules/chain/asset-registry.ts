@@ -172,8 +172,7 @@ export class AssetRegistry implements OnModuleInit, OnApplicationShutdown {
       }
       const row = await this.repo.find(chain.chainId, chain.tokenAddress);
       if (row) this.setAsset(mode, chain, row.decimals, row.symbol);
-      const stored = row ? 'using stored token metadata' : 'no token metadata yet';
-      this.logger.warn(`${mode} RPC unreachable (${detail}); ${stored}`);
+      this.logger.warn(`${mode} RPC unreachable (${detail}); ${row ? 'using stored token metadata' : 'no token metadata yet'}`);
     }
   }
 

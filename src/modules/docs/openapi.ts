@@ -1,5 +1,5 @@
 import type { OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, ResponseObject, SchemaObject } from '@nestjs/swagger';
-import { ADDRESS_PATTERN } from '../../common/address';
+import { ADDRESS_PATTERN, ZERO_ADDRESS } from '../../common/address';
 import { ERROR_STATUS, type ErrorCode } from '../../common/errors';
 import { MOMENT } from '../../common/http/timestamp';
 import { PAGE_DEFAULT, PAGE_MAX } from '../../common/paging';
@@ -181,8 +181,6 @@ const createRequestBody: SchemaObject = {
     },
   },
 };
-
-const ZERO_ADDRESS = `0x${'0'.repeat(40)}`;
 
 const createMerchantBody: SchemaObject = {
   type: 'object',
