@@ -16,6 +16,7 @@ import {
 } from '../../scripts/chain/local-node';
 import { type ChainReader, NoTokenContract, TRANSFER_TOPIC, decodeTransferLog } from '../../src/modules/chain/chain-reader';
 import { EthersChainReader } from '../../src/modules/chain/ethers-chain-reader';
+import { LaggingRpc } from '../support/lagging-rpc';
 
 const PAYER_KEY = DEV_KEYS[1];
 const [, payer, merchant, other] = DEV_ADDRESSES;
@@ -169,6 +170,27 @@ describe('EthersChainReader on a local hardhat node', () => {
     const e = await reader.tokenInfo(address).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(NoTokenContract);
     expect((e as NoTokenContract).why).toMatch(why);
+  });
+
+  // decimals() and symbol() are asked at once; the reason given must not depend on which answer came back first.
+  it('names decimals() when both reverts come back, even when symbol() answered first', async () => {
+    const address = `0x${'c0de'.repeat(9)}beef`;
+    const set = await fetch(node.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'hardhat_setCode', params: [address, '0x60006000fd'] }),
+    });
+    expect(((await set.json()) as { error?: unknown }).error).toBeUndefined();
+    const rpc = new LaggingRpc(node.url);
+    await rpc.start();
+    try {
+      rpc.slowCallOf('0x313ce567', 300); // decimals()
+      const e = await new EthersChainReader(rpc.url, TIMEOUT_MS).tokenInfo(address).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(NoTokenContract);
+      expect((e as NoTokenContract).why).toBe('decimals() reverted');
+    } finally {
+      await rpc.stop();
+    }
   });
 
   it('sees a pending transfer only once it is mined', async () => {

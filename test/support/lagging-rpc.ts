@@ -32,7 +32,8 @@ const numberOf = (hex: unknown) => (typeof hex === 'string' ? Number(hex) : NaN)
  * chain has grown, while everything else is in step. `failReceiptOf(tx)` and `failMethod(m)` answer with a
  * JSON-RPC error instead (a rate-limited endpoint). `holdReceiptOf(tx)` keeps the next receipt call of `tx`
  * unanswered until `releaseReceipt()` (or `catchUp()`): a slow backend, for as long as a test needs;
- * `slowMethod(m, ms)` answers every call of `m` that much later.
+ * `slowMethod(m, ms)` answers every call of `m` that much later; `slowCallOf(selector, ms)` every eth_call of
+ * that function.
  */
 export class LaggingRpc {
   private server: Server | null = null;
@@ -45,6 +46,7 @@ export class LaggingRpc {
   private readonly failing = new Set<string>();
   private readonly failingMethods = new Set<string>();
   private readonly slowMethods = new Map<string, number>();
+  private readonly slowCalls = new Map<string, number>();
   private readonly receiptCalls = new Map<string, number>();
   private holding: { txHash: string; held: boolean; release: () => void; released: Promise<void> } | null = null;
   port = 0;
@@ -82,6 +84,11 @@ export class LaggingRpc {
   /** Every call of `method` is answered `ms` later than the node answers it (until catchUp): a slow backend. */
   slowMethod(method: string, ms: number): void {
     this.slowMethods.set(method, ms);
+  }
+
+  /** Every eth_call whose data starts with `selector` is answered `ms` later (until catchUp). */
+  slowCallOf(selector: string, ms: number): void {
+    this.slowCalls.set(selector.toLowerCase(), ms);
   }
 
   /** The next receipt call of `tx` waits for `releaseReceipt()`; the calls after it pass. */
@@ -129,6 +136,7 @@ export class LaggingRpc {
     this.failing.clear();
     this.failingMethods.clear();
     this.slowMethods.clear();
+    this.slowCalls.clear();
     this.releaseReceipt();
   }
 
@@ -164,7 +172,8 @@ export class LaggingRpc {
         await h.released;
       }
     }
-    const slow = this.slowMethods.get(req.method);
+    const callData = req.method === 'eth_call' ? String((req.params?.[0] as { data?: string } | undefined)?.data ?? '').toLowerCase() : '';
+    const slow = this.slowMethods.get(req.method) ?? [...this.slowCalls].find(([selector]) => callData.startsWith(selector))?.[1];
     if (slow !== undefined) await new Promise((resolve) => setTimeout(resolve, slow));
     if (this.failingMethods.has(req.method) || (receiptOf !== null && this.failing.has(receiptOf))) {
       return { jsonrpc: '2.0', id: req.id, error: { code: -32005, message: 'request rate exceeded' } };

@@ -183,7 +183,12 @@ export class EthersChainReader implements ChainReader {
         if (isError(e, 'CALL_EXCEPTION') && isExecutionFault(e.info?.error)) throw new NoTokenContract(to, `${fn} reverted`);
         throw e;
       });
-    const [decimalsData, symbolData] = await Promise.all([read(DECIMALS_SELECTOR, 'decimals()'), read(SYMBOL_SELECTOR, 'symbol()')]);
+    // Both asked at once; when both fail, decimals()'s failure is the one reported, whichever came back first.
+    const answers = await Promise.allSettled([read(DECIMALS_SELECTOR, 'decimals()'), read(SYMBOL_SELECTOR, 'symbol()')]);
+    const [decimalsData, symbolData] = answers.map((a) => {
+      if (a.status === 'rejected') throw a.reason;
+      return a.value;
+    });
     // An empty answer is also what a call to an address without code returns: say which it is.
     if (decimalsData === '0x' && (await this.call<string>('eth_getCode', [to, 'latest'])) === '0x') throw new NoTokenContract(to);
     try {
