@@ -343,6 +343,8 @@ describe('content types (DESIGN §7/§8: 415 unless application/json)', () => {
     ['Latin-1, quoted', 'application/json; charset="latin1"', 'latin1', 'ascii only'],
     ['utf8, not a registered name of UTF-8', 'application/json; charset=utf8', 'utf8', 'café'],
     ['UTF-16 behind a quoted parameter that reads "; charset=utf-8"', 'application/json; x="; charset=utf-8"; charset=utf-16le', 'utf16le', 'ascii only'],
+    ['a charset that only starts with utf-8', 'application/json; charset=utf-8 x', 'utf8', 'ascii only'],
+    ['an unterminated quoted utf-8', 'application/json; charset="utf-8', 'utf8', 'ascii only'],
   ] as const)('a JSON body declared in another charset (%s) → 415 unsupported_media_type, nothing created', async (_label, type, encoding, memo) => {
     const before = await requestCount();
     const res = await fetch(`${svc.publicUrl}${CREATE}`, {
@@ -360,6 +362,7 @@ describe('content types (DESIGN §7/§8: 415 unless application/json)', () => {
     'application/json; charset=utf-8',
     'Application/JSON;charset=UTF-8',
     'application/json; charset="utf-8"',
+    'application/json; charset = utf-8 ',
     'application/json; foo=bar',
   ])('%s is read', async (type) => {
     const r = await raw(CREATE, body(), { 'content-type': type });

@@ -48,11 +48,15 @@ export function mediaType(req: Request): string | undefined {
 }
 
 /**
- * Every `charset=` after a semicolon in a Content-Type header, lower-cased and unquoted, inside a quoted value
- * or not: the decoder's parser skips quoted values, so `x="; charset=utf-8"; charset=utf-16le` is UTF-16 to it.
+ * Every `charset=` after a semicolon in a Content-Type header, lower-cased, inside a quoted value or not: the
+ * decoder's parser skips quoted values, so `x="; charset=utf-8"; charset=utf-16le` is UTF-16 to it. A value is
+ * the whole quoted string, or all up to the next semicolon, trimmed: `utf-8 x` and an unterminated `"utf-8` are
+ * not UTF-8 (they were read as `utf-8`, then refused by the decoder as 400 invalid_json).
  */
 function declaredCharsets(req: Request): string[] {
-  return [...(req.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*"?([^";\s]*)/gi)].map((m) => m[1].toLowerCase());
+  return [...(req.headers['content-type'] ?? '').matchAll(/;\s*charset\s*=\s*(?:"([^"]*)"|([^;]*))/gi)].map((m) =>
+    (m[1] ?? m[2]).trim().toLowerCase(),
+  );
 }
 
 /**
