@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { preparedQuery } from '../../src/database/prepared';
-import { RequestsRepository } from '../../src/modules/requests/infrastructure/requests.repository';
+import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
 import { createOnboardedMerchant, createPartner } from '../factories/partners';
 import { createRequest, idemKey } from '../factories/requests';
 import { startService, type TestService } from '../support/app';
@@ -40,13 +40,27 @@ it('a statement prepared before a migration retyped a column it returns is prepa
   const m = await createOnboardedMerchant(svc, p.testKey);
   const create = () => createRequest(svc, p.testKey, { idempotency_key: idemKey(), account_id: m.id, fiat_amount_int: 1500, metadata: { order: 'a' } });
   const get = (id: string) => call(svc.publicUrl, 'GET', `/api/v1/requests/${id}`, { key: p.testKey });
-  const repo = svc.app.get(RequestsRepository);
+  const events = svc.app.get(WebhookEventsRepository);
+  // The worker's claim reads the payload's fields (metadata among them) in its statement: an event to claim
+  // per request, abandoned at the end so that no worker of a later file sends it.
+  const payloadRead = async (requestId: string) => {
+    const [{ id }] = await sql<{ id: string }>(
+      `INSERT INTO webhook_events (partner_id, request_id, event, test_mode, deliver, state)
+       VALUES ($1, $2, 'payment.proof_verified', true, true, 'pending') RETURNING id`,
+      [p.id, requestId],
+    );
+    try {
+      return (await events.claimMany([{ eventId: id, attempt: 1 }]))[0]?.request?.metadata;
+    } finally {
+      await sql(`UPDATE webhook_events SET state = 'abandoned' WHERE id = $1`, [id]);
+    }
+  };
 
   // One after the other, so each statement is prepared on the pooled connection the later calls get back.
   const first = await create();
   expect(first.status).toBe(201);
   expect((await get(first.body.request_id)).status).toBe(200);
-  expect((await repo.factsFor([first.body.request_id])).get(first.body.request_id)?.metadata).toEqual({ order: 'a' });
+  expect(await payloadRead(first.body.request_id)).toEqual({ order: 'a' });
 
   await retype('jsonb');
 
@@ -56,7 +70,7 @@ it('a statement prepared before a migration retyped a column it returns is prepa
   const got = await get(first.body.request_id);
   expect(got.status).toBe(200);
   expect(got.body.metadata).toEqual({ order: 'a' });
-  expect((await repo.factsFor([second.body.request_id])).get(second.body.request_id)?.metadata).toEqual({ order: 'a' });
+  expect(await payloadRead(second.body.request_id)).toEqual({ order: 'a' });
 }, 60_000);
 
 it('inside a transaction the refused statement fails that transaction only: the next one on the connection runs it', async () => {

@@ -8,6 +8,7 @@ import { UnmatchedTransfersRepository } from '../../src/modules/requests/infrast
 import { WebhookAttemptEntity } from '../../src/modules/webhooks/webhook-attempt.entity';
 import { DELIVERY_STATES, WebhookEventEntity } from '../../src/modules/webhooks/webhook-event.entity';
 import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
+import { RequestFactsPort } from '../../src/modules/webhooks/request-facts.port';
 import { LISTED_STATES } from '../../src/modules/webhooks/deliveries.service';
 import { createOnboardedMerchant, createPartner, type TestPartner } from '../factories/partners';
 import { mustCreateRequest } from '../factories/requests';
@@ -225,7 +226,7 @@ it('a partner\'s deliveries page reads the newest of each state, not every deliv
   const expected = await sql<{ id: string }>(
     `SELECT id FROM webhook_events WHERE partner_id = $1 AND state <> 'skipped' ORDER BY recorded_at DESC, id DESC LIMIT 50 OFFSET 100`, [partner.id]);
   const events = new WebhookEventsRepository(
-    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
   );
   let page: WebhookEventEntity[] = [];
   const reads = await explaining.scansOf('webhook_events', async () => {
@@ -260,7 +261,7 @@ it('the admin deliveries list across partners merges each partner\'s newest, als
     await history(partner.id, mine.request_id, BACKLOG, `ARRAY['pending']`);
     await history(other.id, theirs.request_id, BACKLOG / 4, `ARRAY['pending']`);
     const events = new WebhookEventsRepository(
-      explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+      explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
     );
     const [{ n: partners }] = await sql<{ n: number }>(`SELECT count(DISTINCT partner_id)::int AS n FROM webhook_events`);
     // The list's states: the one asked, or all but skipped (recorded while webhooks were off).
@@ -309,7 +310,7 @@ it('the metrics scrape counts the webhook backlog through its index, not the his
   );
   await sql(`ANALYZE webhook_events`);
   const events = new WebhookEventsRepository(
-    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity),
+    explaining.ds, explaining.ds.getRepository(WebhookEventEntity), explaining.ds.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
   );
   let counts: Awaited<ReturnType<WebhookEventsRepository['openDeliveries']>> = [];
   const reads = await explaining.scansOf('webhook_events', async () => {

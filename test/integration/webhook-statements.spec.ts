@@ -3,6 +3,7 @@ import { createDataSource } from '../../src/database/data-source';
 import { WebhookAttemptEntity } from '../../src/modules/webhooks/webhook-attempt.entity';
 import { WebhookEventEntity } from '../../src/modules/webhooks/webhook-event.entity';
 import { WebhookEventsRepository } from '../../src/modules/webhooks/webhook-events.repository';
+import { RequestFactsPort } from '../../src/modules/webhooks/request-facts.port';
 import { partnerWithEvents } from '../factories/events';
 import { startService, type TestService } from '../support/app';
 import { closeSql, sql } from '../support/db';
@@ -51,11 +52,14 @@ afterAll(async () => {
 
 it('claims and records batches of one with a generic plan, storing each attempt once', async () => {
   const repo = new WebhookEventsRepository(
-    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity),
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
   );
   for (const eventId of ids) {
     const [claimed] = await repo.claimMany([{ eventId, attempt: 1 }]);
     expect(claimed).toMatchObject({ id: eventId, seriesBase: 0, endpoint: { enabled: true } });
+    // With the request as it stands (the payload's fields), read in the same statement.
+    const [stored] = await sql<{ merchant_id: string; proof_status: string }>(`SELECT merchant_id, proof_status FROM payment_requests WHERE id = $1`, [claimed!.requestId]);
+    expect(claimed!.request).toMatchObject({ requestId: claimed!.requestId, merchantId: stored.merchant_id, proofStatus: stored.proof_status });
     const post = { statusCode: 200, durationMs: 3, errorClass: null };
     expect(await repo.record({ eventId, attempt: 1, startedAt: new Date(), post, outcome: 'delivered', delayMs: 0 })).toBe(true);
     // Recorded: neither a second claim nor a second record of attempt 1 takes effect.
@@ -96,7 +100,7 @@ interface PlanNode { 'Node Type': string; 'Relation Name'?: string; 'Index Name'
 
 it('finds a batch by its ids, not by reading the backlog, when the statistics say few events are open', async () => {
   const repo = new WebhookEventsRepository(
-    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity),
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
   );
   // The last ANALYZE saw almost no open event; a backlog builds up after it (autovacuum kept from analyzing again).
   await sql(`ALTER TABLE webhook_events SET (autovacuum_enabled = false)`);

@@ -4,13 +4,11 @@ import { MicroBatch } from '../../common/micro-batch';
 import { MetricsService } from '../ops/metrics.service';
 import { nextStep, type NextStep } from './delivery-policy';
 import { webhookBody, webhookHeaders, type DeliverySource } from './payload';
-import { RequestFactsPort, type RequestFacts } from './request-facts.port';
+import type { RequestFacts } from './request-facts.port';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
 import { WebhookEventsRepository, type ClaimedEvent } from './webhook-events.repository';
 import { WebhookPoster, type PostOutcome } from './webhook-poster';
 import { SecretUnavailable, WebhookSecrets } from './webhook-secrets';
-
-type Claim = ClaimedEvent & { request: RequestFacts | undefined };
 
 /**
  * One delivery attempt (spec §6): claim it, build the body from the stored event and request, sign it with
@@ -19,13 +17,12 @@ type Claim = ClaimedEvent & { request: RequestFacts | undefined };
 @Injectable()
 export class DeliveryService {
   private readonly logger = new Logger('WebhookDelivery');
-  /** Claims made together share one statement and one read of their requests. */
-  private readonly claims = new MicroBatch<{ eventId: string; attempt: number }, Claim | null>((xs) => this.claimBatch(xs));
+  /** Claims made together share one statement, which reads their endpoints and requests too. */
+  private readonly claims = new MicroBatch<{ eventId: string; attempt: number }, ClaimedEvent | null>((xs) => this.events.claimMany(xs));
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly events: WebhookEventsRepository,
-    private readonly requests: RequestFactsPort,
     private readonly poster: WebhookPoster,
     private readonly queue: WebhookDeliveryQueue,
     private readonly secrets: WebhookSecrets,
@@ -80,7 +77,7 @@ export class DeliveryService {
    * nothing is lost: it goes out once the key is configured, or once a rotation confirmed has replaced the
    * secret (docs/operations.md).
    */
-  private async openSecrets(ev: Claim): Promise<string[]> {
+  private async openSecrets(ev: ClaimedEvent): Promise<string[]> {
     try {
       return await this.secrets.open(ev.partnerId, ev.endpoint);
     } catch (e) {
@@ -90,13 +87,6 @@ export class DeliveryService {
       }
       throw e;
     }
-  }
-
-  private async claimBatch(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<Claim | null>> {
-    const claimed = await this.events.claimMany(xs);
-    const requestIds = [...new Set(claimed.flatMap((c) => (c ? [c.requestId] : [])))];
-    const facts = requestIds.length ? await this.requests.factsFor(requestIds) : new Map<string, RequestFacts>();
-    return claimed.map((c) => c && { ...c, request: facts.get(c.requestId) });
   }
 }
 

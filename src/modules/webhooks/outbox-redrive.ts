@@ -31,7 +31,7 @@ export class OutboxRedrive implements OnApplicationBootstrap, OnModuleDestroy {
   async run(): Promise<number> {
     // An attempt claimed longer ago than the poster's deadline plus WEBHOOK_STALL_MARGIN_MS is taken for stalled
     // (its worker died) and sent again in its slot. The same margin the gate leases a running attempt for: a live
-    // attempt run on from the gate has no job to show it is alive, and a slow claim, payload read or record must
+    // attempt run on from the gate has no job to show it is alive, and a slow claim or record must
     // not get it sent twice.
     const attemptMaxMs = this.config.webhookTimeoutMs + this.config.webhookStallMarginMs;
     const overdue = await this.events.overdue(REDRIVE_GRACE_MS, attemptMaxMs, REDRIVE_BATCH);

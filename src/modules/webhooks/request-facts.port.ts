@@ -14,6 +14,12 @@ export interface RequestFacts {
 }
 
 export abstract class RequestFactsPort {
-  /** The facts of each id that exists, read in one round trip (deliveries are claimed in batches). */
-  abstract factsFor(requestIds: readonly string[]): Promise<Map<string, RequestFacts>>;
+  /**
+   * The facts of the request whose id is the SQL expression `requestId`, as SQL: a subquery of at most one row
+   * whose columns are named as RequestFacts' fields, for the claim statement to read in a `LEFT JOIN LATERAL`.
+   * A query rather than rows, so that the claim and the payload's read are one statement (one round trip and
+   * one statement for Postgres per batch of attempts, not two: issue 14, docs/performance.md), while the text
+   * that reads payment_requests stays in its owner's repository. Same text for the same argument.
+   */
+  abstract factsQuery(requestId: string): string;
 }

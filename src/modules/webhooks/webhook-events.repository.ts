@@ -5,6 +5,7 @@ import type { PostOutcome } from './webhook-poster';
 import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
+import { RequestFactsPort, type RequestFacts } from './request-facts.port';
 import { MicroBatch } from '../../common/micro-batch';
 import { preparedQuery } from '../../database/prepared';
 import { checkIn, oneOf } from '../../database/state-test';
@@ -23,6 +24,8 @@ export interface ClaimedEvent {
   endpoint: { url: string | null; enabled: boolean; secret: string | null; previousSecret: string | null };
   /** Number of the last attempt that ended a series (delivered or abandoned); 0 when none did. */
   seriesBase: number;
+  /** The request as it stands at the claim (the payload's fields); undefined if it is gone. */
+  request: RequestFacts | undefined;
 }
 
 export interface AttemptRecord {
@@ -70,12 +73,26 @@ function firstOfEach(keys: string[]): boolean[] {
 @Injectable()
 export class WebhookEventsRepository {
   private readonly records = new MicroBatch<AttemptRecord, boolean>((xs) => this.recordBatch(xs));
+  /** claimMany's statement: its text reads the requests through the requests module's query (RequestFactsPort). */
+  private readonly claimSql: string;
 
   constructor(
     private readonly dataSource: DataSource,
     @InjectRepository(WebhookEventEntity) private readonly events: Repository<WebhookEventEntity>,
     @InjectRepository(WebhookAttemptEntity) private readonly attemptLog: Repository<WebhookAttemptEntity>,
-  ) {}
+    requestFacts: RequestFactsPort,
+  ) {
+    this.claimSql = `WITH c AS (
+         UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
+           FROM unnest((SELECT $1::uuid[]), (SELECT $2::int[])) AS j(id, attempt)
+          WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND ${OPEN}
+         RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
+                   (SELECT COALESCE(max(a.attempt), 0)::int FROM webhook_attempts a
+                     WHERE a.event_id = e.id AND a.outcome <> 'retry') AS series_base)
+       SELECT c.*, w.url, COALESCE(w.enabled, false) AS enabled, w.secret, w.previous_secret, r.*
+         FROM c LEFT JOIN webhook_endpoints w ON w.partner_id = c.partner_id
+                LEFT JOIN LATERAL (${requestFacts.factsQuery('c.request_id')}) r ON true`;
+  }
 
   /**
    * Deliveries not finished yet (pending, delivering), by state, for the metrics scrape. Read through
@@ -127,7 +144,10 @@ export class WebhookEventsRepository {
    * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
    * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
    * (benchmarked hot path: the worker claims its concurrent attempts together, up to 100), prepared once per
-   * connection like recordBatch's and the payload's read.
+   * connection like recordBatch's, which also reads each event's endpoint and request (the payload's fields,
+   * through the requests module's query: RequestFactsPort). Read in a statement of their own, the requests cost
+   * a third of the worker's statements: with them in the claim, 10 partners' deliveries cost the machine 0.63 ms
+   * each instead of 0.72–0.79, and ran at 0.50–0.53 of the bare loop instead of 0.38–0.50 (2026-11-29).
    *
    * The arrays are read through `(SELECT $n)` so that Postgres keeps one generic plan for the statement. Given
    * the arrays as constants, a custom plan knows the batch's length and costs a batch of one or three below
@@ -142,15 +162,7 @@ export class WebhookEventsRepository {
     const rows = await preparedQuery<ClaimRow>(
       this.dataSource.manager,
       'webhook_claim',
-      `WITH c AS (
-         UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
-           FROM unnest((SELECT $1::uuid[]), (SELECT $2::int[])) AS j(id, attempt)
-          WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND ${OPEN}
-         RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
-                   (SELECT COALESCE(max(a.attempt), 0)::int FROM webhook_attempts a
-                     WHERE a.event_id = e.id AND a.outcome <> 'retry') AS series_base)
-       SELECT c.*, w.url, COALESCE(w.enabled, false) AS enabled, w.secret, w.previous_secret
-         FROM c LEFT JOIN webhook_endpoints w ON w.partner_id = c.partner_id`,
+      this.claimSql,
       [sorted.map((x) => x.eventId), sorted.map((x) => x.attempt)],
     );
     const byKey = new Map(rows.map((r) => [`${r.id}/${r.claimed_attempt}`, r]));
@@ -394,7 +406,7 @@ export class WebhookEventsRepository {
   }
 }
 
-interface ClaimRow {
+interface ClaimRow extends Partial<RequestFacts> {
   claimed_attempt: number;
   id: string;
   event: EventKind;
@@ -419,5 +431,16 @@ function toClaimed(r: ClaimRow): ClaimedEvent {
     recordedAt: r.recorded_at,
     endpoint: { url: r.url, enabled: r.enabled, secret: r.secret, previousSecret: r.previous_secret },
     seriesBase: r.series_base,
+    request: r.requestId
+      ? {
+          requestId: r.requestId,
+          merchantId: r.merchantId!,
+          proofStatus: r.proofStatus!,
+          proofSource: r.proofSource ?? null,
+          txHash: r.txHash ?? null,
+          payerAddress: r.payerAddress ?? null,
+          metadata: r.metadata ?? null,
+        }
+      : undefined,
   };
 }

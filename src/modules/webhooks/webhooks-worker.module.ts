@@ -7,7 +7,7 @@ import { WebhooksCoreModule } from './webhooks-core.module';
 
 /**
  * The worker's part of webhooks: the delivery processor and the outbox re-drive. The poster comes from the
- * global WebhooksModule; the request fields of a payload from
+ * global WebhooksModule; the request fields of a payload are read by the claim, through the query of
  * RequestFactsPort, which the requests module provides.
  */
 @Module({

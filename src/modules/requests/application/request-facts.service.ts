@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { NotificationRequestsPort, type NotifiedRequest } from '../../notifications/notification-facts.port';
-import { RequestFactsPort, type RequestFacts } from '../../webhooks/request-facts.port';
+import { RequestFactsPort } from '../../webhooks/request-facts.port';
 import { effectiveStatus } from '../domain/transitions';
 import { RequestsRepository } from '../infrastructure/requests.repository';
 
@@ -10,8 +10,8 @@ import { RequestsRepository } from '../infrastructure/requests.repository';
 export class RequestFactsService implements RequestFactsPort, NotificationRequestsPort {
   constructor(private readonly repo: RequestsRepository) {}
 
-  factsFor(requestIds: readonly string[]): Promise<Map<string, RequestFacts>> {
-    return this.repo.factsFor(requestIds);
+  factsQuery(requestId: string): string {
+    return RequestsRepository.factsQuery(requestId);
   }
 
   async notifiedRequest(requestId: string, em?: EntityManager): Promise<NotifiedRequest | null> {

@@ -6,7 +6,6 @@ import {
   LAPSES_AT, PROOF_STATUSES, PROOF_TRANSITIONS, REQUEST_STATUSES, STATUS_TRANSITIONS,
   type LapsingProof, type ProofStatus, type RequestStatus, type StatusTrigger,
 } from '../domain/transitions';
-import type { RequestFacts } from '../../webhooks/request-facts.port';
 import { isCheckViolation } from '../../../database/pg-errors';
 import { preparedQuery } from '../../../database/prepared';
 import { checkIn, oneOf } from '../../../database/state-test';
@@ -252,22 +251,14 @@ export class RequestsRepository {
   }
 
   /**
-   * The columns a webhook payload reads, for many requests in one query (the delivery worker's hot path: one
-   * prepared statement for any batch size, rows read raw rather than hydrated as entities).
+   * The columns a webhook payload reads, of the request whose id is the SQL expression `requestId`: the subquery
+   * the webhook claim joins (RequestFactsPort.factsQuery), so that its batch of attempts and their requests are
+   * one statement on the delivery worker's hot path. One row by primary key, or none.
    */
-  async factsFor(ids: readonly string[]): Promise<Map<string, RequestFacts>> {
-    const facts = new Map<string, RequestFacts>();
-    if (ids.length === 0) return facts;
-    const rows = await preparedQuery<RequestFacts>(
-      this.requests.manager,
-      'request_facts',
-      `SELECT id AS "requestId", merchant_id AS "merchantId", proof_status AS "proofStatus", proof_source AS "proofSource",
-              tx_hash AS "txHash", payer_address AS "payerAddress", metadata
-         FROM payment_requests WHERE id = ANY($1::uuid[])`,
-      [ids],
-    );
-    for (const r of rows) facts.set(r.requestId, r);
-    return facts;
+  static factsQuery(requestId: string): string {
+    return `SELECT id AS "requestId", merchant_id AS "merchantId", proof_status AS "proofStatus", proof_source AS "proofSource",
+                   tx_hash AS "txHash", payer_address AS "payerAddress", metadata
+              FROM payment_requests WHERE id = ${requestId}`;
   }
 
   /**
