@@ -1,6 +1,6 @@
 /**
  * Where a webhook delivery's round trips go (issue 14 item 3): runs bench/webhooks.ts (BENCH_REPS, default 1;
- * BENCH_WEBHOOK_EVENTS, default 3000) with the pg client, ioredis and MicroBatch counted in this process (the
+ * BENCH_WEBHOOK_EVENTS and BENCH_WEBHOOK_WARMUP as there) with the pg client, ioredis, MicroBatch and the repository's steps counted in this process (the
  * worker runs here), and prints per delivered event: Postgres statements by kind, Redis commands by name, and
  * the sizes of the claim and record micro-batches. Counting, not timing: the figures do not depend on load.
  *   node -r @swc-node/register bench/webhook-round-trips.ts
@@ -8,6 +8,7 @@
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { MicroBatch } from '../src/common/micro-batch';
+import { WebhookEventsRepository } from '../src/modules/webhooks/webhook-events.repository';
 import { benchWebhooks } from './webhooks';
 import { cleanup } from './children';
 
@@ -19,9 +20,9 @@ const add = (m: Map<string, number>, k: string) => counting && m.set(k, (m.get(k
 
 function statementKind(text: string): string {
   const t = text.replace(/\s+/g, ' ').trim();
+  if (/FULL JOIN claimed/.test(t)) return 'record + claim batch (one slot ends, the next begins)';
   if (/webhook_attempts \(event_id/.test(t)) return 'record batch (attempt rows + event states)';
   if (/SET state = 'delivering'/.test(t)) return 'claim batch (events + endpoint + series)';
-  if (/FROM "?payment_requests"?/i.test(t)) return 'request facts (payload read)';
   if (/webhook_events/.test(t) && /count\(\*\)/.test(t)) return '(bench watcher)';
   return t.slice(0, 60);
 }
@@ -45,9 +46,19 @@ Redis.prototype.sendCommand = function (this: Redis, cmd: { name: string; args: 
 const flush = (MicroBatch.prototype as unknown as { flush(): void }).flush;
 (MicroBatch.prototype as unknown as { flush(): void }).flush = function (this: { pending: unknown[]; run: () => unknown }) {
   const run = String(this.run);
-  const label = run.includes('claimBatch') ? 'claim' : run.includes('recordBatch') ? 'record' : run.includes('releaseMany') ? 'gate release' : 'other';
+  const label = run.includes('releaseMany') ? 'gate release' : 'other';
   if (counting && this.pending.length) batches.set(label, [...(batches.get(label) ?? []), this.pending.length]);
   flush.call(this);
+};
+
+// The claims and records of one turn (WebhookEventsRepository.steps): one statement, or one of each kind.
+type Steps = { pending: { claims: unknown[]; records: unknown[] }; steps(): Promise<void> };
+const steps = (WebhookEventsRepository.prototype as unknown as Steps).steps;
+(WebhookEventsRepository.prototype as unknown as Steps).steps = function (this: Steps) {
+  const { claims, records } = this.pending;
+  if (counting && claims.length) batches.set('claim', [...(batches.get('claim') ?? []), claims.length]);
+  if (counting && records.length) batches.set('record', [...(batches.get('record') ?? []), records.length]);
+  return steps.call(this);
 };
 
 async function main(): Promise<void> {
@@ -56,8 +67,8 @@ async function main(): Promise<void> {
   counting = true;
   const r = await benchWebhooks({ reps: Number(process.env.BENCH_REPS ?? 1) });
   counting = false;
-  // Warm-up (500) plus every repetition's events went through the worker.
-  const delivered = Math.min(r.events, 500) + r.events * r.reps.length;
+  // Warm-up plus every repetition's events went through the worker.
+  const delivered = Number(process.env.BENCH_WEBHOOK_WARMUP ?? 5000) + r.events * r.reps.length;
   const per = (m: Map<string, number>) =>
     Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, +(v / delivered).toFixed(3)]));
   const sizes = Object.fromEntries([...batches].map(([k, xs]) => {

@@ -84,6 +84,39 @@ it('claims and records batches of one with a generic plan, storing each attempt 
   ]);
 });
 
+it('records an attempt and claims the next one in one statement, with a generic plan; a claim of the attempt being recorded waits for the next statement', async () => {
+  const more = await partnerWithEvents(svc, ATTEMPTS, 'ok');
+  ids = [...ids, ...more.ids]; // abandoned at the end with the others
+  await more.receiver.close();
+  const repo = new WebhookEventsRepository(
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
+  );
+  const post = { statusCode: 200, durationMs: 3, errorClass: null };
+  const delivered = (eventId: string) => ({ eventId, attempt: 1, startedAt: new Date(), post, outcome: 'delivered' as const, delayMs: 0 });
+  expect(await repo.claim({ eventId: more.ids[0], attempt: 1 })).toMatchObject({ id: more.ids[0] });
+  for (let i = 1; i < more.ids.length; i++) {
+    // Asked in the same turn of the event loop, as a slot's run-on does: one statement.
+    const [recorded, claimed] = await Promise.all([repo.record(delivered(more.ids[i - 1])), repo.claim({ eventId: more.ids[i], attempt: 1 })]);
+    expect(recorded).toBe(true);
+    expect(claimed).toMatchObject({ id: more.ids[i], seriesBase: 0, request: { requestId: more.requestId } });
+  }
+  // A duplicate job's claim of the attempt being recorded runs after the record, and finds it taken.
+  const last = more.ids[more.ids.length - 1];
+  const [recorded, duplicate] = await Promise.all([repo.record(delivered(last)), repo.claim({ eventId: last, attempt: 1 })]);
+  expect(recorded).toBe(true);
+  expect(duplicate).toBeNull();
+  const events = await sql<{ state: string; attempts: number; n: number }>(
+    `SELECT e.state, e.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS n
+       FROM webhook_events e WHERE e.id = ANY($1)`,
+    [more.ids],
+  );
+  expect(events).toEqual(more.ids.map(() => ({ state: 'delivered', attempts: 1, n: 1 })));
+  const plans = await oneConnection.query<Array<{ generic: number; custom: number }>>(
+    `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name = 'webhook_record_and_claim'`,
+  );
+  expect(plans).toEqual([{ generic: ATTEMPTS - 1 - 5, custom: 5 }]);
+});
+
 /**
  * How each scan of webhook_events in a plan (EXPLAIN FORMAT JSON) finds its rows: the index it reads ('Seq Scan'
  * for none; a bitmap scan by the index under it).

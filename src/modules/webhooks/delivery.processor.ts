@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Logger } from '@nestjs/common';
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import type { Job } from 'bullmq';
 import { QUEUES, type WebhookJob } from '../../common/queue/queues';
-import { DeliveryService } from './delivery.service';
+import { DeliveryService, type SentAttempt } from './delivery.service';
 import { DUE_JOB, WebhookDeliveryQueue } from './webhook-delivery.queue';
 
 /** How many of its partner's next attempts one job runs in the slot it holds before handing them to the queue. */
@@ -54,47 +54,74 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
     // goes back to the gate's line instead (the limit holds even after the workers were down a long while).
     if (!(await this.queue.starting(partnerId, eventId, attempt))) return;
     const startedAt = Date.now();
-    let done = false;
+    let sent: SentAttempt | null;
     try {
-      await this.delivery.attempt(eventId, attempt);
-      done = true;
-    } finally {
+      sent = await this.delivery.send(eventId, attempt);
+    } catch (e) {
       // A failure BullMQ will retry keeps the slot for the retry (its lease bounds a worker that died).
-      if (!done && job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await this.free(partnerId, eventId, attempt, false);
+      if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) await this.free(partnerId, eventId, attempt, false);
+      throw e;
     }
-    await this.runNext(partnerId, eventId, attempt, startedAt);
+    await this.runNext(partnerId, { eventId, attempt }, sent, startedAt);
   }
 
   /**
-   * The attempt is over: its slot goes to the partner's next waiting attempt, which runs here at once (a busy
-   * partner's slots stay busy without a queue round trip per attempt), up to MAX_RUN_ON attempts per job.
-   * One that fails here (Postgres away) stops the run-on: it becomes a job of its own in the slot it holds,
-   * retried with BullMQ's backoff, rather than this loop taking and failing every waiting attempt at once.
+   * The attempt was sent: its slot goes to the partner's next waiting attempt, and the attempt is recorded as
+   * that next one is claimed, in one statement (WebhookEventsRepository.steps: a partner's slots cost one
+   * statement per attempt, not two), then the next is sent here at once (a busy partner's slots stay busy
+   * without a queue round trip per attempt), up to MAX_RUN_ON attempts per job. The slot is freed before the
+   * record: the POST is over, and that is what the partner's limit counts. One that fails here (Postgres
+   * away) stops the run-on: the next attempt becomes a job of its own in the slot it holds, retried with
+   * BullMQ's backoff, rather than this loop taking and failing every waiting attempt at once; an attempt run
+   * on that could not be recorded stays claimed, and the outbox re-drive sends it again once its claim is
+   * older than any attempt takes (at least once, under the same delivery_id).
    */
-  private async runNext(partnerId: string, eventId: string, attempt: number, startedAt: number): Promise<void> {
-    let current = { eventId, attempt };
+  private async runNext(partnerId: string, first: { eventId: string; attempt: number }, sent: SentAttempt | null, startedAt: number): Promise<void> {
+    let current = first;
+    let currentSent = sent;
     for (let runs = 0; ; runs++) {
       const runOn = runs < MAX_RUN_ON && Date.now() - startedAt < RUN_ON_BUDGET_MS && !this.stopping;
-      // The job's own slot: a failure to free it fails the job, and BullMQ's retry finds the attempt recorded
-      // (the claim ignores it) and frees the slot then. A slot taken over by the run-on is no longer the job's
-      // to retry: its failure is logged, and its lease frees it.
-      const next =
-        runs === 0
-          ? await this.queue.finished(partnerId, current.eventId, current.attempt, runOn)
-          : await this.free(partnerId, current.eventId, current.attempt, runOn);
-      if (!next) return;
-      current = next;
-      try {
-        await this.delivery.attempt(current.eventId, current.attempt);
-      } catch (e) {
-        this.logger.warn(`attempt ${current.attempt} of ${current.eventId} failed (${(e as Error).message}); queued to be retried`);
-        // If even that fails, its slot's lease runs out and the outbox re-drive sends it again.
-        await this.queue.retryInSlot(partnerId, current.eventId, current.attempt).catch((err: Error) => {
-          this.logger.warn(`attempt ${current.attempt} of ${current.eventId} not queued (${err.message}); the outbox re-drive sends it again`);
+      let next: { eventId: string; attempt: number } | null;
+      if (runs === 0) {
+        // The job's own slot: a failure to free it fails the job once its attempt is recorded, and BullMQ's
+        // retry finds the attempt recorded (the claim ignores it) and frees the slot then.
+        next = await this.queue.finished(partnerId, current.eventId, current.attempt, runOn).catch(async (e: unknown) => {
+          if (currentSent) await this.delivery.record(currentSent);
+          throw e;
         });
+      } else {
+        // A slot taken over by the run-on is no longer the job's to retry: its failure is logged, and its lease frees it.
+        next = await this.free(partnerId, current.eventId, current.attempt, runOn);
+      }
+      const [recorded, claimed] = await Promise.allSettled([
+        currentSent ? this.delivery.record(currentSent) : null,
+        next ? this.delivery.claim(next.eventId, next.attempt) : null,
+      ]);
+      if (recorded.status === 'rejected') {
+        if (next) await this.retryInSlot(partnerId, next, recorded.reason as Error);
+        // The job's own attempt: BullMQ retries the job, which claims and sends it again.
+        if (runs === 0) throw recorded.reason;
+        this.logger.warn(`attempt ${current.attempt} of ${current.eventId} sent but not recorded (${(recorded.reason as Error).message}); the outbox re-drive sends it again`);
         return;
       }
+      if (!next) return;
+      current = next;
+      if (claimed.status === 'rejected') return this.retryInSlot(partnerId, current, claimed.reason as Error);
+      try {
+        currentSent = claimed.value && (await this.delivery.sendClaimed(claimed.value, current.attempt));
+      } catch (e) {
+        return this.retryInSlot(partnerId, current, e as Error);
+      }
     }
+  }
+
+  /** An attempt run on in a slot failed before it was sent: it becomes a job in that slot, retried with backoff. */
+  private async retryInSlot(partnerId: string, a: { eventId: string; attempt: number }, why: Error): Promise<void> {
+    this.logger.warn(`attempt ${a.attempt} of ${a.eventId} failed (${why.message}); queued to be retried`);
+    // If even that fails, its slot's lease runs out and the outbox re-drive sends it again.
+    await this.queue.retryInSlot(partnerId, a.eventId, a.attempt).catch((err: Error) => {
+      this.logger.warn(`attempt ${a.attempt} of ${a.eventId} not queued (${err.message}); the outbox re-drive sends it again`);
+    });
   }
 
   private async free(partnerId: string, eventId: string, attempt: number, takeNext: boolean): Promise<{ eventId: string; attempt: number } | null> {

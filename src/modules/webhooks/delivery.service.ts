@@ -1,24 +1,29 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/config';
-import { MicroBatch } from '../../common/micro-batch';
 import { MetricsService } from '../ops/metrics.service';
 import { nextStep, type NextStep } from './delivery-policy';
 import { webhookBody, webhookHeaders, type DeliverySource } from './payload';
 import type { RequestFacts } from './request-facts.port';
 import { WebhookDeliveryQueue } from './webhook-delivery.queue';
-import { WebhookEventsRepository, type ClaimedEvent } from './webhook-events.repository';
+import { WebhookEventsRepository, type AttemptRecord, type ClaimedEvent } from './webhook-events.repository';
 import { WebhookPoster, type PostOutcome } from './webhook-poster';
 import { SecretUnavailable, WebhookSecrets } from './webhook-secrets';
+
+/** An attempt that was sent (or found switched off), to be recorded. */
+export interface SentAttempt {
+  record: AttemptRecord;
+  partnerId: string;
+}
 
 /**
  * One delivery attempt (spec §6): claim it, build the body from the stored event and request, sign it with
  * a fresh t, POST it, store the attempt and the outcome, and schedule the next attempt as a new delayed job.
+ * In steps for DeliveryProcessor, which records an attempt as it claims the partner's next one in the same
+ * slot (one statement: WebhookEventsRepository.steps); attempt() runs all of them.
  */
 @Injectable()
 export class DeliveryService {
   private readonly logger = new Logger('WebhookDelivery');
-  /** Claims made together share one statement, which reads their endpoints and requests too. */
-  private readonly claims = new MicroBatch<{ eventId: string; attempt: number }, ClaimedEvent | null>((xs) => this.events.claimMany(xs));
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -35,12 +40,26 @@ export class DeliveryService {
   }
 
   async attempt(eventId: string, attempt: number): Promise<void> {
-    const ev = await this.claims.submit({ eventId, attempt });
-    if (!ev) {
-      // A stale or duplicate job, or an event not meant for delivery: nothing to do.
-      this.logger.debug(`attempt ${attempt} of ${eventId} not due; job ignored`);
-      return;
-    }
+    const sent = await this.send(eventId, attempt);
+    if (sent) await this.record(sent);
+  }
+
+  /** Claims attempt n and sends it; null when it is not due (nothing to do, nothing to record). */
+  async send(eventId: string, attempt: number): Promise<SentAttempt | null> {
+    const ev = await this.claim(eventId, attempt);
+    return ev && this.sendClaimed(ev, attempt);
+  }
+
+  /** Takes attempt n (see WebhookEventsRepository.claimMany); null for a stale or duplicate job. */
+  async claim(eventId: string, attempt: number): Promise<ClaimedEvent | null> {
+    const ev = await this.events.claim({ eventId, attempt });
+    // A stale or duplicate job, or an event not meant for delivery: nothing to do.
+    if (!ev) this.logger.debug(`attempt ${attempt} of ${eventId} not due; job ignored`);
+    return ev;
+  }
+
+  /** POSTs a claimed attempt (or finds the endpoint switched off); the attempt is then for record(). */
+  async sendClaimed(ev: ClaimedEvent, attempt: number): Promise<SentAttempt> {
     const startedAt = new Date();
     let step: NextStep;
     let post: Omit<PostOutcome, 'errorClass'> & { errorClass: string | null };
@@ -51,7 +70,7 @@ export class DeliveryService {
       step = { outcome: 'abandoned' };
     } else {
       // The outbox row references its request (foreign key), so this is a failure of the read: BullMQ retries.
-      if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${eventId} not found`);
+      if (!ev.request) throw new Error(`request ${ev.requestId} of delivery ${ev.id} not found`);
       const source = toSource(ev, ev.request);
       const body = webhookBody(source);
       const secrets = await this.openSecrets(ev);
@@ -63,10 +82,15 @@ export class DeliveryService {
       });
     }
     const delayMs = step.outcome === 'retry' ? step.delayMs : 0;
-    const recorded = await this.events.record({ eventId, attempt, startedAt, post, outcome: step.outcome, delayMs });
-    if (recorded) this.metrics.countWebhookAttempt(step.outcome);
+    return { record: { eventId: ev.id, attempt, startedAt, post, outcome: step.outcome, delayMs }, partnerId: ev.partnerId };
+  }
+
+  /** Stores a sent attempt and its outcome, and schedules the next attempt after a retriable failure. */
+  async record({ record: r, partnerId }: SentAttempt): Promise<void> {
+    const recorded = await this.events.record(r);
+    if (recorded) this.metrics.countWebhookAttempt(r.outcome);
     // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
-    if (recorded && step.outcome === 'retry') await this.queue.scheduleRetry({ id: eventId, attempt: attempt + 1, partnerId: ev.partnerId }, delayMs);
+    if (recorded && r.outcome === 'retry') await this.queue.scheduleRetry({ id: r.eventId, attempt: r.attempt + 1, partnerId }, r.delayMs);
   }
 
   /**
