@@ -42,7 +42,8 @@ export class ExplainingDataSource {
   }
 
   /**
-   * Runs `run`, then explains each statement it sent (transaction control and SET left out): for each statement that
+   * Runs `run`, then explains each statement it sent (transaction control and SET left out; a statement after
+   * SET LOCAL is explained under those settings, as it ran): for each statement that
    * reads `table`, how each of its scans of it finds rows (the index, or 'Seq Scan'; a bitmap scan by the
    * indexes under it), and with `analyze` (statements that only read) the rows those scans read, per
    * statement and in all.
@@ -52,14 +53,24 @@ export class ExplainingDataSource {
   ): Promise<{ indexes: string[][]; rowsRead: number; rowsReadEach: number[] }> {
     this.captured = [];
     await run();
-    const statements = this.captured.filter((c) => !/^(START TRANSACTION|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SET )/i.test(c.query));
+    // Each statement with the SET LOCALs sent before it in its transaction, replayed around its EXPLAIN.
+    const statements: Array<{ query: string; parameters: unknown[]; settings: string[] }> = [];
+    let settings: string[] = [];
+    for (const c of this.captured) {
+      if (/^(START TRANSACTION|BEGIN|COMMIT|ROLLBACK)/i.test(c.query)) settings = [];
+      else if (/^SET LOCAL /i.test(c.query)) settings.push(c.query);
+      else if (!/^(SAVEPOINT|RELEASE|SET )/i.test(c.query)) statements.push({ ...c, settings });
+    }
     if (statements.length === 0) throw new Error('the call sent no statement');
     const indexes: string[][] = [];
     const rowsReadEach: number[] = [];
-    for (const { query, parameters } of statements) {
-      const [row] = await this.ds.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(
-        `EXPLAIN (FORMAT JSON${opts.analyze ? ', ANALYZE' : ''}) ${query}`, parameters,
-      );
+    for (const { query, parameters, settings: set } of statements) {
+      const [row] = await this.ds.transaction(async (em) => {
+        for (const setting of set) await em.query(setting);
+        return em.query<Array<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>>(
+          `EXPLAIN (FORMAT JSON${opts.analyze ? ', ANALYZE' : ''}) ${query}`, parameters,
+        );
+      });
       const scans: string[] = [];
       let rowsRead = 0;
       const walk = (n: PlanNode): void => {
