@@ -526,8 +526,10 @@ describe('admin: deliveries', () => {
     expect(redo.status).toBe(200);
     expect(redo.body).toMatchObject({ ok: true, delivery_id: ev.id, state: 'pending', attempts: 2 });
     await settled(ev.id, 'abandoned');
-    const redo2 = await admin(svc, 'POST', `/deliveries/${ev.id}/redeliver`);
+    // The id spelled in upper case (a UUID is case-blind): queued under the stored id, sent under it.
+    const redo2 = await admin(svc, 'POST', `/deliveries/${ev.id.toUpperCase()}/redeliver`);
     expect(redo2.status).toBe(200);
+    expect(redo2.body.delivery_id).toBe(ev.id);
     await settled(ev.id, 'delivered');
     expect(s.receiver.calls.map((c) => c.headers['x-service-delivery'])).toEqual([ev.id, ev.id, ev.id, ev.id]);
     expect(s.receiver.calls.map((c) => c.json().delivery_id)).toEqual([ev.id, ev.id, ev.id, ev.id]);

@@ -79,7 +79,9 @@ export class DeliveriesService {
     }
     // The event is pending in Postgres: with Redis away the call answers, and the re-drive enqueues it later.
     await waitBriefly(this.logger, `redelivery of ${deliveryId}`, 'the outbox re-drive will enqueue it', () =>
-      this.queue.ensureJob({ id: deliveryId, attempt: reopened.attempts + 1, partnerId: reopened.partnerId }),
+      // The stored id, not the path's spelling: an upper-case UUID would be another gate member and job id for
+      // the same attempt, which the re-drive (lower case, from Postgres) would admit a second time.
+      this.queue.ensureJob({ id: reopened.id, attempt: reopened.attempts + 1, partnerId: reopened.partnerId }),
     );
     return toDeliveryView(reopened);
   }

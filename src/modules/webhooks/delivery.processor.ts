@@ -19,7 +19,7 @@ const RUN_ON_BUDGET_MS = 1000;
  * The `webhooks` queue. 100 attempts run at once per worker: ten partners' default slots
  * (WEBHOOK_PARTNER_CONCURRENCY), so ten busy partners all run at their limit, and one whose endpoint hangs
  * holds a tenth of the worker (with 50, deliveries to ten partners ran a third slower, on a machine not yet
- * busy: each attempt is a chain of round trips, claim, POST, record, slot, and more of them in flight share
+ * busy: each attempt is a chain of round trips, claim, POST, slot, record with the next claim, and more in flight share
  * each batch). Every `deliver` job already holds one of its partner's WEBHOOK_PARTNER_CONCURRENCY slots
  * (PartnerGate admitted it), so a worker never picks up an attempt it cannot run: a partner whose endpoint hangs holds its slots for at most WEBHOOK_TIMEOUT_MS each,
  * and its other attempts wait in the gate, spending no attempt and no worker time (DESIGN §7). When an
@@ -99,7 +99,8 @@ export class DeliveryProcessor extends WorkerHost implements BeforeApplicationSh
       ]);
       if (recorded.status === 'rejected') {
         if (next) await this.retryInSlot(partnerId, next, recorded.reason as Error);
-        // The job's own attempt: BullMQ retries the job, which claims and sends it again.
+        // The job's own attempt: the job fails, and BullMQ's retry claims and sends it again once it holds a slot
+        // again (after its last retry, the re-drive sends it once its claim is stale).
         if (runs === 0) throw recorded.reason;
         this.logger.warn(`attempt ${current.attempt} of ${current.eventId} sent but not recorded (${(recorded.reason as Error).message}); the outbox re-drive sends it again`);
         return;

@@ -89,8 +89,14 @@ export class DeliveryService {
   async record({ record: r, partnerId }: SentAttempt): Promise<void> {
     const recorded = await this.events.record(r);
     if (recorded) this.metrics.countWebhookAttempt(r.outcome);
-    // Only the run that recorded the attempt schedules the next one; a duplicate run stops here.
-    if (recorded && r.outcome === 'retry') await this.queue.scheduleRetry({ id: r.eventId, attempt: r.attempt + 1, partnerId }, r.delayMs);
+    // Only the run that recorded the attempt schedules the next one; a duplicate run stops here. The attempt is
+    // recorded either way: a timer that could not be set (Redis away) is not a failure of the record, and the
+    // outbox re-drive queues the next attempt once it is overdue (its next_attempt_at is stored).
+    if (recorded && r.outcome === 'retry') {
+      await this.queue.scheduleRetry({ id: r.eventId, attempt: r.attempt + 1, partnerId }, r.delayMs).catch((e: Error) => {
+        this.logger.warn(`retry timer of ${r.eventId}/${r.attempt + 1} not set (${e.message}); the outbox re-drive queues it when due`);
+      });
+    }
   }
 
   /**

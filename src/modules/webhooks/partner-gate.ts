@@ -6,7 +6,8 @@ import { RedisConnections } from '../../common/redis/redis.module';
 
 /**
  * A slot is leased from admission for the attempt's wait in the queue (up to this long) plus its run (the
- * poster's deadline plus WEBHOOK_STALL_MARGIN_MS for the claim and the record). A worker that dies mid-attempt, or
+ * poster's deadline plus WEBHOOK_STALL_MARGIN_MS for the claim; a run-on frees the slot once the POST is over,
+ * before the record: DeliveryProcessor.runNext). A worker that dies mid-attempt, or
  * between admitting and queueing, loses the slot for at most that long; the stalled check or the outbox
  * re-drive sends the attempt again.
  */
@@ -122,7 +123,9 @@ const START = `
 // gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key,
 // KEYS[2]: RELEASED, then each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's
 // member, in the order of KEYS from KEYS[3]. Seeded members keep the slot they had: the worker running one frees
-// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit). A member released
+// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit). One whose POST was
+// over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and its lease
+// (the poster's deadline plus WEBHOOK_STALL_MARGIN_MS) does. A member released
 // since the state was lost (in RELEASED) ended after the read of Postgres: it gets no slot, since its release
 // has come and gone. A partner may hold more than its limit this way (it then admits nothing until enough end).
 const SEED = `

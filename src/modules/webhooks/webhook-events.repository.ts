@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { DataSource, In, type EntityManager, type Repository } from 'typeorm';
 import type { PostOutcome } from './webhook-poster';
@@ -45,7 +45,9 @@ const MAX_MERGED_PARTNERS = 50;
 
 /**
  * Rows are locked in id order, so two batches that share an event (only duplicate jobs do) wait for each
- * other instead of deadlocking.
+ * other instead of deadlocking. Not across the two halves of the joint statement (steps(): the recorded rows
+ * in id order, then the claimed ones): with duplicate jobs on two events at once it can deadlock with another
+ * batch; Postgres then fails one, and its halves run again apart.
  */
 function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
   return [...xs].sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
@@ -71,6 +73,7 @@ function firstOfEach(keys: string[]): boolean[] {
  */
 @Injectable()
 export class WebhookEventsRepository {
+  private readonly logger = new Logger('WebhookEvents');
   /** The claims and records asked for in one turn of the event loop (see steps()). */
   private pending: { claims: Array<Waiting<ClaimAsk, ClaimedEvent | null>>; records: Array<Waiting<AttemptRecord, boolean>> } = { claims: [], records: [] };
   /** The statements, built once: the claim's text reads the requests through the requests module's query (RequestFactsPort). */
@@ -147,7 +150,7 @@ export class WebhookEventsRepository {
    * attempt. A re-run of the same job after a crash ('delivering', attempts still n-1) takes it again, on
    * purpose: the crashed run recorded nothing. Null for a stale or duplicate job. One statement for all
    * (benchmarked hot path: the worker claims its concurrent attempts together, up to 100), prepared once per
-   * connection like recordBatch's, which also reads each event's endpoint and request (the payload's fields,
+   * connection like recordBatch's. It also reads each event's endpoint and request (the payload's fields,
    * through the requests module's query: RequestFactsPort). Read in a statement of their own, the requests cost
    * a third of the worker's statements: with them in the claim, 10 partners' deliveries cost the machine 0.63 ms
    * each instead of 0.72–0.79, and ran at 0.50–0.53 of the bare loop instead of 0.38–0.50 (2026-11-29).
@@ -205,15 +208,18 @@ export class WebhookEventsRepository {
   private async steps(): Promise<void> {
     const { claims, records } = this.pending;
     this.pending = { claims: [], records: [] };
-    const recordedNow = new Set(records.map((r) => r.input.eventId));
-    const now = records.length ? claims.filter((c) => !recordedNow.has(c.input.eventId)) : claims;
+    const recordedNow = new Set(records.map((r) => r.input.eventId.toLowerCase()));
+    const now = records.length ? claims.filter((c) => !recordedNow.has(c.input.eventId.toLowerCase())) : claims;
     const later = claims.filter((c) => !now.includes(c));
     const settle = <In, Out>(ws: Array<Waiting<In, Out>>, run: () => Promise<Out[]>) =>
       run().then((outs) => ws.forEach((w, i) => w.resolve(outs[i])), (e: unknown) => ws.forEach((w) => w.reject(e)));
     if (records.length === 0) return settle(now, () => this.claimMany(now.map((c) => c.input)));
     if (now.length === 0) await settle(records, () => this.recordBatch(records.map((r) => r.input)));
     else {
-      const both = await this.recordAndClaim(records.map((r) => r.input), now.map((c) => c.input)).catch(() => null);
+      const both = await this.recordAndClaim(records.map((r) => r.input), now.map((c) => c.input)).catch((e: Error) => {
+        this.logger.warn(`record and claim statement failed (${e.message}); its halves run apart`);
+        return null;
+      });
       if (both) {
         records.forEach((w, i) => w.resolve(both.recorded[i]));
         now.forEach((w, i) => w.resolve(both.claimed[i]));
