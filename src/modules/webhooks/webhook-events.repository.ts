@@ -202,8 +202,10 @@ export class WebhookEventsRepository {
    * Runs the claims and records asked for in one turn of the event loop: in one statement when there are both
    * (a slot's attempt that ended is recorded as the partner's next attempt is claimed in it:
    * DeliveryProcessor.runNext), else the claim's or the record's own. A statement that fails fails each of its
-   * callers (the joint one first runs its halves apart, see below). A claim of an event that a record of the batch moves on waits for the next statement (a duplicate
-   * job): one statement must not update a row twice.
+   * callers (the joint one first runs its halves apart, see below). A claim of an event that a record of the
+   * batch moves on (a duplicate job) waits for the next statement: one statement must not update a row twice.
+   * The batching is MicroBatch's, for two kinds of call whose halves may fail apart (MicroBatch fails a batch as
+   * a whole).
    */
   private async steps(): Promise<void> {
     const { claims, records } = this.pending;
