@@ -1,4 +1,4 @@
-import { MicroBatch } from './micro-batch';
+import { answerAll, MicroBatch } from './micro-batch';
 
 describe('MicroBatch', () => {
   it('runs the calls of one event-loop turn as one batch, answering each in order', async () => {
@@ -34,5 +34,42 @@ describe('MicroBatch', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     fail = false;
     await expect(b.submit(3)).resolves.toBe(3);
+  });
+
+  it('settling: the batch answers each call itself, so its parts can fail apart', async () => {
+    const runs: string[][] = [];
+    const b = MicroBatch.settling<string, string>(async (calls) => {
+      runs.push(calls.map((c) => c.input));
+      const [ok, bad] = [calls.filter((c) => !c.input.startsWith('x')), calls.filter((c) => c.input.startsWith('x'))];
+      await Promise.all([
+        answerAll(ok, async (xs) => xs.map((x) => x.toUpperCase())),
+        answerAll(bad, async () => {
+          throw new Error('refused');
+        }),
+      ]);
+    });
+    const results = await Promise.allSettled([b.submit('a'), b.submit('x1'), b.submit('b')]);
+    expect(runs).toEqual([['a', 'x1', 'b']]);
+    expect(results).toEqual([
+      { status: 'fulfilled', value: 'A' },
+      { status: 'rejected', reason: new Error('refused') },
+      { status: 'fulfilled', value: 'B' },
+    ]);
+  });
+
+  it('settling: a batch that throws rejects the calls it left unanswered, and only those', async () => {
+    const b = MicroBatch.settling<number, number>(async (calls) => {
+      calls[0].resolve(1);
+      throw new Error('half done');
+    });
+    const results = await Promise.allSettled([b.submit(1), b.submit(2)]);
+    expect(results).toEqual([
+      { status: 'fulfilled', value: 1 },
+      { status: 'rejected', reason: new Error('half done') },
+    ]);
+    const sync = MicroBatch.settling<number, number>(() => {
+      throw new Error('thrown before any promise');
+    });
+    await expect(sync.submit(3)).rejects.toThrow('thrown before any promise');
   });
 });

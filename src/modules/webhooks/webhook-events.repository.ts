@@ -6,6 +6,7 @@ import type { DueAttempt } from './webhook-delivery.queue';
 import type { AttemptOutcome } from './delivery-policy';
 import type { EventKind } from './event-outbox';
 import { RequestFactsPort, type RequestFacts } from './request-facts.port';
+import { answerAll, type BatchedCall, MicroBatch } from '../../common/micro-batch';
 import { preparedQuery } from '../../database/prepared';
 import { checkIn, oneOf } from '../../database/state-test';
 import { WebhookAttemptEntity } from './webhook-attempt.entity';
@@ -75,7 +76,7 @@ function firstOfEach(keys: string[]): boolean[] {
 export class WebhookEventsRepository {
   private readonly logger = new Logger('WebhookEvents');
   /** The claims and records asked for in one turn of the event loop (see steps()). */
-  private pending: { claims: Array<Waiting<ClaimAsk, ClaimedEvent | null>>; records: Array<Waiting<AttemptRecord, boolean>> } = { claims: [], records: [] };
+  private readonly turn = MicroBatch.settling<Step, ClaimedEvent | null | boolean>((calls) => this.steps(calls));
   /** The statements, built once: the claim's text reads the requests through the requests module's query (RequestFactsPort). */
   private readonly sql: { claim: string; record: string; recordAndClaim: string };
 
@@ -179,7 +180,7 @@ export class WebhookEventsRepository {
    * the same turn, one statement for both (see steps()).
    */
   claim(x: ClaimAsk): Promise<ClaimedEvent | null> {
-    return this.ask(this.pending.claims, x);
+    return this.turn.submit({ claim: x }) as Promise<ClaimedEvent | null>;
   }
 
   /**
@@ -188,14 +189,7 @@ export class WebhookEventsRepository {
    * statement (prepared, its arrays read through `(SELECT $n)`: see claimMany).
    */
   record(r: AttemptRecord): Promise<boolean> {
-    return this.ask(this.pending.records, r);
-  }
-
-  private ask<In, Out>(queue: Array<Waiting<In, Out>>, input: In): Promise<Out> {
-    return new Promise<Out>((resolve, reject) => {
-      if (this.pending.claims.length + this.pending.records.length === 0) setImmediate(() => void this.steps());
-      queue.push({ input, resolve, reject });
-    });
+    return this.turn.submit({ record: r }) as Promise<boolean>;
   }
 
   /**
@@ -204,19 +198,20 @@ export class WebhookEventsRepository {
    * DeliveryProcessor.runNext), else the claim's or the record's own. A statement that fails fails each of its
    * callers (the joint one first runs its halves apart, see below). A claim of an event that a record of the
    * batch moves on (a duplicate job) waits for the next statement: one statement must not update a row twice.
-   * The batching is MicroBatch's, for two kinds of call whose halves may fail apart (MicroBatch fails a batch as
-   * a whole).
+   * Its halves may fail apart, so it answers each call itself (MicroBatch.settling).
    */
-  private async steps(): Promise<void> {
-    const { claims, records } = this.pending;
-    this.pending = { claims: [], records: [] };
+  private async steps(calls: Array<BatchedCall<Step, ClaimedEvent | null | boolean>>): Promise<void> {
+    const claims: Array<BatchedCall<ClaimAsk, ClaimedEvent | null>> = [];
+    const records: Array<BatchedCall<AttemptRecord, boolean>> = [];
+    for (const { input, resolve, reject } of calls) {
+      if ('claim' in input) claims.push({ input: input.claim, resolve, reject });
+      else records.push({ input: input.record, resolve, reject });
+    }
     const recordedNow = new Set(records.map((r) => r.input.eventId.toLowerCase()));
     const now = records.length ? claims.filter((c) => !recordedNow.has(c.input.eventId.toLowerCase())) : claims;
     const later = claims.filter((c) => !now.includes(c));
-    const settle = <In, Out>(ws: Array<Waiting<In, Out>>, run: () => Promise<Out[]>) =>
-      run().then((outs) => ws.forEach((w, i) => w.resolve(outs[i])), (e: unknown) => ws.forEach((w) => w.reject(e)));
-    if (records.length === 0) return settle(now, () => this.claimMany(now.map((c) => c.input)));
-    if (now.length === 0) await settle(records, () => this.recordBatch(records.map((r) => r.input)));
+    if (records.length === 0) return answerAll(now, (xs) => this.claimMany(xs));
+    if (now.length === 0) await answerAll(records, (xs) => this.recordBatch(xs));
     else {
       const both = await this.recordAndClaim(records.map((r) => r.input), now.map((c) => c.input)).catch((e: Error) => {
         this.logger.warn(`record and claim statement failed (${e.message}); its halves run apart`);
@@ -228,13 +223,10 @@ export class WebhookEventsRepository {
       } else {
         // One half's failure (a claim Postgres refused) must not be the other's: an attempt sent and not
         // recorded is sent again. Each half again in its own statement; with Postgres away both fail again.
-        await Promise.all([
-          settle(records, () => this.recordBatch(records.map((r) => r.input))),
-          settle(now, () => this.claimMany(now.map((c) => c.input))),
-        ]);
+        await Promise.all([answerAll(records, (xs) => this.recordBatch(xs)), answerAll(now, (xs) => this.claimMany(xs))]);
       }
     }
-    if (later.length) await settle(later, () => this.claimMany(later.map((c) => c.input)));
+    if (later.length) await answerAll(later, (xs) => this.claimMany(xs));
   }
 
   private async recordAndClaim(xs: AttemptRecord[], cs: ClaimAsk[]): Promise<{ recorded: boolean[]; claimed: Array<ClaimedEvent | null> }> {
@@ -463,11 +455,8 @@ export interface ClaimAsk {
   attempt: number;
 }
 
-interface Waiting<In, Out> {
-  input: In;
-  resolve: (o: Out) => void;
-  reject: (e: unknown) => void;
-}
+/** One call of the claim and record batch (steps()). */
+type Step = { claim: ClaimAsk } | { record: AttemptRecord };
 
 /**
  * Takes the batch's attempts ($first: event ids, $first+1: attempt numbers) whose event is due for them: the
