@@ -16,7 +16,7 @@
  * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profiles of the spawned
  * service and of the framework floor: the service's summarised at the end, then both side by side in µs per
  * request, sorted by what the service spends beyond the floor; BENCH_CASES=get or create alone keeps one path's
- * work apart), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
+ * work apart), BENCH_NODE_FLAGS (node flags for the spawned service and the framework floor, e.g. --trace-gc), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
  * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
  * partner is held to 10 attempts in flight, ten fill the worker's 100; the bare loop runs 50 in flight, its fastest),
  * BENCH_WEBHOOK_RATE (events per second of each webhook bench's commit-to-receipt latency phase, default 1000;
@@ -91,6 +91,7 @@ async function main(): Promise<void> {
   const duration = intEnv('BENCH_DURATION', 10);
   const reps = intEnv('BENCH_REPS', 3);
   const profile = process.env.BENCH_PROFILE === '1';
+  const extraFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   const databaseUrl = benchDatabaseUrl();
   const external = Boolean(process.env.BENCH_URL && process.env.BENCH_ADMIN_URL);
   log(`${reps} repetition(s) × 6 cases × (${WARMUP_SECONDS} s warm-up + ${duration} s), ${CONNECTIONS} connections; ` +
@@ -122,7 +123,10 @@ async function main(): Promise<void> {
     spawned = await startService({
       databaseUrl,
       chain,
-      nodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+      nodeFlags: [
+        ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+        ...extraFlags,
+      ],
     });
     target = spawned;
     log(`service: ${spawned.command} (pid ${spawned.child.proc.pid}) on ${spawned.publicUrl}, admin ${spawned.adminUrl}; ` +
@@ -132,7 +136,10 @@ async function main(): Promise<void> {
   const bare = await startBaseline('bare', databaseUrl, tokenAddress);
   log(`bare baseline: node http + pg (pool 20) on ${bare.url}, table ${bare.fixture.table}`);
   const floorProfileDir = path.join(profileDir, 'floor');
-  const floor = await startBaseline('floor', databaseUrl, tokenAddress, profile ? ['--cpu-prof', `--cpu-prof-dir=${floorProfileDir}`] : []);
+  const floor = await startBaseline('floor', databaseUrl, tokenAddress, [
+    ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${floorProfileDir}`] : []),
+    ...extraFlags,
+  ]);
   log(`framework floor: empty NestJS handlers on Express as the service configures it, pg (pool 20) on ${floor.url}, table ${floor.fixture.table}`);
 
   const seeded = await seed(target);

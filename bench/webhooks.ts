@@ -311,6 +311,7 @@ async function latencyRun(receiver: Child, fs: Fixture[], rate: number, seconds:
       if (at !== undefined) latencies.push(at - committedAt);
     }
     if (latencies.length === 0) throw new Error(`latency phase: none of ${report.commits.length} events reached the receiver in 120 s`);
+    if (process.env.BENCH_WEBHOOK_SERIES === '1') log(latencySeries(report.commits, received));
     const q = (xs: number[], p: number) => +xs.sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))].toFixed(1);
     return {
       rate,
@@ -328,6 +329,25 @@ async function latencyRun(receiver: Child, fs: Fixture[], rate: number, seconds:
   } finally {
     await producer.stop();
   }
+}
+
+/**
+ * BENCH_WEBHOOK_SERIES=1: commit-to-receipt by second of commit time (p50 and max of the events committed in
+ * that second), to tell a standing delay from a backlog that grows or drains during the phase.
+ */
+function latencySeries(commits: ProduceReport['commits'], received: Map<string, number>): string {
+  const t0 = commits[0]?.[1] ?? 0;
+  const bySecond: number[][] = [];
+  for (const [id, committedAt] of commits) {
+    const at = received.get(id);
+    if (at !== undefined) (bySecond[Math.floor((committedAt - t0) / 1000)] ??= []).push(at - committedAt);
+  }
+  return bySecond
+    .map((xs, s) => {
+      xs.sort((a, b) => a - b);
+      return `latency second ${s}: ${xs.length} events, p50 ${xs[Math.floor(xs.length / 2)].toFixed(0)} ms, max ${xs[xs.length - 1].toFixed(0)} ms`;
+    })
+    .join('\n');
 }
 
 /** The same number of signed POSTs from a bare loop: http.request, keep-alive agent, IN_FLIGHT at a time. */
