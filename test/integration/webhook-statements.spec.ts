@@ -167,3 +167,32 @@ it('finds a batch by its ids, not by reading the backlog, when the statistics sa
     await oneConnection.query(`RESET plan_cache_mode`);
   }
 });
+
+it('answers a claim or record asked with an upper-case event id (a job queued before redelivery lower-cased ids) as it does the stored id', async () => {
+  const more = await partnerWithEvents(svc, 3, 'ok');
+  ids = [...ids, ...more.ids]; // abandoned at the end with the others
+  await more.receiver.close();
+  const repo = new WebhookEventsRepository(
+    oneConnection, oneConnection.getRepository(WebhookEventEntity), oneConnection.getRepository(WebhookAttemptEntity), svc.app.get(RequestFactsPort),
+  );
+  const [a, b, c] = more.ids.map((id) => id.toUpperCase());
+  const post = { statusCode: 200, durationMs: 3, errorClass: null };
+  const delivered = (eventId: string) => ({ eventId, attempt: 1, startedAt: new Date(), post, outcome: 'delivered' as const, delayMs: 0 });
+  // Claimed alone, then in one statement with a record, then through claimMany: each answers the event (it was
+  // claimed in Postgres and answered null, so the attempt waited for the re-drive's stall check).
+  expect(await repo.claim({ eventId: a, attempt: 1 })).toMatchObject({ id: more.ids[0] });
+  const [recordedA, claimedB] = await Promise.all([repo.record(delivered(a)), repo.claim({ eventId: b, attempt: 1 })]);
+  expect(recordedA).toBe(true);
+  expect(claimedB).toMatchObject({ id: more.ids[1] });
+  expect(await repo.claimMany([{ eventId: c, attempt: 1 }])).toEqual([expect.objectContaining({ id: more.ids[2] })]);
+  const [recordedB, recordedC] = await Promise.all([repo.record(delivered(b)), repo.record(delivered(c))]);
+  expect([recordedB, recordedC]).toEqual([true, true]);
+  // Either spelling is the same attempt: recorded once.
+  expect(await repo.record(delivered(more.ids[2]))).toBe(false);
+  const events = await sql<{ state: string; attempts: number; n: number }>(
+    `SELECT e.state, e.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS n
+       FROM webhook_events e WHERE e.id = ANY($1)`,
+    [more.ids],
+  );
+  expect(events).toEqual(more.ids.map(() => ({ state: 'delivered', attempts: 1, n: 1 })));
+});

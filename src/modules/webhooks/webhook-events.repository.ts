@@ -51,7 +51,17 @@ const MAX_MERGED_PARTNERS = 50;
  * batch; Postgres then fails one, and its halves run again apart.
  */
 function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
-  return [...xs].sort((a, b) => (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0));
+  const id = (x: T) => x.eventId.toLowerCase();
+  return [...xs].sort((a, b) => (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0));
+}
+
+/**
+ * An attempt's key for matching the rows a statement returns (ids in Postgres's lower case) to the calls that
+ * asked: a job or gate member spelled in upper case (a redelivery queued before 8f6590e) is the same event, and
+ * was claimed in Postgres but answered null, so its attempt waited for the re-drive's stall check.
+ */
+function attemptKey(x: { eventId: string; attempt: number }): string {
+  return `${x.eventId.toLowerCase()}/${x.attempt}`;
 }
 
 /** The states of a delivery not finished yet (webhook_events_open's predicate). */
@@ -164,7 +174,7 @@ export class WebhookEventsRepository {
    * primary key, the only index the state test leaves it (see oneOf).
    */
   async claimMany(xs: Array<{ eventId: string; attempt: number }>): Promise<Array<ClaimedEvent | null>> {
-    const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
+    const first = firstOfEach(xs.map(attemptKey));
     const sorted = inIdOrder(xs);
     const rows = await preparedQuery<ClaimRow>(
       this.dataSource.manager,
@@ -230,23 +240,23 @@ export class WebhookEventsRepository {
   }
 
   private async recordAndClaim(xs: AttemptRecord[], cs: ClaimAsk[]): Promise<{ recorded: boolean[]; claimed: Array<ClaimedEvent | null> }> {
-    const firstRecord = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
-    const firstClaim = firstOfEach(cs.map((x) => `${x.eventId}/${x.attempt}`));
+    const firstRecord = firstOfEach(xs.map(attemptKey));
+    const firstClaim = firstOfEach(cs.map(attemptKey));
     const rows = await preparedQuery<ClaimRow & { recorded_id: string | null; recorded_attempt: number | null }>(
       this.dataSource.manager,
       'webhook_record_and_claim',
       this.sql.recordAndClaim,
       [...recordParams(inIdOrder(xs.filter((_, i) => firstRecord[i]))), ...claimParams(inIdOrder(cs))],
     );
-    const done = new Set(rows.flatMap((r) => (r.recorded_id === null ? [] : [`${r.recorded_id}/${r.recorded_attempt}`])));
+    const done = new Set(rows.flatMap((r) => (r.recorded_id === null ? [] : [attemptKey({ eventId: r.recorded_id, attempt: r.recorded_attempt! })])));
     return {
-      recorded: xs.map((x, i) => firstRecord[i] && done.has(`${x.eventId}/${x.attempt}`)),
+      recorded: xs.map((x, i) => firstRecord[i] && done.has(attemptKey(x))),
       claimed: claimedOf(cs, firstClaim, rows.filter((r) => r.recorded_id === null)),
     };
   }
 
   private async recordBatch(xs: AttemptRecord[]): Promise<boolean[]> {
-    const first = firstOfEach(xs.map((x) => `${x.eventId}/${x.attempt}`));
+    const first = firstOfEach(xs.map(attemptKey));
     const rs = inIdOrder(xs.filter((_, i) => first[i]));
     const rows = await preparedQuery<{ event_id: string; attempt: number }>(
       this.dataSource.manager,
@@ -254,8 +264,8 @@ export class WebhookEventsRepository {
       this.sql.record,
       recordParams(rs),
     );
-    const done = new Set(rows.map((r) => `${r.event_id}/${r.attempt}`));
-    return xs.map((x, i) => first[i] && done.has(`${x.eventId}/${x.attempt}`));
+    const done = new Set(rows.map((r) => attemptKey({ eventId: r.event_id, attempt: r.attempt })));
+    return xs.map((x, i) => first[i] && done.has(attemptKey(x)));
   }
 
   /**
@@ -524,9 +534,9 @@ function recordParams(rs: AttemptRecord[]): unknown[] {
 
 /** Each asked attempt's claimed event, in the order asked; the same attempt twice in one batch (a duplicate job): the second is null. */
 function claimedOf(xs: ClaimAsk[], first: boolean[], rows: ClaimRow[]): Array<ClaimedEvent | null> {
-  const byKey = new Map(rows.map((r) => [`${r.id}/${r.claimed_attempt}`, r]));
+  const byKey = new Map(rows.map((r) => [attemptKey({ eventId: r.id, attempt: r.claimed_attempt }), r]));
   return xs.map((x, i) => {
-    const r = first[i] ? byKey.get(`${x.eventId}/${x.attempt}`) : undefined;
+    const r = first[i] ? byKey.get(attemptKey(x)) : undefined;
     return r ? toClaimed(r) : null;
   });
 }
