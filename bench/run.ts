@@ -16,7 +16,8 @@
  * Also: BENCH_DATABASE_URL (the bench database), BENCH_REDIS_URL, BENCH_PROFILE=1 (CPU profiles of the spawned
  * service and of the framework floor: the service's summarised at the end, then both side by side in µs per
  * request, sorted by what the service spends beyond the floor; BENCH_CASES=get or create alone keeps one path's
- * work apart), BENCH_NODE_FLAGS (node flags for the spawned service and the framework floor, e.g. --trace-gc), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
+ * work apart), BENCH_NODE_FLAGS (node flags for the spawned service and the framework floor, e.g. --trace-gc, or
+ * `-r ./bench/heap-sampling.js` for where they allocate: bench/heap-summary.js), BENCH_FROM_SOURCE=1 (ignore dist/), BENCH_CASES (default
  * create,get,webhooks), BENCH_WEBHOOK_PARTNERS (the webhook bench once per count listed, default 1,10: one
  * partner is held to 10 attempts in flight, ten fill the worker's 100; the bare loop runs 50 in flight, its fastest),
  * BENCH_WEBHOOK_RATE (events per second of each webhook bench's commit-to-receipt latency phase, default 1000;
