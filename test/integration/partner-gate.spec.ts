@@ -104,6 +104,33 @@ describe('partner delivery gate', () => {
     expect(await gate.state(p)).toEqual({ waiting: 1, running: 3 });
   });
 
+  it('after a seeding gave a partner more slots than its limit, the re-drive hands back stalled members only up to the limit; the others wait first in line', async () => {
+    // Redis lost the gate's state while Postgres held six of p's attempts 'delivering', none in flight: each
+    // sent, its slot freed, and its record refused. The seeding gives all six a slot; the re-drive, finding
+    // them stalled, readmits each. Handed back each in its own slot, all six ran at once (limit 3).
+    const p = partner();
+    const stalled = members(6, 's');
+    // A prefix of its own: a gate whose state is unknown, so the first script seeds it from this list.
+    const lost = testConfig({ WEBHOOK_PARTNER_CONCURRENCY: '3', REDIS_PREFIX: `${config.redisPrefix}-lost-${randomUUID().slice(0, 8)}` });
+    const seeded = new RedisConnections(lost);
+    try {
+      await waitFor(async () => seeded.main.status === 'ready');
+      const afterLoss = new PartnerGate(lost, seeded, { list: async () => stalled.map((member) => ({ partnerId: p, member })) });
+      const handedBack: string[] = [];
+      for (const m of stalled) handedBack.push(...(await afterLoss.readmit(p, [m])).admitted);
+      expect(handedBack).toEqual(['s3-1', 's4-1', 's5-1']);
+      const started: string[] = [];
+      for (const m of handedBack) if (await afterLoss.start(p, m)) started.push(m);
+      expect(started).toEqual(handedBack);
+      expect(await afterLoss.state(p)).toEqual({ waiting: 3, running: 3 });
+      // The ones that gave their slot up run as the others end, oldest first.
+      expect(await afterLoss.release(p, 's3-1')).toEqual(['s0-1']);
+      expect(await afterLoss.release(p, 's4-1')).toEqual(['s1-1']);
+    } finally {
+      await seeded.onApplicationShutdown();
+    }
+  });
+
   it('keeps partners apart', async () => {
     const [a, b] = [partner(), partner()];
     await gate.admit(a, members(10));

@@ -47,7 +47,8 @@ const IF_UNKNOWN_RETURN = (reply: string) => `if redis.call('EXISTS', KEYS[3]) =
 // KEYS[2]: the partner's waiting members, scored by when they first asked (oldest admitted first).
 // KEYS[3]: the gate's KNOWN key; without it nothing is admitted and the reply is { -1 } (seed first).
 // ARGV: limit, lease length (ms) for members admitted now, '1' to hand back members that hold a slot already
-// ('0' to leave them: a duplicate relay), then the members asking for a slot. Expired leases (a worker that
+// (while the partner holds no more slots than its limit; past it the member waits instead) ('0' to leave them:
+// a duplicate relay), then the members asking for a slot. Expired leases (a worker that
 // died) are dropped before counting. Returns the number of members newly waiting or handed back, then the
 // members to queue now (handed back first, then admitted).
 const ADMIT = `
@@ -61,9 +62,16 @@ const ADMIT = `
     if not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
       added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
     elseif ARGV[3] == '1' then
-      redis.call('ZADD', KEYS[1], expiry, ARGV[i])
-      added = added + 1
-      out[#out + 1] = ARGV[i]
+      if redis.call('ZCARD', KEYS[1]) > limit then
+        -- More slots held than the limit (a seeding gives every attempt claimed in Postgres one, see SEED): this
+        -- member gives its slot up and waits at the front of the line, rather than run beside all the others.
+        redis.call('ZREM', KEYS[1], ARGV[i])
+        added = added + redis.call('ZADD', KEYS[2], 'NX', 0, ARGV[i])
+      else
+        redis.call('ZADD', KEYS[1], expiry, ARGV[i])
+        added = added + 1
+        out[#out + 1] = ARGV[i]
+      end
     end
   end
   out[1] = added
@@ -127,7 +135,10 @@ const START = `
 // over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and its lease
 // (the poster's deadline plus WEBHOOK_STALL_MARGIN_MS) does. A member released
 // since the state was lost (in RELEASED) ended after the read of Postgres: it gets no slot, since its release
-// has come and gone. A partner may hold more than its limit this way (it then admits nothing until enough end).
+// has come and gone. A partner may hold more than its limit this way: it then admits nothing until enough end,
+// and the re-drive's hand-back (ADMIT) runs a stalled one only once the partner holds no more than its limit.
+// Since slots are freed before the record (DeliveryProcessor.runNext), every attempt sent whose record Postgres
+// refused is such a member; handed back each in its slot, a dozen of them ran at once against a limit of 3.
 const SEED = `
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
   ${REDIS_NOW}
@@ -201,7 +212,9 @@ export class PartnerGate {
    * As admit(), but a member that holds a slot already is handed back to be queued again, keeping its slot:
    * for the outbox re-drive, for attempts claimed longer ago than any attempt takes, so a slot they hold
    * belonged to a worker that died. Never for an attempt merely overdue: it may hold a slot because a live
-   * job took it to run on (DeliveryProcessor.runNext) and has not claimed it yet.
+   * job took it to run on (DeliveryProcessor.runNext) and has not claimed it yet. While the partner holds more
+   * slots than its limit (a seeding after Redis lost its data: SEED), the member gives its slot up and waits
+   * at the front of the line instead.
    */
   readmit(partnerId: string, members: readonly string[]): Promise<Admission> {
     return this.run(partnerId, true, members);
