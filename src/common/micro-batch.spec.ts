@@ -72,4 +72,17 @@ describe('MicroBatch', () => {
     });
     await expect(sync.submit(3)).rejects.toThrow('thrown before any promise');
   });
+
+  it('settling: a call the batch returns without answering is rejected, not left waiting', async () => {
+    const b = MicroBatch.settling<number, number>(async (calls) => calls[0].resolve(10));
+    const results = await Promise.allSettled([b.submit(1), b.submit(2)]);
+    expect(results).toEqual([
+      { status: 'fulfilled', value: 10 },
+      { status: 'rejected', reason: new Error('MicroBatch: the batch left a call unanswered') },
+    ]);
+    const answered = new MicroBatch<number, number>(() => {
+      throw new Error('run threw before any promise');
+    });
+    await expect(answered.submit(1)).rejects.toThrow('run threw before any promise');
+  });
 });

@@ -5,12 +5,16 @@ export interface BatchedCall<In, Out> {
   reject: (e: unknown) => void;
 }
 
+/** Answers every call of a batch, each resolved or rejected (see MicroBatch.settling). */
+export type Settle<In, Out> = (calls: Array<BatchedCall<In, Out>>) => Promise<void>;
+
 /**
  * Answers `calls` with one run over their inputs: `run` answers for each input in order; when it throws, every
  * one of the calls gets the error.
  */
 export function answerAll<In, Out>(calls: Array<BatchedCall<In, Out>>, run: (inputs: In[]) => Promise<Out[]>): Promise<void> {
-  return run(calls.map((c) => c.input)).then(
+  // Through a promise: a `run` that throws before returning one rejects the calls too.
+  return Promise.resolve(calls.map((c) => c.input)).then(run).then(
     (outs) => calls.forEach((c, i) => c.resolve(outs[i])),
     (e: unknown) => calls.forEach((c) => c.reject(e)),
   );
@@ -25,20 +29,19 @@ export function answerAll<In, Out>(calls: Array<BatchedCall<In, Out>>, run: (inp
  */
 export class MicroBatch<In, Out> {
   private pending: Array<BatchedCall<In, Out>> = [];
-  private settle: (calls: Array<BatchedCall<In, Out>>) => Promise<void>;
+  private readonly settle: Settle<In, Out>;
 
-  constructor(run: (inputs: In[]) => Promise<Out[]>, private readonly maxSize = 200) {
-    this.settle = (calls) => answerAll(calls, run);
+  constructor(run: ((inputs: In[]) => Promise<Out[]>) | { settle: Settle<In, Out> }, private readonly maxSize = 200) {
+    this.settle = typeof run === 'function' ? (calls) => answerAll(calls, run) : run.settle;
   }
 
   /**
    * A batch whose `settle` resolves or rejects each call itself (answerAll does it for a part that succeeds
-   * or fails as a whole). Calls it leaves unanswered when it throws get its error; it must answer every call.
+   * or fails as a whole). Calls it leaves unanswered get its error when it throws, and an error saying so
+   * when it returns: a caller never waits forever.
    */
-  static settling<In, Out>(settle: (calls: Array<BatchedCall<In, Out>>) => Promise<void>, maxSize = 200): MicroBatch<In, Out> {
-    const b = new MicroBatch<In, Out>(() => Promise.reject(new Error('unused')), maxSize);
-    b.settle = settle;
-    return b;
+  static settling<In, Out>(settle: Settle<In, Out>, maxSize = 200): MicroBatch<In, Out> {
+    return new MicroBatch<In, Out>({ settle }, maxSize);
   }
 
   submit(input: In): Promise<Out> {
@@ -55,10 +58,8 @@ export class MicroBatch<In, Out> {
     this.pending = [];
     // Rejecting a call already answered does nothing: only those the batch left unanswered get the error.
     const unanswered = (e: unknown) => batch.forEach((c) => c.reject(e));
-    try {
-      this.settle(batch).catch(unanswered);
-    } catch (e) {
-      unanswered(e);
-    }
+    Promise.resolve(batch)
+      .then(this.settle)
+      .then(() => unanswered(new Error('MicroBatch: the batch left a call unanswered')), unanswered);
   }
 }

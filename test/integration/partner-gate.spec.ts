@@ -123,7 +123,7 @@ describe('partner delivery gate', () => {
       for (const m of handedBack) if (await afterLoss.start(p, m)) started.push(m);
       expect(started).toEqual(handedBack);
       expect(await afterLoss.state(p)).toEqual({ waiting: 3, running: 3 });
-      // The ones that gave their slot up run as the others end, oldest first.
+      // The ones that gave their slot up, first in line (in member order among themselves), run as the others end.
       expect(await afterLoss.release(p, 's3-1')).toEqual(['s0-1']);
       expect(await afterLoss.release(p, 's4-1')).toEqual(['s1-1']);
     } finally {

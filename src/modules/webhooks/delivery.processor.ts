@@ -27,7 +27,8 @@ const RUN_ON_BUDGET_MS = 1000;
  * job is a retry's timer: it hands the attempt to the gate. The lock is renewed every 5 s while an attempt
  * runs; a worker that dies leaves a lock that expires within 10 s, and the stalled check (every 5 s) hands
  * the job to another worker, which delivers it again under the same delivery_id; attempts it was running on
- * from the gate are found by the outbox re-drive and queued again in their slots.
+ * from the gate are found by the outbox re-drive and queued again in their slots (past the partner's limit,
+ * after Redis lost the gate's state, at the front of its line instead).
  */
 @Processor(QUEUES.webhooks, { concurrency: 100, lockDuration: 10_000, stalledInterval: 5_000 })
 export class DeliveryProcessor extends WorkerHost implements BeforeApplicationShutdown {

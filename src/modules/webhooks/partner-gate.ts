@@ -131,7 +131,8 @@ const START = `
 // gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key,
 // KEYS[2]: RELEASED, then each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's
 // member, in the order of KEYS from KEYS[3]. Seeded members keep the slot they had: the worker running one frees
-// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit). One whose POST was
+// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit) while the partner
+// holds no more than its limit. One whose POST was
 // over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and its lease
 // (the poster's deadline plus WEBHOOK_STALL_MARGIN_MS) does. A member released
 // since the state was lost (in RELEASED) ended after the read of Postgres: it gets no slot, since its release

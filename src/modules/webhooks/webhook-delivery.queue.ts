@@ -88,7 +88,8 @@ export class WebhookDeliveryQueue {
    * Makes sure this attempt is queued or waiting in its partner's gate. A job under the same id that already
    * finished without moving the event on (its worker died, or it exhausted BullMQ's retries) is replaced; a
    * waiting, delayed or active one is left alone. A stalled attempt that holds a slot but has no job (its
-   * worker died running it) is queued again in that slot; one that is not stalled and holds a slot is left to
+   * worker died running it) is queued again in that slot (unless its partner holds more slots than its limit,
+   * after a seeding: then it waits at the front of the line); one that is not stalled and holds a slot is left to
    * whoever holds it, until the slot's lease runs out. Asking the gate also admits whatever its free slots
    * allow, so slots freed by a worker that died are refilled here. Returns true when the attempt was missing.
    */

@@ -51,8 +51,10 @@ const MAX_MERGED_PARTNERS = 50;
  * batch; Postgres then fails one, and its halves run again apart.
  */
 function inIdOrder<T extends { eventId: string }>(xs: T[]): T[] {
-  const id = (x: T) => x.eventId.toLowerCase();
-  return [...xs].sort((a, b) => (id(a) < id(b) ? -1 : id(a) > id(b) ? 1 : 0));
+  return xs
+    .map((x) => ({ x, id: x.eventId.toLowerCase() }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map(({ x }) => x);
 }
 
 /**
@@ -85,8 +87,11 @@ function firstOfEach(keys: string[]): boolean[] {
 @Injectable()
 export class WebhookEventsRepository {
   private readonly logger = new Logger('WebhookEvents');
-  /** The claims and records asked for in one turn of the event loop (see steps()). */
-  private readonly turn = MicroBatch.settling<Step, ClaimedEvent | null | boolean>((calls) => this.steps(calls));
+  /**
+   * The claims and records asked for in one turn of the event loop (see steps()), never split: a record and a
+   * duplicate job's claim of the same event must share a batch, so that the claim waits for the record.
+   */
+  private readonly turn = MicroBatch.settling<Step, ClaimedEvent | null | boolean>((calls) => this.steps(calls), Infinity);
   /** The statements, built once: the claim's text reads the requests through the requests module's query (RequestFactsPort). */
   private readonly sql: { claim: string; record: string; recordAndClaim: string };
 
