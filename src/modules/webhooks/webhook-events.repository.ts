@@ -223,8 +223,9 @@ export class WebhookEventsRepository {
       else records.push({ input: input.record, resolve, reject });
     }
     const recordedNow = new Set(records.map((r) => r.input.eventId.toLowerCase()));
-    const now = records.length ? claims.filter((c) => !recordedNow.has(c.input.eventId.toLowerCase())) : claims;
-    const later = claims.filter((c) => !now.includes(c));
+    const now: typeof claims = [];
+    const later: typeof claims = [];
+    for (const c of claims) (recordedNow.has(c.input.eventId.toLowerCase()) ? later : now).push(c);
     if (records.length === 0) return answerAll(now, (xs) => this.claimMany(xs));
     if (now.length === 0) await answerAll(records, (xs) => this.recordBatch(xs));
     else {
