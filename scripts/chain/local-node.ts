@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import {
@@ -216,8 +217,16 @@ const erc20 = new Interface([
   'function balanceOf(address owner) view returns (uint256)',
 ]);
 
+/**
+ * A fresh socket per request: Node's global agent keeps sockets 5 s, Hardhat closes idle ones after 5 s, and a
+ * send crossing that close fails with "socket hang up" (once under CI load). A send cannot simply be retried
+ * (it may have reached the node), and local connections cost nothing.
+ */
+const freshSocketEach = FetchRequest.createGetUrlFunc({ agent: new http.Agent({ keepAlive: false }) });
+
 async function withProvider<T>(url: string, fn: (provider: JsonRpcProvider) => Promise<T>): Promise<T> {
   const request = new FetchRequest(url);
+  request.getUrlFunc = freshSocketEach;
   request.timeout = 30_000;
   const chainId = BigInt(await rawRpc<string>(request, 'eth_chainId', []));
   const network = Network.from(chainId);

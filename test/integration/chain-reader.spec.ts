@@ -1,3 +1,4 @@
+import http from 'node:http';
 import net from 'node:net';
 import {
   DEV_ADDRESSES,
@@ -235,6 +236,68 @@ describe('EthersChainReader on a local hardhat node', () => {
       toBlock: reorged.blockNumber + 3,
     });
     expect(seen).toEqual([]);
+  });
+});
+
+/**
+ * A JSON-RPC endpoint answering eth_chainId and eth_blockNumber that drops the socket of a request `drop`
+ * picks, without an answer: as a node closing an idle kept-alive socket does when the client's next request
+ * crosses it. `reused`: the socket has carried an answer before.
+ */
+async function droppingRpc(drop: (method: string, reused: boolean) => boolean) {
+  const served = new WeakSet<net.Socket>();
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      const { id, method } = JSON.parse(body) as { id: number; method: string };
+      seen.push(method);
+      if (drop(method, served.has(req.socket))) {
+        req.socket.destroy();
+        return;
+      }
+      served.add(req.socket);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, result: method === 'eth_chainId' ? '0x7a69' : '0x2a' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('EthersChainReader and kept-alive sockets the node drops', () => {
+  it('sends a read again once when the node dropped the reused socket before answering ("socket hang up")', async () => {
+    let dropped = 0;
+    const rpc = await droppingRpc((method, reused) => method === 'eth_blockNumber' && reused && dropped++ === 0);
+    const r = new EthersChainReader(rpc.url, TIMEOUT_MS);
+    try {
+      expect(await r.chainId()).toBe(31337n);
+      expect(await r.tip()).toBe(42);
+      expect(dropped).toBe(1);
+      // The connect's eth_chainId, chainId()'s own, then tip()'s eth_blockNumber on the kept-alive socket
+      // (dropped) and again on a fresh one.
+      expect(rpc.seen).toEqual(['eth_chainId', 'eth_chainId', 'eth_blockNumber', 'eth_blockNumber']);
+    } finally {
+      r.destroy();
+      await rpc.close();
+    }
+  });
+
+  it('only once: a read whose socket is dropped twice is an error, within the timeout', async () => {
+    const rpc = await droppingRpc((method) => method === 'eth_blockNumber');
+    const r = new EthersChainReader(rpc.url, TIMEOUT_MS);
+    try {
+      await expect(r.tip()).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(rpc.seen).toEqual(['eth_chainId', 'eth_blockNumber', 'eth_blockNumber']);
+    } finally {
+      r.destroy();
+      await rpc.close();
+    }
   });
 });
 

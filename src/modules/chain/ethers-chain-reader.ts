@@ -236,7 +236,7 @@ export class EthersChainReader implements ChainReader {
       );
     });
     try {
-      const response = this.connect().then((provider) => provider.send(method, params) as Promise<T>);
+      const response = onceMoreOnReset(() => this.connect().then((provider) => provider.send(method, params) as Promise<T>));
       return await Promise.race([response, timeout]);
     } catch (e) {
       throw withoutUrlSecrets(e);
@@ -276,6 +276,24 @@ export class EthersChainReader implements ChainReader {
       }
     })();
     return this.connecting;
+  }
+}
+
+/** How Node's http client reports a connection lost before the answer (http.Agent's kept-alive sockets). */
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * Node's http agent keeps sockets alive for 5 s and many nodes close idle ones after 5 s too (Hardhat, Node
+ * servers' default): a request made as the node closes its socket fails with "socket hang up" before the node
+ * saw it. Every call here is a read (the connect's eth_chainId too), so one lost that way is sent once more,
+ * on a fresh socket; a second loss is the node's answer. The caller's deadline covers both.
+ */
+async function onceMoreOnReset<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (e) {
+    if (!RESET_CODES.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+    return send();
   }
 }
 
