@@ -133,8 +133,8 @@ it('attempts that end between the seeding’s read of Postgres and its script ho
   // recorded and their slots released.
   const events = svc.app.get(WebhookEventsRepository);
   const read = events.claimedAttempts.bind(events);
-  const spy = jest.spyOn(events, 'claimedAttempts').mockImplementationOnce(async () => {
-    const rows = await read();
+  const spy = jest.spyOn(events, 'claimedAttempts').mockImplementationOnce(async (leaseMs) => {
+    const rows = await read(leaseMs);
     release();
     await waitFor(async () => {
       const [r] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND state = 'delivered'`, [before]);

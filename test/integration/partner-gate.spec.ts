@@ -115,7 +115,8 @@ describe('partner delivery gate', () => {
     const seeded = new RedisConnections(lost);
     try {
       await waitFor(async () => seeded.main.status === 'ready');
-      const afterLoss = new PartnerGate(lost, seeded, { list: async () => stalled.map((member) => ({ partnerId: p, member })) });
+      // Claimed moments ago: each may still be in flight, as far as Postgres can tell.
+      const afterLoss = new PartnerGate(lost, seeded, { list: async (leaseMs) => stalled.map((member) => ({ partnerId: p, member, leaseLeftMs: leaseMs })) });
       const handedBack: string[] = [];
       for (const m of stalled) handedBack.push(...(await afterLoss.readmit(p, [m])).admitted);
       expect(handedBack).toEqual(['s3-1', 's4-1', 's5-1']);
@@ -126,6 +127,33 @@ describe('partner delivery gate', () => {
       // The ones that gave their slot up, first in line (in member order among themselves), run as the others end.
       expect(await afterLoss.release(p, 's3-1')).toEqual(['s0-1']);
       expect(await afterLoss.release(p, 's4-1')).toEqual(['s1-1']);
+    } finally {
+      await seeded.onApplicationShutdown();
+    }
+  });
+
+  it('a seeding gives each attempt its slot until its lease from its claim ends, not a whole lease from the seeding', async () => {
+    // Redis lost the gate's state while Postgres held p's three attempts 'delivering', claimed nearly a lease ago
+    // (their POSTs over, their records refused): 300 ms left of each.
+    const p = partner();
+    const lost = testConfig({ WEBHOOK_PARTNER_CONCURRENCY: '3', REDIS_PREFIX: `${config.redisPrefix}-lost-${randomUUID().slice(0, 8)}` });
+    const seeded = new RedisConnections(lost);
+    try {
+      await waitFor(async () => seeded.main.status === 'ready');
+      const asked: number[] = [];
+      const afterLoss = new PartnerGate(lost, seeded, {
+        list: async (leaseMs) => {
+          asked.push(leaseMs);
+          return members(3, 'c').map((member) => ({ partnerId: p, member, leaseLeftMs: 300 }));
+        },
+      });
+      expect(await afterLoss.admit(p, ['next-1'])).toEqual({ added: 1, admitted: [] });
+      expect(asked).toEqual([lost.webhookTimeoutMs + lost.webhookStallMarginMs]);
+      expect(await afterLoss.state(p)).toEqual({ waiting: 1, running: 3 });
+      // Seeded for a whole lease from the seeding, they held the partner's slots for WEBHOOK_TIMEOUT_MS +
+      // WEBHOOK_STALL_MARGIN_MS (38 s at the defaults) with nothing in flight.
+      await waitFor(async () => (await afterLoss.state(p)).running === 0, 5_000);
+      expect(await afterLoss.admit(p, ['later-1'])).toEqual({ added: 1, admitted: ['next-1', 'later-1'] });
     } finally {
       await seeded.onApplicationShutdown();
     }

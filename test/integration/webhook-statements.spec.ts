@@ -196,3 +196,17 @@ it('answers a claim or record asked with an upper-case event id (a job queued be
   );
   expect(events).toEqual(more.ids.map(() => ({ state: 'delivered', attempts: 1, n: 1 })));
 });
+
+it('lists for the gate’s seeding the attempts claimed within a lease, with what is left of it; one claimed longer ago is not in flight', async () => {
+  const more = await partnerWithEvents(svc, 3, 'ok');
+  ids = [...ids, ...more.ids]; // abandoned at the end with the others
+  await more.receiver.close();
+  const [old, recent] = more.ids; // the third stays pending
+  await sql(`UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '10 seconds' WHERE id = $1`, [old]);
+  await sql(`UPDATE webhook_events SET state = 'delivering', last_attempt_at = now() - interval '1 second' WHERE id = $1`, [recent]);
+  const listed = (await svc.app.get(WebhookEventsRepository).claimedAttempts(5_000)).filter((a) => more.ids.includes(a.id));
+  expect(listed).toEqual([{ id: recent, attempt: 1, partnerId: more.partnerId, leaseLeftMs: expect.any(Number) }]);
+  // 5 s from a claim 1 s ago, less the time since the UPDATE.
+  expect(listed[0].leaseLeftMs).toBeGreaterThan(2_000);
+  expect(listed[0].leaseLeftMs).toBeLessThanOrEqual(4_000);
+});

@@ -63,7 +63,7 @@ const ADMIT = `
       added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
     elseif ARGV[3] == '1' then
       if redis.call('ZCARD', KEYS[1]) > limit then
-        -- More slots held than the limit (a seeding gives every attempt claimed in Postgres one, see SEED): this
+        -- More slots held than the limit (a seeding gives every attempt claimed in Postgres within its lease one, see SEED): this
         -- member gives its slot up and waits at the front of the line, rather than run beside all the others.
         redis.call('ZREM', KEYS[1], ARGV[i])
         added = added + redis.call('ZADD', KEYS[2], 'NX', 0, ARGV[i])
@@ -127,27 +127,28 @@ const START = `
   redis.call('PEXPIRE', KEYS[2], ${WAITING_TTL_MS})
   return 0`;
 
-// Gives the attempts that Postgres holds claimed (in flight, or stalled) their slots back, after Redis lost the
-// gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN key,
-// KEYS[2]: RELEASED, then each attempt's partner's slots key; ARGV: the running lease (ms), then each attempt's
-// member, in the order of KEYS from KEYS[3]. Seeded members keep the slot they had: the worker running one frees
-// it when its attempt ends, and a stalled one is handed back in it by the re-drive (readmit) while the partner
-// holds no more than its limit. One whose POST was
-// over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and its lease
-// (the poster's deadline plus WEBHOOK_STALL_MARGIN_MS) does. A member released
-// since the state was lost (in RELEASED) ended after the read of Postgres: it gets no slot, since its release
-// has come and gone. A partner may hold more than its limit this way: it then admits nothing until enough end,
-// and the re-drive's hand-back (ADMIT) runs a stalled one only once the partner holds no more than its limit.
-// Since slots are freed before the record (DeliveryProcessor.runNext), every attempt sent whose record Postgres
-// refused is such a member; handed back each in its slot, a dozen of them ran at once against a limit of 3.
+// Gives the attempts that Postgres holds claimed and that may still be in flight their slots back, after Redis
+// lost the gate's state, and marks the state known; nothing if another worker did so first. KEYS[1]: the KNOWN
+// key, KEYS[2]: RELEASED, then each attempt's partner's slots key; ARGV: each attempt's member and what is left
+// of its running lease (ms), in pairs, in the order of KEYS from KEYS[3]. A seeded slot ends when the attempt's
+// deadline has surely passed (its claim plus the poster's deadline plus WEBHOOK_STALL_MARGIN_MS): the worker
+// running it frees it sooner when the attempt ends. An attempt claimed longer ago is not in flight (ClaimedAttempts
+// leaves it out): it gets no slot, and the re-drive, finding it stalled, puts it in its partner's line. One whose
+// POST was over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and
+// the end of its lease does. A member released since the state was lost (in RELEASED) ended after the read of
+// Postgres: it gets no slot, since its release has come and gone. A partner may hold more than its limit this
+// way: it then admits nothing until enough end, and the re-drive's hand-back (ADMIT) runs a stalled one only
+// once the partner holds no more than its limit. Since slots are freed before the record
+// (DeliveryProcessor.runNext), every attempt sent whose record Postgres refused is such a member; handed back
+// each in its slot, a dozen of them ran at once against a limit of 3. Each seeded with a whole lease from the
+// seeding rather than from its claim, attempts long over held their partner's slots up to that long.
 const SEED = `
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
   ${REDIS_NOW}
-  local expiry = now + tonumber(ARGV[1])
   for i = 3, #KEYS do
-    local member = ARGV[i - 1]
-    if redis.call('SISMEMBER', KEYS[2], member) == 0 then
-      redis.call('ZADD', KEYS[i], 'NX', expiry, member)
+    local member, left = ARGV[2 * (i - 3) + 1], tonumber(ARGV[2 * (i - 3) + 2])
+    if redis.call('SISMEMBER', KEYS[2], member) == 0 and left > 0 then
+      redis.call('ZADD', KEYS[i], 'NX', now + left, member)
       local newest = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
       redis.call('PEXPIREAT', KEYS[i], newest[2])
     end
@@ -157,11 +158,11 @@ const SEED = `
   return 1`;
 
 /**
- * The attempts claimed in Postgres and not recorded yet ('delivering'), as gate members: the attempts that may
- * be in flight, whatever Redis remembers.
+ * The attempts claimed in Postgres and not recorded yet ('delivering') that may be in flight, as gate members:
+ * claimed less than `leaseMs` ago (an attempt's longest run), each with what is left of that (ms).
  */
 export abstract class ClaimedAttempts {
-  abstract list(): Promise<Array<{ partnerId: string; member: string }>>;
+  abstract list(leaseMs: number): Promise<Array<{ partnerId: string; member: string; leaseLeftMs: number }>>;
 }
 
 /** What admit() answers: members that now hold a slot (queue their attempt), and how many were new. */
@@ -284,10 +285,10 @@ export class PartnerGate {
   }
 
   private async seed(): Promise<void> {
-    const claimed = await this.claimed.list();
+    const claimed = await this.claimed.list(this.runningLeaseMs());
     await this.commands.prsGateSeed(
       2 + claimed.length, this.knownKey(), this.releasedKey(), ...claimed.map((c) => this.key(c.partnerId, 'slots')),
-      this.runningLeaseMs(), ...claimed.map((c) => c.member),
+      ...claimed.flatMap((c) => [c.member, c.leaseLeftMs]),
     );
   }
 

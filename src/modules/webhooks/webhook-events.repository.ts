@@ -344,13 +344,15 @@ export class WebhookEventsRepository {
   }
 
   /**
-   * Every attempt claimed and not recorded yet ('delivering'), of every partner: the attempts that may be in
-   * flight (the attempt claimed is attempts + 1). For PartnerGate, to give them back their slots when Redis lost
-   * the gate's state: once per such loss, never per delivery. The partners with open events are walked on
+   * The attempts claimed and not recorded yet ('delivering') that may still be in flight: claimed less than
+   * `attemptMaxMs` ago (the poster's deadline plus WEBHOOK_STALL_MARGIN_MS, as the re-drive's stall check), each
+   * with how much of that is left (ms, by Postgres's clock: a duration, whatever the reader's clock says). The
+   * attempt claimed is attempts + 1. For PartnerGate, to give them back their slots when Redis lost the gate's
+   * state: once per such loss, never per delivery. The partners with open events are walked on
    * webhook_events_open, one probe each, and each one's claimed events read on webhook_events_partner (as
    * overdue's third probe), so a partner's pending backlog is not read.
    */
-  claimedAttempts(): Promise<Array<{ id: string; attempt: number; partnerId: string }>> {
+  claimedAttempts(attemptMaxMs: number): Promise<Array<{ id: string; attempt: number; partnerId: string; leaseLeftMs: number }>> {
     return this.dataSource.query(
       `WITH RECURSIVE partners AS (
          (SELECT e.partner_id FROM webhook_events e WHERE e.state IN ('pending','delivering') ORDER BY e.partner_id LIMIT 1)
@@ -358,8 +360,11 @@ export class WebhookEventsRepository {
          SELECT (SELECT e.partner_id FROM webhook_events e
                   WHERE e.state IN ('pending','delivering') AND e.partner_id > p.partner_id ORDER BY e.partner_id LIMIT 1)
            FROM partners p WHERE p.partner_id IS NOT NULL)
-       SELECT e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId"
-         FROM partners p JOIN webhook_events e ON e.partner_id = p.partner_id AND e.state = 'delivering' AND e.deliver`,
+       SELECT e.id, e.attempts + 1 AS attempt, e.partner_id AS "partnerId",
+              ceil($1 - extract(epoch FROM now() - e.last_attempt_at) * 1000)::int AS "leaseLeftMs"
+         FROM partners p JOIN webhook_events e ON e.partner_id = p.partner_id AND e.state = 'delivering' AND e.deliver
+        WHERE e.last_attempt_at > now() - $1 * interval '1 millisecond'`,
+      [attemptMaxMs],
     );
   }
 

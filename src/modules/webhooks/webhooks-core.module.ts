@@ -20,12 +20,14 @@ import { WebhookSecrets } from './webhook-secrets';
     WebhookEventsRepository,
     WebhookEndpointsRepository,
     PartnerGate,
-    // What the gate seeds its slots from when Redis lost them: the attempts claimed in Postgres, as job ids.
+    // What the gate seeds its slots from when Redis lost them: the attempts claimed in Postgres that may still
+    // be in flight, as job ids, with what is left of their leases.
     {
       provide: ClaimedAttempts,
       inject: [WebhookEventsRepository],
       useFactory: (events: WebhookEventsRepository): ClaimedAttempts => ({
-        list: async () => (await events.claimedAttempts()).map((a) => ({ partnerId: a.partnerId, member: deliveryJobId(a.id, a.attempt) })),
+        list: async (leaseMs) =>
+          (await events.claimedAttempts(leaseMs)).map((a) => ({ partnerId: a.partnerId, member: deliveryJobId(a.id, a.attempt), leaseLeftMs: a.leaseLeftMs })),
       }),
     },
     WebhookDeliveryQueue,
