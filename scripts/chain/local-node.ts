@@ -226,7 +226,7 @@ const freshSocketEach = FetchRequest.createGetUrlFunc({ agent: new http.Agent({ 
 
 async function withProvider<T>(url: string, fn: (provider: JsonRpcProvider) => Promise<T>): Promise<T> {
   const request = new FetchRequest(url);
-  request.getUrlFunc = freshSocketEach;
+  if (url.startsWith('http:')) request.getUrlFunc = freshSocketEach; // an http.Agent cannot carry https
   request.timeout = 30_000;
   const chainId = BigInt(await rawRpc<string>(request, 'eth_chainId', []));
   const network = Network.from(chainId);

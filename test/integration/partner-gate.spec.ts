@@ -106,8 +106,9 @@ describe('partner delivery gate', () => {
 
   it('after a seeding gave a partner more slots than its limit, the re-drive hands back stalled members only up to the limit; the others wait first in line', async () => {
     // Redis lost the gate's state while Postgres held six of p's attempts 'delivering', none in flight: each
-    // sent, its slot freed, and its record refused. The seeding gives all six a slot; the re-drive, finding
-    // them stalled, readmits each. Handed back each in its own slot, all six ran at once (limit 3).
+    // sent, its slot freed, and its record refused. The seeding gives all six a slot for what is left of its
+    // lease; a re-drive that finds them stalled before those leases end (at their edge, or with the clocks
+    // apart) readmits each. Handed back each in its own slot, all six ran at once (limit 3).
     const p = partner();
     const stalled = members(6, 's');
     // A prefix of its own: a gate whose state is unknown, so the first script seeds it from this list.
@@ -115,7 +116,6 @@ describe('partner delivery gate', () => {
     const seeded = new RedisConnections(lost);
     try {
       await waitFor(async () => seeded.main.status === 'ready');
-      // Claimed moments ago: each may still be in flight, as far as Postgres can tell.
       const afterLoss = new PartnerGate(lost, seeded, { list: async (leaseMs) => stalled.map((member) => ({ partnerId: p, member, leaseLeftMs: leaseMs })) });
       const handedBack: string[] = [];
       for (const m of stalled) handedBack.push(...(await afterLoss.readmit(p, [m])).admitted);
@@ -144,7 +144,8 @@ describe('partner delivery gate', () => {
       const afterLoss = new PartnerGate(lost, seeded, {
         list: async (leaseMs) => {
           asked.push(leaseMs);
-          return members(3, 'c').map((member) => ({ partnerId: p, member, leaseLeftMs: 300 }));
+          // And one with nothing left (its claim a whole lease ago as the seeding ran): no slot.
+          return [...members(3, 'c').map((member) => ({ partnerId: p, member, leaseLeftMs: 300 })), { partnerId: p, member: 'over-1', leaseLeftMs: 0 }];
         },
       });
       expect(await afterLoss.admit(p, ['next-1'])).toEqual({ added: 1, admitted: [] });

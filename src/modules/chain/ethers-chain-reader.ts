@@ -285,8 +285,9 @@ const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 /**
  * Node's http agent keeps sockets alive for 5 s and many nodes close idle ones after 5 s too (Hardhat, Node
  * servers' default): a request made as the node closes its socket fails with "socket hang up" before the node
- * saw it. Every call here is a read (the connect's eth_chainId too), so one lost that way is sent once more,
- * on a fresh socket; a second loss is the node's answer. The caller's deadline covers both.
+ * saw it. Every call here is a read (the connect's eth_chainId too), so one lost that way is sent once more
+ * (the dropped socket is gone from the agent: on a fresh one, unless the agent holds another idle one); a
+ * second loss is the node's answer. The caller's deadline covers both.
  */
 async function onceMoreOnReset<T>(send: () => Promise<T>): Promise<T> {
   try {

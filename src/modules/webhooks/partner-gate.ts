@@ -63,8 +63,8 @@ const ADMIT = `
       added = added + redis.call('ZADD', KEYS[2], 'NX', now, ARGV[i])
     elseif ARGV[3] == '1' then
       if redis.call('ZCARD', KEYS[1]) > limit then
-        -- More slots held than the limit (a seeding gives every attempt claimed in Postgres within its lease one, see SEED): this
-        -- member gives its slot up and waits at the front of the line, rather than run beside all the others.
+        -- More slots held than the limit (a seeding gives each attempt claimed within its lease one, see SEED):
+        -- this member gives its slot up and waits at the front of the line, rather than run beside all the others.
         redis.call('ZREM', KEYS[1], ARGV[i])
         added = added + redis.call('ZADD', KEYS[2], 'NX', 0, ARGV[i])
       else
@@ -137,11 +137,11 @@ const START = `
 // POST was over and its slot freed, with its record still to come, is seeded too: nobody frees that slot, and
 // the end of its lease does. A member released since the state was lost (in RELEASED) ended after the read of
 // Postgres: it gets no slot, since its release has come and gone. A partner may hold more than its limit this
-// way: it then admits nothing until enough end, and the re-drive's hand-back (ADMIT) runs a stalled one only
-// once the partner holds no more than its limit. Since slots are freed before the record
-// (DeliveryProcessor.runNext), every attempt sent whose record Postgres refused is such a member; handed back
-// each in its slot, a dozen of them ran at once against a limit of 3. Each seeded with a whole lease from the
-// seeding rather than from its claim, attempts long over held their partner's slots up to that long.
+// way (since slots are freed before the record, DeliveryProcessor.runNext, every attempt sent whose record
+// Postgres refused is such a member): it then admits nothing until enough leases end. The re-drive finds such a
+// member stalled only as its lease ends; a hand-back (ADMIT) that comes first runs it only while the partner
+// holds no more than its limit (handed back each in its slot, a dozen ran at once against a limit of 3, when a
+// seeding gave every attempt a whole lease from the seeding: attempts long over also held their slots that long).
 const SEED = `
   if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
   ${REDIS_NOW}

@@ -481,11 +481,13 @@ type Step = { claim: ClaimAsk } | { record: AttemptRecord };
 
 /**
  * Takes the batch's attempts ($first: event ids, $first+1: attempt numbers) whose event is due for them: the
- * CTE `c`, returning each claimed event with its series base. See claimMany.
+ * CTE `c`, returning each claimed event with its series base. See claimMany. The claim's time is read once its
+ * row is locked (clock_timestamp(), not the statement's start): the re-drive's stall check and the gate's
+ * seeding count the attempt's lease from it, and a wait for the row's lock is not part of the attempt's run.
  */
 function claimCte(first: number): string {
   return `c AS (
-         UPDATE webhook_events e SET state = 'delivering', last_attempt_at = now()
+         UPDATE webhook_events e SET state = 'delivering', last_attempt_at = clock_timestamp()
            FROM unnest((SELECT $${first}::uuid[]), (SELECT $${first + 1}::int[])) AS j(id, attempt)
           WHERE e.id = j.id AND e.attempts = j.attempt - 1 AND e.deliver AND ${OPEN}
          RETURNING j.attempt AS claimed_attempt, e.id, e.event, e.partner_id, e.request_id, e.test_mode, e.recorded_at,
