@@ -82,16 +82,19 @@ const RELEASE_BATCH = 5000;
 
 /**
  * The smallest amount ≥ the converted one that no open request of this merchant and asset holds (DESIGN §3):
- * the amount itself when free, else the first held amount from it up whose next amount is free, plus one. Read
- * as the merchant's held amounts in order on payment_requests_open_amount, each probed for its next on the same
- * index, stopping at the first free one (LIMIT 1 over an anti-join: Postgres walks the index whatever its
- * statistics say). Its cost is the run of consecutive held amounts at that price (a till selling one price: a
- * probe each). The window function over the held amounts this replaced (each compared with the next by lead)
- * was planned as a scan and sort of every amount the merchant holds from the converted one up whenever the
- * statistics counted many (a subquery with a window function is planned for all its rows): 37–67 ms per held
- * amount at 60,000–77,000 open requests, growing with them, and creates at random amounts slowed run over run
- * in `npm run bench` (1,511 to 602 a second in six runs, 2026-11-29), where this reads two index entries. The
- * partial unique index is what guarantees uniqueness under races; this only picks the candidate.
+ * the amount itself when free, else the first held amount from it up whose next amount is free, plus one: the
+ * merchant's held amounts read in order on payment_requests_open_amount, each probed for its next on the same
+ * index, stopping at the first free one. The probe is a subquery of its own (OFFSET 0), so Postgres cannot make
+ * it an anti-join: with statistics that counted few held amounts (a merchant new since the last ANALYZE) the
+ * anti-join read the merchant's every held amount per step (a run of 300 took 9.9 s, a review's scratch test).
+ * Its cost is the run of consecutive held amounts at the converted one, a probe each: 270–290 ms for a run of
+ * 100,000 (a till selling one price, never that many open at once), where comparing each with the next by a
+ * window function took 81–100 ms. But that window function was planned as a scan and sort of every amount the
+ * merchant holds from the converted one up whenever the statistics counted many (a subquery with a window
+ * function is planned for all its rows): 37–67 ms per held amount at 60,000–77,000 open requests, growing with
+ * them, so creates at random amounts slowed run over run in `npm run bench` (1,511 to 602 a second in six runs,
+ * 2026-11-29); this reads two index entries when the next amount is free. The partial unique index is what
+ * guarantees uniqueness under races; this only picks the candidate.
  */
 const AMOUNT_CANDIDATE = `
   CASE WHEN NOT EXISTS (SELECT 1 FROM payment_requests x WHERE x.merchant_id = $3 AND x.chain_id = $10 AND
@@ -101,7 +104,7 @@ const AMOUNT_CANDIDATE = `
               WHERE t.merchant_id = $3 AND t.chain_id = $10 AND t.token_address = $11 AND t.amount_locked
                 AND t.amount >= $9::numeric
                 AND NOT EXISTS (SELECT 1 FROM payment_requests u WHERE u.merchant_id = $3 AND u.chain_id = $10 AND
-                                  u.token_address = $11 AND u.amount_locked AND u.amount = t.amount + 1)
+                                  u.token_address = $11 AND u.amount_locked AND u.amount = t.amount + 1 OFFSET 0)
               ORDER BY t.amount LIMIT 1)
   END`;
 
@@ -131,11 +134,7 @@ const insertAt = (amount: string) => `
  * the search.
  */
 const INSERT_AT_CONVERTED_SQL = insertAt('$9::numeric');
-/**
- * The tries after it: the first free amount from the converted one up (a held amount, a racing create). Sent
- * unnamed, so Postgres plans it for its own parameters every time rather than keep a plan made while the table
- * was small; it runs only where the converted amount is held, so planning each costs little.
- */
+/** The tries after it: the first free amount from the converted one up (a held amount, a racing create). */
 const INSERT_SQL = insertAt(AMOUNT_CANDIDATE);
 
 const STAMP: Record<StatusTrigger, keyof PaymentRequestEntity> = { open: 'openedAt', cancel: 'voidedAt', expire: 'expiredAt' };
@@ -206,8 +205,7 @@ export class RequestsRepository {
    * nothing races the lock is never taken; where it is, it costs one transaction per try.
    */
   private async searchAndInsert(em: EntityManager, merchantId: string, params: unknown[], inTurn: boolean): Promise<RequestRow[]> {
-    // Unnamed, so planned for its own amount every time (see INSERT_SQL): never a generic plan.
-    const insert = (on: EntityManager) => on.query(INSERT_SQL, params) as Promise<RequestRow[]>;
+    const insert = (on: EntityManager) => preparedQuery<RequestRow>(on, 'request_insert_search', INSERT_SQL, params);
     const lock = (on: EntityManager) =>
       on.query(`SELECT pg_advisory_xact_lock(hashtext('payment_requests.amount'), hashtext($1))`, [merchantId]);
     if (em.queryRunner?.isTransactionActive) {
