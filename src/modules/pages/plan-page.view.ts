@@ -23,7 +23,7 @@ export function planStateWords(p: Plan): string {
       return p.nextChargeAt ? `Next charge: ${longDate(p.nextChargeAt)}.` : 'Active.';
     case 'paused':
       return p.pauseReason === 'unpaid'
-        ? 'This plan is paused because charges went unpaid. No new charges are made until the merchant resumes it.'
+        ? 'This plan is paused because charges went unpaid. No new charges are made until the merchant resumes it, or until a payment already sent for a missed charge is confirmed.'
         : 'This plan is paused by the merchant. No new charges are made until it is resumed.';
     case 'canceled':
       return 'This plan was canceled. No more charges will be made.';

@@ -1,4 +1,4 @@
-import { afterCharge, afterChargeFailed, afterPaid, afterSkip, CHARGE_RETRY_MAX_MS, LAST_DUE_AT, missesAmong, type PauseReason, type Plan, type PlanStatus } from './plan';
+import { afterCharge, afterChargeFailed, afterPaid, afterResume, afterSkip, CHARGE_RETRY_MAX_MS, LAST_DUE_AT, missesAmong, type PauseReason, type Plan, type PlanStatus } from './plan';
 
 const START = new Date('2027-01-10T00:00:00.000Z');
 const NOW = new Date('2027-03-20T12:00:00.000Z');
@@ -78,6 +78,30 @@ describe('afterCharge at the end of four-digit years', () => {
     expect(before.status).toBe('active');
     expect(before.nextChargeAt!.toISOString()).toBe('9991-06-01T00:00:00.000Z');
     expect(before.nextChargeAt! <= LAST_DUE_AT).toBe(true);
+  });
+});
+
+describe('every change that schedules a period, at the end of four-digit years', () => {
+  // Daily from 9999-12-30: period 1 is due 9999-12-31, period 2 would be 10000-01-01.
+  const daily = (over: Partial<Plan> = {}) =>
+    plan({ interval: 'day', intervalCount: 1, startAt: new Date('9999-12-30T00:00:00.000Z'), nextPeriodIndex: 1, chargesCreated: 1, latestChargePeriod: 0, missedInRow: 0, ...over });
+  const completed = { status: 'completed', pauseReason: null, nextChargeAt: null, nextPeriodIndex: 2 };
+
+  it('a skip of the last period completes the plan (it scheduled 10000-01-01, then charged it)', () => {
+    expect(afterSkip(daily({ status: 'active', pauseReason: null }), 1)).toMatchObject(completed);
+  });
+
+  it('a resume past the last period completes the plan', () => {
+    expect(afterResume(daily({ status: 'paused', pauseReason: 'merchant' }), new Date('9999-12-31T06:00:00.000Z'))).toMatchObject({ ...completed, missedInRow: 0 });
+    // Before it: due on its date.
+    expect(afterResume(daily({ status: 'paused', pauseReason: 'merchant' }), new Date('9999-12-30T06:00:00.000Z'))).toMatchObject({
+      status: 'active', nextPeriodIndex: 1, nextChargeAt: new Date('9999-12-31T00:00:00.000Z'),
+    });
+  });
+
+  it('a late payment that takes back the pause, past the last period, completes the plan', () => {
+    const paused = daily({ status: 'paused', pauseReason: 'unpaid', nextPeriodIndex: 2, chargesCreated: 2, latestChargePeriod: 1, missedInRow: 2 });
+    expect(afterPaid(paused, 0, 2, new Date('9999-12-31T12:00:00.000Z'))).toMatchObject({ ...completed, missedInRow: 0 });
   });
 });
 

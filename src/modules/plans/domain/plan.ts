@@ -88,20 +88,29 @@ export function afterCharge(p: Plan, k: number, created: boolean): PlanChange {
   // k is at least next_period_index, past every earlier charge; not created means period k's charge existed.
   const moved = { pauseReason: null, nextPeriodIndex: k + 1, chargesCreated, missedInRow: p.missedInRow, latestChargePeriod: k, ...NO_FAILURES };
   if (p.maxCharges !== null && chargesCreated >= p.maxCharges) return { ...moved, status: 'completed', nextChargeAt: null };
-  const next = dueAt(scheduleOf(p), k + 1);
-  if (next > LAST_DUE_AT) return { ...moved, status: 'completed', nextChargeAt: null };
-  return { ...moved, status: 'active', nextChargeAt: next };
+  return { ...moved, ...dueFrom(p, k + 1) };
+}
+
+/**
+ * The plan goes on from period k: active and due at its date, or completed when that date falls after
+ * LAST_DUE_AT. Every change that schedules a period goes through here (a charge, a skip, a resume, a late
+ * payment): a resume or a skip near the limit had scheduled a period in year 10000 and then charged it.
+ */
+function dueFrom(p: Plan, k: number): Pick<PlanChange, 'status' | 'pauseReason' | 'nextPeriodIndex' | 'nextChargeAt'> {
+  const next = dueAt(scheduleOf(p), k);
+  if (next > LAST_DUE_AT) return { status: 'completed', pauseReason: null, nextPeriodIndex: k, nextChargeAt: null };
+  return { status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: next };
 }
 
 /** Period k skipped (the merchant is disabled): not a charge, not a miss; the plan waits for k + 1. */
 export function afterSkip(p: Plan, k: number): PlanChange {
-  return { ...changeOf(p), nextPeriodIndex: k + 1, nextChargeAt: dueAt(scheduleOf(p), k + 1), ...NO_FAILURES };
+  return { ...changeOf(p), ...dueFrom(p, k + 1), ...NO_FAILURES };
 }
 
 /** Resume: the first scheduled date from now on, nothing backfilled; the missed count starts again. */
 export function afterResume(p: Plan, now: Date): PlanChange {
   const k = Math.max(firstPeriodAfter(scheduleOf(p), now), p.nextPeriodIndex);
-  return { ...changeOf(p), status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), missedInRow: 0, ...NO_FAILURES };
+  return { ...changeOf(p), ...dueFrom(p, k), missedInRow: 0, ...NO_FAILURES };
 }
 
 /**
@@ -132,7 +141,7 @@ export function afterPaid(p: Plan, missedSince: number, maxMissed: number, now: 
     case 'paused': {
       if (p.pauseReason !== 'unpaid' || missedInRow >= maxMissed) return counted;
       const k = Math.max(p.nextPeriodIndex, latestDuePeriod(scheduleOf(p), now) ?? 0);
-      return { ...counted, status: 'active', pauseReason: null, nextPeriodIndex: k, nextChargeAt: dueAt(scheduleOf(p), k), ...NO_FAILURES };
+      return { ...counted, ...dueFrom(p, k), ...NO_FAILURES };
     }
     case 'active':
     case 'canceled':
