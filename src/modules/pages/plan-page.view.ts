@@ -42,6 +42,27 @@ function chargeWords(c: PaymentRequest, now: Date): string {
 }
 
 /** The payer's plan page (DESIGN §5): no script; the Pay button is a link to the open charge's pay page. */
+/**
+ * The open charge (DESIGN §8: neither verified nor expired nor voided). One whose payment is already sent and
+ * being confirmed is not offered as "Payment due" with a Pay button, which invited a second payment: the link
+ * leads to its pay page, which follows the confirmation.
+ */
+function openChargeCard(c: PaymentRequest, p: Plan, fiat: string, payUrl: string): SafeHtml {
+  const period = c.periodIndex !== null ? html` for ${longDate(dueAt(scheduleOf(p), c.periodIndex))}` : '';
+  if (c.proofStatus === 'attached') {
+    return html`<section class="card" id="open-charge" aria-labelledby="open-heading">
+<h2 id="open-heading">Payment being confirmed</h2>
+<p>A payment of ${fiat}${period} has been sent and is being confirmed on chain. Nothing more to pay for it.</p>
+<a class="button" id="pay-link" href="${payUrl}/${c.id}">View the payment</a>
+</section>`;
+  }
+  return html`<section class="card" id="open-charge" aria-labelledby="open-heading">
+<h2 id="open-heading">Payment due</h2>
+<p>${fiat} is due${period}. Pay it before ${longDate(c.expiresAt)}.</p>
+<a class="button primary" id="pay-link" href="${payUrl}/${c.id}">Pay ${fiat}</a>
+</section>`;
+}
+
 export function renderPlanPage(v: PayerView, payUrl: string, stylesheet: string, now: Date): string {
   const p = v.plan;
   const fiat = formatFiat(p.fiatAmount, p.fiatCurrency);
@@ -60,13 +81,7 @@ export function renderPlanPage(v: PayerView, payUrl: string, stylesheet: string,
 <p id="plan-schedule">${fiat} ${scheduleWords(p.interval, p.intervalCount)}, from ${longDate(p.startAt)}${p.maxCharges !== null ? `, ${p.maxCharges} charges in all` : ''}.</p>
 <p class="status-title" id="plan-state" role="status">${planStateWords(p)}</p>
 </section>
-${v.openCharge
-  ? html`<section class="card" id="open-charge" aria-labelledby="open-heading">
-<h2 id="open-heading">Payment due</h2>
-<p>${fiat} is due${v.openCharge.periodIndex !== null ? html` for ${longDate(dueAt(scheduleOf(p), v.openCharge.periodIndex))}` : ''}. Pay it before ${longDate(v.openCharge.expiresAt)}.</p>
-<a class="button primary" id="pay-link" href="${payUrl}/${v.openCharge.id}">Pay ${fiat}</a>
-</section>`
-  : html`<section class="card" id="no-open-charge"><p>Nothing to pay right now.</p></section>`}
+${v.openCharge ? openChargeCard(v.openCharge, p, fiat, payUrl) : html`<section class="card" id="no-open-charge"><p>Nothing to pay right now.</p></section>`}
 <section class="card" aria-labelledby="history-heading">
 <h2 id="history-heading">Charges</h2>
 ${rows.length > 0 ? html`<ul class="plan-history" id="history">${rows}</ul>` : html`<p id="history">No charges yet.</p>`}
