@@ -70,7 +70,13 @@ export class PlanSchedulerService {
         else if (outcome === 'paused') paused++;
         else {
           charged++;
-          await this.charges.committed(outcome as ChargeOutcome);
+          // Committed: the charge exists whatever happens now. Its expiry and notices are backed by the sweep and
+          // the notifications re-drive; a failure here is not the plan's failure (that path would log "could not
+          // be charged" for a plan just charged).
+          const planId = seen?.id;
+          await this.charges.committed(outcome as ChargeOutcome).catch((e: Error) =>
+            this.logger.warn(`plan ${planId}: charge created, but handing on its expiry and notices failed: ${e.message}; the sweep and the re-drive will`),
+          );
         }
       } catch (e) {
         if (!seen) throw e;
