@@ -49,6 +49,10 @@ describe('loadConfig defaults (DESIGN §2)', () => {
       webhookAllowPrivateUrls: false,
       rateLimitScale: 1,
       onboardingLinkTtlHours: 168,
+      publicRateLimit: 300,
+      handleRequestRateLimit: 60,
+      handleAddressRateLimit: 30,
+      authFailureRateLimit: 60,
     });
   });
 

@@ -80,6 +80,8 @@ export interface AppConfig {
   publicRateLimit: number;
   /** Requests per minute through one merchant's handle page, from every address together (HandlePageService). */
   handleRequestRateLimit: number;
+  /** Of those, the requests one client address (IPv6 by /64) makes through one handle per minute. */
+  handleAddressRateLimit: number;
   /** Partner API calls without a valid key per minute per client address; past it → 429 before any key lookup. */
   authFailureRateLimit: number;
   /** How long an API key record is cached in process; revocation also evicts it at once through the change feed (Postgres NOTIFY). */
@@ -426,6 +428,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     trustProxy: trustProxy(env.TRUST_PROXY),
     publicRateLimit: int(env, 'PUBLIC_RATE_LIMIT', 300, 1),
     handleRequestRateLimit: int(env, 'HANDLE_REQUEST_RATE_LIMIT', 60, 1),
+    handleAddressRateLimit: int(env, 'HANDLE_ADDRESS_RATE_LIMIT', 30, 1),
     authFailureRateLimit: int(env, 'AUTH_FAILURE_RATE_LIMIT', 60, 1),
     apiKeyCacheMs: int(env, 'API_KEY_CACHE_MS', 30000, 0, 3600000),
     apiKeyCacheMaxEntries: int(env, 'API_KEY_CACHE_MAX_ENTRIES', 10000, 5, 1000000),

@@ -5,7 +5,6 @@ import { freshMinute } from '../support/clock';
 import { closeSql, sql } from '../support/db';
 import { call } from '../support/http';
 import { UUID_RE } from '../support/shapes';
-import { HANDLE_REQUESTS_PER_ADDRESS } from '../../src/modules/dashboard/handle-page.service';
 
 /*
  * DESIGN §5 handles and "Public handle page", §8: a merchant claims a handle in its dashboard; anyone pays it
@@ -427,8 +426,9 @@ describe('rate limit per client address', () => {
     }
   });
 
-  it('one address alone makes at most HANDLE_REQUESTS_PER_ADDRESS a minute through a handle: it cannot spend the page\'s budget for every payer', async () => {
-    const limited = await startService({ env: { HANDLE_REQUEST_RATE_LIMIT: '100', TRUST_PROXY: 'loopback' } });
+  it('one address alone makes at most HANDLE_ADDRESS_RATE_LIMIT a minute through a handle: it cannot spend the page\'s budget for every payer', async () => {
+    const PER_ADDRESS = 4;
+    const limited = await startService({ env: { HANDLE_REQUEST_RATE_LIMIT: '100', HANDLE_ADDRESS_RATE_LIMIT: String(PER_ADDRESS), TRUST_PROXY: 'loopback' } });
     try {
       const lp = await createPartner(limited);
       const m = await createOnboardedMerchant(limited, lp.testKey);
@@ -437,10 +437,10 @@ describe('rate limit per client address', () => {
       freshMinute();
       const one = { 'x-forwarded-for': '2001:db8:aa::1' };
       const statuses = [];
-      for (let i = 0; i <= HANDLE_REQUESTS_PER_ADDRESS; i++) {
+      for (let i = 0; i <= PER_ADDRESS; i++) {
         statuses.push((await call(limited.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 200 + i }, headers: one })).status);
       }
-      expect(statuses).toEqual([...Array(HANDLE_REQUESTS_PER_ADDRESS).fill(201), 429]);
+      expect(statuses).toEqual([...Array(PER_ADDRESS).fill(201), 429]);
       const another = { 'x-forwarded-for': '2001:db8:bb::1' };
       expect((await call(limited.publicUrl, 'POST', `/m/api/${h}/requests`, { body: { fiat_amount_int: 300 }, headers: another })).status).toBe(201);
     } finally {

@@ -12,12 +12,6 @@ import { RequestsService } from '../requests/application/requests.service';
 import { DashboardService } from './dashboard.service';
 import type { CreateHandleRequestDto } from './dashboard.dto';
 
-/**
- * Requests one client address (IPv6 by /64) makes through one handle per minute (× RATE_LIMIT_SCALE), well below
- * the merchant's HANDLE_REQUEST_RATE_LIMIT: one address alone cannot spend the page's budget for every payer.
- */
-export const HANDLE_REQUESTS_PER_ADDRESS = 10;
-
 /** The public handle page's API (DESIGN §5): anyone pays the merchant an amount of their choice. */
 @Injectable()
 export class HandlePageService {
@@ -51,7 +45,11 @@ export class HandlePageService {
   ): Promise<{ request: PaymentRequest; created: boolean }> {
     const { merchant } = await this.merchant(handle);
     const scale = this.config.rateLimitScale;
-    await this.limits.consume('handle-requests-from', `${merchant.id}:${addressBucket(clientAddress)}`, scaledLimit(HANDLE_REQUESTS_PER_ADDRESS, scale));
+    // HANDLE_ADDRESS_RATE_LIMIT a minute per client address (IPv6 by /64) and handle, below the merchant's budget
+    // (by default half of it): one address alone cannot spend the page's budget for every payer. It was a fixed
+    // 10, under DESIGN §5's "limited per client address like the pay API" (300 per route by default): a payer's
+    // or a test suite's eleventh request of a minute from one address was refused.
+    await this.limits.consume('handle-requests-from', `${merchant.id}:${addressBucket(clientAddress)}`, scaledLimit(this.config.handleAddressRateLimit, scale));
     // HANDLE_REQUEST_RATE_LIMIT a minute per merchant, from every address together (× RATE_LIMIT_SCALE). Each
     // request holds an amount of the merchant's for the partner's default expiry: from many addresses (IPv6
     // gives anyone many /64s) an anonymous caller made rows without end, filling the merchant's lists and
