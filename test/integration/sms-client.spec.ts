@@ -55,6 +55,29 @@ it.each([500, 502, 504])('HTTP %i → in doubt, never sent again', async (status
   expect(await send()).toEqual({ kind: 'in_doubt', error: `in doubt: HTTP ${status}: {"message":"upstream"}; not resent, to avoid a duplicate` });
 });
 
+// The status line came, then the body was cut or never finished: the provider has decided, and its status says
+// what (a notifications hunt: every such answer read as in doubt, so a 503's or a 429's receipt was never sent
+// and a 201's SMS was recorded as failed).
+describe('the status came, then the body was cut or slow: the status decides', () => {
+  const partly = (status: number, mode: 'cut' | 'slow') => (res: import('node:http').ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': '200' });
+    res.write('{"sid":"SM1",');
+    if (mode === 'cut') setTimeout(() => res.socket?.destroy(), 50);
+  };
+  it.each([
+    [201, 'cut', 'sent'], [201, 'slow', 'sent'],
+    [503, 'cut', 'transient'], [503, 'slow', 'transient'], [429, 'cut', 'transient'],
+    [400, 'cut', 'refused'], [400, 'slow', 'refused'],
+    [500, 'cut', 'in_doubt'],
+  ] as const)('HTTP %i, body %s → %s', async (status, mode, kind) => {
+    answer = partly(status, mode);
+    const r = await send();
+    expect(r.kind).toBe(kind);
+    if (kind === 'sent') expect(r).toEqual({ kind: 'sent', response: `HTTP ${status}` });
+    else expect(r).toMatchObject({ error: expect.stringContaining(`HTTP ${status}: {"sid":"SM1", (answer cut: `) });
+  });
+});
+
 it('nothing listening → transient: the message never went out, it may be tried again', async () => {
   const r = await send(`http://127.0.0.1:${await findFreePort()}`);
   expect(r).toMatchObject({ kind: 'transient', error: expect.stringMatching(/ECONNREFUSED/) });

@@ -9,8 +9,9 @@ const MAX_BODY_CHARS = 300;
  * SMS through a Twilio-compatible REST API (DESIGN §6): a form POST of To, From and Body to
  * {SMS_API_URL}/2010-04-01/Accounts/{sid}/Messages.json with basic auth. A 4xx other than 429 is refused
  * for good; 429, 503 and other 5xx are tried again, and so is a failure before the request was written out
- * (no connection, a refused one); 500, 502 and 504 are in doubt (see outcome). A failure after it was written (no answer within the timeout or the send's
- * deadline, a connection dropped before the answer) is in doubt: the provider may have sent the message, and
+ * (no connection, a refused one); 500, 502 and 504 are in doubt (see outcome). Once the status line came, the
+ * status decides, even when the body after it is cut or slow. A failure after it was written and before any
+ * status (no answer within the timeout or the send's deadline, a connection dropped before the answer) is in doubt: the provider may have sent the message, and
  * Twilio-style APIs ignore the idempotency key, so it is never sent again (at most one message, as for email).
  * node:http rather than fetch, which cannot tell the two apart: with fetch, a provider slower than the timeout
  * got the same receipt once per retry (7 in 12 s).
@@ -26,6 +27,11 @@ export class SmsClient {
     return new Promise<SendResult>((resolve) => {
       let written = false;
       let settled = false;
+      // The answer's status, once its status line came, and as much of its body as was read: the provider has
+      // decided by then, so a body cut or slow after it changes nothing (a notifications hunt: a 503 or 429 whose
+      // body was cut read as in doubt, so a receipt the provider had not taken was never sent; a 201 read as failed).
+      let status: number | null = null;
+      let text = '';
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       const onDeadline = () => req.destroy(new Error("the send's deadline passed"));
       const finish = (r: SendResult) => {
@@ -36,9 +42,11 @@ export class SmsClient {
         resolve(r);
       };
       const failed = (e: Error, when: string) =>
-        finish(written
-          ? { kind: 'in_doubt', error: `in doubt: ${describe(e)} ${when}; not resent, to avoid a duplicate` }
-          : { kind: 'transient', error: describe(e) });
+        finish(status !== null
+          ? outcome(status, `${text.slice(0, MAX_BODY_CHARS)} (answer cut: ${describe(e)})`)
+          : written
+            ? { kind: 'in_doubt', error: `in doubt: ${describe(e)} ${when}; not resent, to avoid a duplicate` }
+            : { kind: 'transient', error: describe(e) });
       const req = (url.protocol === 'https:' ? https : http).request(url, {
         method: 'POST',
         // A connection of its own, never one kept from an earlier SMS (Node's global agent keeps them alive): a
@@ -56,7 +64,7 @@ export class SmsClient {
       req.on('finish', () => (written = true));
       req.on('error', (e) => failed(e, 'after the request went out'));
       req.on('response', (res) => {
-        let text = '';
+        status = res.statusCode ?? 0;
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
           if (text.length < MAX_BODY_CHARS) text += chunk;
