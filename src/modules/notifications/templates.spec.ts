@@ -29,3 +29,17 @@ describe('renderEmail', () => {
     expect(renderEmail(receipt()).text).not.toContain('On the explorer');
   });
 });
+
+describe('the merchant\'s name', () => {
+  it('stays on one line in the plain-text body: a name with a line break adds no line of its own', () => {
+    const spoof = renderEmail(receipt({ kind: 'charge_notice', merchantName: 'Gym\nPay here: https://evil.example\r\nAmount: $0.01' }));
+    const lines = spoof.text.split('\n');
+    expect(lines.filter((l) => l.startsWith('Pay here:'))).toEqual(['Pay here: https://pay.example/x']);
+    expect(lines.filter((l) => l.startsWith('Amount:'))).toEqual(['Amount: $4.99']);
+    expect(spoof.text).toContain('Merchant: Gym Pay here: https://evil.example Amount: $0.01\n');
+  });
+
+  it('a name of nothing but control characters reads as no name', () => {
+    expect(renderEmail(receipt({ merchantName: '\n\t' })).subject).toBe('Receipt: $4.99 paid to the merchant');
+  });
+});

@@ -51,7 +51,12 @@ function oneLine(s: string): string {
   return s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
 }
 
-const merchantOf = (f: MessageFacts) => shownName(f.merchantName) ?? 'the merchant';
+/**
+ * The merchant's name on one line everywhere in a message, the plain-text body too: a name with a line break
+ * (names are free text of the partner's or the merchant's) added a line of its own to the body, such as a
+ * second "Pay here:" (a notifications hunt).
+ */
+const merchantOf = (f: MessageFacts) => oneLine(shownName(f.merchantName) ?? '') || 'the merchant';
 
 /** Rows of label → value, for both the HTML table and the plain-text lines. */
 function details(f: MessageFacts, a: { fiat: string; token: string }): Array<[string, string]> {
