@@ -79,6 +79,11 @@ describe('whether a verified claim is still on the canonical chain', () => {
     const seen = (r: ChainReceipt) => ({ blockAtClaim: { hash: '0xother', timestamp: IN_WINDOW }, receipt: r, receiptBlock: { hash: r.blockHash, timestamp: IN_WINDOW } });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', status: 0 })))).toEqual({ kind: 'vanished', reason: 'transaction_failed' });
     expect(claimStanding(claim, seen(receipt({ blockNumber: 101, blockHash: '0xb101', value: 499n })))).toEqual({ kind: 'vanished', reason: 'transfer_missing' });
+    // Re-executed into a transfer from the wallet to itself: no money moved, so the claim is not moved onto it
+    // (the pay rule refuses a self-transfer; a verification hunt's doubt).
+    const self = receipt({ blockNumber: 101, blockHash: '0xb101' });
+    self.logs[0].topics[1] = topic(TO);
+    expect(claimStanding(claim, seen(self))).toEqual({ kind: 'vanished', reason: 'transfer_missing' });
   });
 
   it('moved: the same transfer re-included in another canonical block, log index following it', () => {

@@ -97,7 +97,10 @@ export function claimStanding(
   if (seen.receiptBlock?.hash !== r.blockHash) return { kind: 'vanished', reason: 'receipt_not_canonical' };
   if (r.status !== 1) return { kind: 'vanished', reason: 'transaction_failed' };
   const transfers = r.logs.map(decodeTransferLog).filter((t): t is ChainTransfer => t !== null);
-  const same = (t: ChainTransfer) => t.token === claim.tokenAddress && t.to === claim.recipient && t.value === claim.amount;
+  // The pay rule's transfer (pay-rule.ts): the token's, to the wallet, of the amount, and not from the wallet itself
+  // (a re-executed transaction whose logs changed may now hold a self-transfer, which moves no money).
+  const same = (t: ChainTransfer) =>
+    t.token === claim.tokenAddress && t.to === claim.recipient && t.from !== claim.recipient && t.value === claim.amount;
   const found = transfers.find((t) => same(t) && t.logIndex === claim.logIndex) ?? transfers.find(same);
   if (!found) return { kind: 'vanished', reason: 'transfer_missing' };
   const inWindow = inPayWindow(claim, seen.receiptBlock.timestamp);
