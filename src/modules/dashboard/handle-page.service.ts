@@ -46,9 +46,8 @@ export class HandlePageService {
     const { merchant } = await this.merchant(handle);
     const scale = this.config.rateLimitScale;
     // HANDLE_ADDRESS_RATE_LIMIT a minute per client address (IPv6 by /64) and handle, below the merchant's budget
-    // (by default half of it): one address alone cannot spend the page's budget for every payer. It was a fixed
-    // 10, under DESIGN §5's "limited per client address like the pay API" (300 per route by default): a payer's
-    // or a test suite's eleventh request of a minute from one address was refused.
+    // (by default half of it): one address alone cannot spend the page's budget for every payer. On top of the
+    // route's PUBLIC_RATE_LIMIT per address (DESIGN §5: "limited per client address like the pay API").
     await this.limits.consume('handle-requests-from', `${merchant.id}:${addressBucket(clientAddress)}`, scaledLimit(this.config.handleAddressRateLimit, scale));
     // HANDLE_REQUEST_RATE_LIMIT a minute per merchant, from every address together (× RATE_LIMIT_SCALE). Each
     // request holds an amount of the merchant's for the partner's default expiry: from many addresses (IPv6

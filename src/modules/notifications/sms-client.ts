@@ -28,8 +28,8 @@ export class SmsClient {
       let written = false;
       let settled = false;
       // The answer's status, once its status line came, and as much of its body as was read: the provider has
-      // decided by then, so a body cut or slow after it changes nothing (a notifications hunt: a 503 or 429 whose
-      // body was cut read as in doubt, so a receipt the provider had not taken was never sent; a 201 read as failed).
+      // decided by then, so a body cut or slow after it changes nothing (read as in doubt, a 503's receipt would
+      // never be sent and a 201's SMS would be recorded as failed).
       let status: number | null = null;
       let text = '';
       const timer = setTimeout(() => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);

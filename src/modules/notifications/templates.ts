@@ -52,9 +52,8 @@ function oneLine(s: string): string {
 }
 
 /**
- * The merchant's name on one line everywhere in a message, the plain-text body too: a name with a line break
- * (names are free text of the partner's or the merchant's) added a line of its own to the body, such as a
- * second "Pay here:" (a notifications hunt).
+ * The merchant's name on one line everywhere in a message, the plain-text body too: names are free text of the
+ * partner's or the merchant's, and one with a line break would add a line of its own, such as a second "Pay here:".
  */
 const merchantOf = (f: MessageFacts) => oneLine(shownName(f.merchantName) ?? '') || 'the merchant';
 

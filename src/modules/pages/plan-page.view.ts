@@ -41,7 +41,6 @@ function chargeWords(c: PaymentRequest, now: Date): string {
   return 'Awaiting payment';
 }
 
-/** The payer's plan page (DESIGN §5): no script; the Pay button is a link to the open charge's pay page. */
 /**
  * The open charge (DESIGN §8: neither verified nor expired nor voided). One whose payment is already sent and
  * being confirmed is not offered as "Payment due" with a Pay button, which invited a second payment: the link
@@ -63,6 +62,7 @@ function openChargeCard(c: PaymentRequest, p: Plan, fiat: string, payUrl: string
 </section>`;
 }
 
+/** The payer's plan page (DESIGN §5): no script; the Pay button is a link to the open charge's pay page. */
 export function renderPlanPage(v: PayerView, payUrl: string, stylesheet: string, now: Date): string {
   const p = v.plan;
   const fiat = formatFiat(p.fiatAmount, p.fiatCurrency);

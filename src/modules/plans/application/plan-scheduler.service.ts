@@ -75,7 +75,7 @@ export class PlanSchedulerService {
           // be charged" for a plan just charged).
           const planId = seen?.id;
           await this.charges.committed(outcome as ChargeOutcome).catch((e: Error) =>
-            this.logger.warn(`plan ${planId}: charge created, but handing on its expiry and notices failed: ${e.message}; the sweep and the re-drive will`),
+            this.logger.warn(`plan ${planId}: charge created, but handing on its expiry and notices failed: ${e.message}; the expiry sweep and the notifications re-drive will`),
           );
         }
       } catch (e) {

@@ -94,7 +94,7 @@ export function afterCharge(p: Plan, k: number, created: boolean): PlanChange {
 /**
  * The plan goes on from period k: active and due at its date, or completed when that date falls after
  * LAST_DUE_AT. Every change that schedules a period goes through here (a charge, a skip, a resume, a late
- * payment): a resume or a skip near the limit had scheduled a period in year 10000 and then charged it.
+ * payment), so none can schedule, and then charge, a period in year 10000.
  */
 function dueFrom(p: Plan, k: number): Pick<PlanChange, 'status' | 'pauseReason' | 'nextPeriodIndex' | 'nextChargeAt'> {
   const next = dueAt(scheduleOf(p), k);
